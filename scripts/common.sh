@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Shared by run.sh and test.sh: set up the venv and build the package with colcon.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bash "$root/scripts/setup_env.sh"
+venv="${CARLA_HIL_VENV:-$root/.venv}"
+set +u
+# shellcheck disable=SC1091
+source "$venv/bin/activate"
+set -u
+ws="$root/.colcon"
+export COLCON_LOG_PATH="$ws/log"
+cd "$root"
+colcon build --base-paths "$root" --build-base "$ws/build" \
+  --install-base "$ws/install" --symlink-install \
+  --event-handlers console_cohesion- summary- >/dev/null
+set +u
+# shellcheck disable=SC1091
+source "$ws/install/local_setup.bash"
+set -u
