@@ -17,6 +17,10 @@ from typing import Any, Dict, List, Optional, Sequence
 from hil_bridge.config import node_params
 
 
+#: Parameters every rclpy node declares itself (allowed in config files).
+IMPLICIT = ('use_sim_time',)
+
+
 @dataclass(frozen=True)
 class ParamSpec:
     """One ROS parameter: name, description and optional numeric range."""
@@ -51,6 +55,8 @@ def check_specs(specs: List[ParamSpec], node_name: str,
     default outside its range.
     """
     defaults = node_params(node_name, file_name)
+    for implicit in IMPLICIT:
+        defaults.pop(implicit, None)
     names = [s.name for s in specs]
     missing = sorted(set(names) - set(defaults))
     extra = sorted(set(defaults) - set(names))
