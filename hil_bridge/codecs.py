@@ -59,11 +59,16 @@ def make_header(t: float, frame_id: str) -> Header:
     return Header(stamp=stamp_from_sec(t), frame_id=str(frame_id))
 
 
-def _fill_uint8(buf: Any) -> array.array:
-    """Copy a C-contiguous buffer into a new ``array('B')`` (one memcpy)."""
-    out = array.array('B')
+def _fill_array(typecode: str, buf: Any) -> array.array:
+    """Copy a C-contiguous buffer into a new ``array(typecode)`` (memcpy)."""
+    out = array.array(typecode)
     out.frombytes(memoryview(buf).cast('B'))
     return out
+
+
+def _fill_uint8(buf: Any) -> array.array:
+    """Copy a C-contiguous buffer into a new ``array('B')`` (one memcpy)."""
+    return _fill_array('B', buf)
 
 
 def _as_header(header_or_t: Any, frame_id: str) -> Header:
@@ -554,9 +559,7 @@ def cloud_to_cones(cloud: PointCloud2) -> Tuple[np.ndarray, np.ndarray,
 
 
 def _fill_float32(values: np.ndarray) -> array.array:
-    out = array.array('f')
-    out.frombytes(np.ascontiguousarray(values, dtype=np.float32).data)
-    return out
+    return _fill_array('f', np.ascontiguousarray(values, dtype=np.float32))
 
 
 def scan_to_msg(ranges: np.ndarray, angle_min: float, angle_increment: float,
