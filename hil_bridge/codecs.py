@@ -62,7 +62,9 @@ def make_header(t: float, frame_id: str) -> Header:
 def _fill_array(typecode: str, buf: Any) -> array.array:
     """Copy a C-contiguous buffer into a new ``array(typecode)`` (memcpy)."""
     out = array.array(typecode)
-    out.frombytes(memoryview(buf).cast('B'))
+    view = memoryview(buf)
+    if view.nbytes:
+        out.frombytes(view.cast('B'))
     return out
 
 
