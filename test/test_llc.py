@@ -67,7 +67,7 @@ def test_standstill_brake() -> None:
 
 
 def test_steering_formula_and_sign() -> None:
-    """delta = atan(omega L / v); a left turn (omega > 0) is CARLA steer < 0."""
+    """Steering: delta = atan(omega L / v); a left turn (omega > 0) is CARLA steer < 0."""
     llc = make()
     v, omega = 5.0, 0.3
     delta = math.atan(omega * PROFILE.wheelbase / v)
