@@ -489,10 +489,10 @@ def _float_columns(cloud: PointCloud2, names: Sequence[str],
         out = np.empty((pts.shape[0], len(names)), dtype=np.float32)
         for i, n in enumerate(names):
             out[:, i] = pts[n]
-    if skip_nans:
-        finite = np.isfinite(out).all(axis=1)
-        if not finite.all():
-            out = out[finite]
+    if skip_nans and out.size and not np.isfinite(out.sum()):
+        # a finite sum means every value is finite (the cheap common case;
+        # an overflow to inf only sends us to the exact check)
+        out = out[np.isfinite(out).all(axis=1)]
     return out
 
 
