@@ -1,0 +1,225 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+Fast vision cone detector, the default mode (no rclpy).
+
+Same outputs as :mod:`cone_detection.vision_reference` with far less work:
+
+1. region of interest: only rows below the horizon (cones stand on the
+   ground below the camera), at ``downscale`` resolution (area averaging,
+   which also damps pixel noise);
+2. colour proposals: HSV hue masks per cone colour, closed vertically to
+   bridge the cones' stripes, connected components
+   (cv2.connectedComponentsWithStats) -> boxes with a cone-like aspect
+   ratio and a height consistent with the ground-plane distance of their
+   base row (between a small cone's and a big cone's expected height);
+3. each proposal verified by the SVM on one 64x64 window framed like the
+   training windows (one HOG call for all proposals);
+4. the hue-mask histogram peak and base row at full resolution inside the
+   proposal, projected onto the ground plane.
+"""
+
+from dataclasses import dataclass
+import math
+from typing import Tuple
+
+from cone_detection.ground_projection import (check_intrinsics, check_transform, horizon_row,
+                                              optical_pose, pixels_to_ground)
+from cone_detection.hue import check_bgr, class_masks, DEFAULT_THRESHOLDS, HUE_CLASSES, \
+    HueThresholds
+from cone_detection.svm_model import ConeSvmModel
+from cone_detection.vision_common import (CameraDetections, confidence_from_score,
+                                          extract_windows, hue_masks, localise,
+                                          merge_duplicates, nms, patch_features,
+                                          window_boxes_for_cones)
+import cv2
+from hil_bridge.backend import CONE_BIG_ORANGE, CONE_SIZE, CONE_UNKNOWN
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
+
+
+@dataclass(frozen=True)
+class FastParams:
+    """
+    Parameters of the fast detector.
+
+    ``downscale``: integer factor of the proposal image; ``min_area``:
+    smallest component (proposal pixels); ``aspect_lo``/``aspect_hi``:
+    allowed width / height of a component box; ``size_lo``/``size_hi``:
+    allowed height relative to the small (lo) and big (hi) cone's expected
+    height at the base row's distance; ``close_px``: vertical closing
+    (proposal pixels) against aliasing gaps; ``stack_gap``: vertical gap,
+    relative to the two parts' summed heights, under which stacked parts of one colour
+    (split by a stripe) are one cone (:func:`merge_stacked`); ``roi_margin``: rows
+    above the horizon still searched (image pixels); ``max_proposals``:
+    cap per image (largest first); ``nms_iou``, ``merge_distance``,
+    ``hue_blur``, ``score_offset`` as in the reference mode.
+    """
+
+    downscale: int = 2
+    min_area: int = 6
+    aspect_lo: float = 0.25
+    aspect_hi: float = 1.6
+    size_lo: float = 0.35
+    size_hi: float = 1.6
+    close_px: int = 3
+    stack_gap: float = 0.8
+    roi_margin: int = 8
+    max_proposals: int = 80
+    nms_iou: float = 0.3
+    merge_distance: float = 0.4
+    hue_blur: int = 3
+    score_offset: float = 0.0
+
+    def __post_init__(self) -> None:
+        """Validate the parameters."""
+        if self.downscale not in (1, 2, 3, 4):
+            raise ValueError(f'downscale must be 1..4, got {self.downscale}')
+        if not (0 < self.aspect_lo < self.aspect_hi) or not (0 < self.size_lo < self.size_hi):
+            raise ValueError('need 0 < aspect_lo < aspect_hi and 0 < size_lo < size_hi')
+        if self.min_area < 1 or self.max_proposals < 1 or self.close_px < 0:
+            raise ValueError('min_area, max_proposals must be >= 1, close_px >= 0')
+
+
+def merge_stacked(boxes: np.ndarray, gap: float) -> np.ndarray:
+    """
+    Join boxes (N, 4) of one colour that are parts of one striped cone.
+
+    Two boxes belong together when their columns overlap by half the
+    narrower one's width and the vertical gap between them is under
+    ``gap`` times their summed heights; groups (connected components of
+    that relation, scipy.sparse.csgraph) add their bounding box to the
+    parts (the SVM and non-maximum suppression then pick the whole cone,
+    and a wrong union of two cones above each other loses nothing).
+    """
+    n = boxes.shape[0]
+    if n < 2:
+        return boxes
+    x0, y0, x1, y1 = boxes.T
+    overlap = np.minimum(x1[:, None], x1[None, :]) - np.maximum(x0[:, None], x0[None, :])
+    narrow = np.minimum((x1 - x0)[:, None], (x1 - x0)[None, :])
+    vgap = np.maximum(y0[:, None], y0[None, :]) - np.minimum(y1[:, None], y1[None, :])
+    tall = (y1 - y0)[:, None] + (y1 - y0)[None, :]
+    link = (overlap >= 0.5 * narrow) & (vgap <= gap * tall)
+    count, label = connected_components(csr_matrix(link), directed=False)
+    if count == n:
+        return boxes
+    sizes = np.bincount(label, minlength=count)
+    out = np.empty((count, 4))
+    out[:, 0] = np.full(count, np.inf)
+    out[:, 1] = np.full(count, np.inf)
+    out[:, 2:] = -np.inf
+    np.minimum.at(out[:, 0], label, x0)
+    np.minimum.at(out[:, 1], label, y0)
+    np.maximum.at(out[:, 2], label, x1)
+    np.maximum.at(out[:, 3], label, y1)
+    return np.concatenate([boxes, out[sizes > 1]])
+
+
+def propose(image_bgr: np.ndarray, K: np.ndarray, T_vehicle_camera: np.ndarray,
+            params: FastParams = FastParams(),
+            thresholds: HueThresholds = DEFAULT_THRESHOLDS) -> Tuple[np.ndarray, np.ndarray]:
+    """
+    Return colour proposals: boxes (N, 4) in image pixels and hue classes (N,).
+
+    Boxes are components of the hue masks below the horizon whose aspect
+    ratio and height fit a cone standing at their base row's distance.
+    """
+    height, width = image_bgr.shape[:2]
+    f = params.downscale
+    top = int(max(horizon_row(K, T_vehicle_camera, width) - params.roi_margin, 0))
+    top -= top % f
+    if top >= height - f:
+        return np.zeros((0, 4)), np.zeros(0, np.uint8)
+    roi = image_bgr[top:]
+    small = roi if f == 1 else cv2.resize(roi, (width // f, (height - top) // f),
+                                          interpolation=cv2.INTER_AREA)
+    masks = class_masks(cv2.cvtColor(small, cv2.COLOR_BGR2HSV), thresholds)
+    kernel = cv2.getStructuringElement(cv2.MORPH_RECT, (1, params.close_px)) \
+        if params.close_px > 1 else None
+    boxes, classes = [], []
+    for j, cls in enumerate(HUE_CLASSES):
+        m = masks[j] if kernel is None else cv2.morphologyEx(masks[j], cv2.MORPH_CLOSE, kernel)
+        n, _labels, stats, _cent = cv2.connectedComponentsWithStats(m, connectivity=8)
+        st = stats[1:]
+        st = st[st[:, cv2.CC_STAT_AREA] >= params.min_area]
+        if st.shape[0] == 0:
+            continue
+        x0 = st[:, cv2.CC_STAT_LEFT].astype(np.float64) * f
+        y0 = st[:, cv2.CC_STAT_TOP].astype(np.float64) * f + top
+        bw = st[:, cv2.CC_STAT_WIDTH].astype(np.float64) * f
+        bh = st[:, cv2.CC_STAT_HEIGHT].astype(np.float64) * f
+        parts = merge_stacked(np.stack([x0, y0, x0 + bw, y0 + bh], axis=1), params.stack_gap)
+        boxes.append(parts)
+        classes.append(np.full(parts.shape[0], cls, np.uint8))
+    if not boxes:
+        return np.zeros((0, 4)), np.zeros(0, np.uint8)
+    b = np.concatenate(boxes)
+    c = np.concatenate(classes)
+    bw, bh = b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]
+    aspect = bw / bh
+    # Expected cone heights (pixels) at the depth of the box's base row.
+    base = np.stack([0.5 * (b[:, 0] + b[:, 2]), b[:, 3]], axis=1)
+    ground, valid = pixels_to_ground(base, K, T_vehicle_camera)
+    cam = optical_pose(T_vehicle_camera)[:3, 3]
+    depth = np.linalg.norm(ground[:, :2] - cam[:2], axis=1)
+    fy = float(np.asarray(K)[1, 1])
+    with np.errstate(invalid='ignore', divide='ignore'):
+        small_h = fy * CONE_SIZE[1][1] / depth
+        big_h = fy * CONE_SIZE[CONE_BIG_ORANGE][1] / depth
+    ok = valid & (aspect >= params.aspect_lo) & (aspect <= params.aspect_hi)
+    ok &= (bh >= params.size_lo * small_h) & (bh <= params.size_hi * big_h)
+    # Cones cut by the bottom edge have no base row: keep them when big.
+    cut = (b[:, 3] >= height - f) & (bh >= 0.1 * height)
+    ok |= cut & (aspect >= params.aspect_lo)
+    b, c = b[ok], c[ok]
+    if b.shape[0] > params.max_proposals:
+        order = np.argsort(-(b[:, 3] - b[:, 1]), kind='stable')[:params.max_proposals]
+        b, c = b[order], c[order]
+    return b, c
+
+
+def detect_fast(image_bgr: np.ndarray, K: np.ndarray, T_vehicle_camera: np.ndarray,
+                model: ConeSvmModel, params: FastParams = FastParams(),
+                thresholds: HueThresholds = DEFAULT_THRESHOLDS) -> CameraDetections:
+    """
+    Detect cones in one bgr8 image with colour proposals verified by the SVM.
+
+    Arguments and result as :func:`cone_detection.vision_reference.detect_reference`.
+    """
+    check_bgr(image_bgr)
+    k = check_intrinsics(K)
+    t = check_transform(T_vehicle_camera)
+    boxes, classes = propose(image_bgr, k, t, params, thresholds)
+    if boxes.shape[0] == 0:
+        return CameraDetections.empty()
+    grey = cv2.cvtColor(image_bgr, cv2.COLOR_BGR2GRAY)
+    windows = window_boxes_for_cones(boxes, model.cone_height, model.hog.win_size)
+    feats = patch_features(model, extract_windows(grey, windows, model.hog.win_size))
+    scores = model.decision(feats)
+    threshold = model.threshold + params.score_offset
+    keep = nms(boxes, scores, threshold, params.nms_iou)
+    if keep.size == 0:
+        return CameraDetections.empty()
+    height, width = image_bgr.shape[:2]
+    n = keep.size
+    cls = np.zeros(n, np.uint8)
+    uv = np.full((n, 2), np.nan, np.float32)
+    xyz = np.full((n, 3), np.nan, np.float32)
+    for i, j in enumerate(keep):
+        x0, y0, x1, y1 = boxes[j]
+        pad = 0.15 * (x1 - x0) + 2
+        xa, ya = int(max(math.floor(x0 - pad), 0)), int(max(math.floor(y0 - 2), 0))
+        xb, yb = int(min(math.ceil(x1 + pad), width)), int(min(math.ceil(y1 + 2), height))
+        masks = hue_masks(image_bgr[ya:yb, xa:xb], thresholds, params.hue_blur)
+        c, u, p, _h = localise(masks, boxes[j:j + 1], k, t, offset=(xa, ya),
+                               classes=classes[j:j + 1])
+        cls[i], uv[i], xyz[i] = c[0], u[0], p[0]
+    good = cls != CONE_UNKNOWN
+    idx = keep[good]
+    det = CameraDetections(xyz=xyz[good], class_id=cls[good],
+                           confidence=confidence_from_score(scores[idx], threshold),
+                           uv=uv[good], box=boxes[idx].astype(np.float32),
+                           score=scores[idx].astype(np.float32))
+    return merge_duplicates(det, params.merge_distance)
