@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Hue thresholds, colour classification and the hue-mask histogram peak."""
 
-import cv2
 from cone_detection.hue import (classify_patch, cone_mask, histogram_peak, HueThresholds,
                                 mask_base, size_class, to_hsv)
+import cv2
 from hil_bridge.backend import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_UNKNOWN,
                                 CONE_YELLOW)
 import numpy as np
