@@ -152,3 +152,84 @@ def test_bad_point_arrays(shape: tuple) -> None:
     """Arrays that are not (N, >=3) raise ValueError."""
     with pytest.raises(ValueError, match='points'):
         points_to_ranges(np.zeros(shape), EIGHT)
+
+
+def test_node_params_match_config() -> None:
+    """config/cloud_to_scan.yaml sets the rig: 1080 bins of 0.25 deg, z = 0 kept."""
+    from hil_bridge.cloud_to_scan_node import NODE_NAME, PARAMS
+    from hil_bridge.params import check_specs
+    values = check_specs(PARAMS, NODE_NAME, 'cloud_to_scan.yaml')
+    p = ScanParams.from_mapping(values)
+    assert p.n_bins == 1080 and p.range_max == 20.0
+    r = points_to_ranges(np.array([polar(5.0, 0.0, 0.0)]), p)
+    assert np.isfinite(r).sum() == 1
+
+
+@pytest.mark.dds
+def test_node_over_dds_lazy(rclpy_context) -> None:
+    """The node subscribes lazily and turns a cloud into the expected scan."""
+    import os
+    from pathlib import Path
+    import signal
+    import subprocess
+    import time
+
+    from hil_bridge import codecs
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import qos_profile_sensor_data
+    from sensor_msgs.msg import LaserScan, PointCloud2
+
+    root = Path(__file__).resolve().parents[1]
+    child = subprocess.Popen(
+        [sys.executable, '-m', 'hil_bridge.cloud_to_scan_node', '--ros-args',
+         '--params-file', str(root / 'config' / 'cloud_to_scan.yaml'),
+         '-p', 'use_sim_time:=false', '-r', 'cloud_in:=/c2s_test/cloud',
+         '-r', 'scan:=/c2s_test/scan'], env=dict(os.environ))
+    node = rclpy.create_node('c2s_tester', context=rclpy_context)
+    pub = node.create_publisher(PointCloud2, '/c2s_test/cloud',
+                                qos_profile_sensor_data)
+    executor = SingleThreadedExecutor(context=rclpy_context)
+    executor.add_node(node)
+    scans = []
+    pts = np.array([polar(5.0, 0.1, 0.0) + [1.0], polar(3.0, 0.2, 0.0) + [1.0],
+                    polar(4.0, -90.0, 0.0) + [1.0]], np.float32)
+    try:
+        deadline = time.monotonic() + 20.0
+        # nobody listens to the scan: the node must not subscribe the cloud
+        while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.1)
+            if node.count_publishers('/c2s_test/scan') > 0:
+                break
+        assert child.poll() is None, 'cloud_to_scan died'
+        t_end = time.monotonic() + 1.0
+        while time.monotonic() < t_end:
+            executor.spin_once(timeout_sec=0.1)
+        assert pub.get_subscription_count() == 0, 'subscribed without listeners'
+        node.create_subscription(LaserScan, '/c2s_test/scan', scans.append,
+                                 qos_profile_sensor_data)
+        while not scans and time.monotonic() < deadline:
+            if pub.get_subscription_count():
+                pub.publish(codecs.xyzi_to_cloud(pts, 12.5, 'ego_vehicle/lidar'))
+            executor.spin_once(timeout_sec=0.1)
+        assert child.poll() is None, 'cloud_to_scan died'
+    finally:
+        child.send_signal(signal.SIGINT)
+        try:
+            rc = child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            rc = None
+        executor.shutdown()
+        node.destroy_node()
+    assert scans, 'no scan received'
+    scan = scans[0]
+    assert scan.header.frame_id == 'ego_vehicle/lidar'
+    assert codecs.sec_from_stamp(scan.header.stamp) == pytest.approx(12.5)
+    assert len(scan.ranges) == 1080 and len(scan.intensities) == 0
+    assert scan.angle_max == pytest.approx(np.radians(135), abs=1e-6)
+    ranges = np.asarray(scan.ranges)
+    assert np.isfinite(ranges).sum() == 2
+    assert ranges[540] == pytest.approx(3.0, rel=1e-5)  # 0.1 and 0.2 deg: min
+    assert ranges[180] == pytest.approx(4.0, rel=1e-5)  # -90 deg
+    assert rc == 0
