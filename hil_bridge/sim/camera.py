@@ -1,0 +1,522 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+``sensor.camera.rgb`` of the built-in simulator: a fast pinhole renderer.
+
+The camera sensor frame is REP-103 (x forward, y left, z up); its image
+uses the optical frame (x right, y down, z forward). Intrinsics follow the
+carla-ros-bridge convention: ``fx = fy = w / (2 tan(fov / 2))`` with ``fov``
+the horizontal field of view, ``cx = w / 2``, ``cy = h / 2``; pixel ``(u,
+v)`` has its centre at integer coordinates.
+
+A frame is drawn with OpenCV in this order:
+
+1. sky (a gradient in elevation) and the ground, an asphalt-like tiled
+   texture mapped with the ground homography (``cv2.warpPerspective``) and
+   faded into haze with distance; both are baked per camera tilt and height
+   and re-used while these do not change;
+2. cones and vehicle boxes, far to near (painter's algorithm): a cone is a
+   stack of frustum bands in its Formula Student colours (blue with a white
+   stripe, yellow with a black stripe, small orange with two white stripes,
+   big orange with two wide white stripes), a box shows its visible faces
+   shaded by the sun;
+3. optional Gaussian pixel noise.
+
+:class:`Lighting` scales every colour (brightness, per-channel tint) and
+sets the sun direction; vary it per scenario or seed.
+"""
+
+from dataclasses import dataclass
+import math
+from typing import Dict, List, Optional, Tuple
+
+import cv2
+from hil_bridge.backend import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE,
+                                CONE_YELLOW)
+from hil_bridge.sim.geometry import cone_dimensions
+from hil_bridge.sim.world import WorldGeometry
+import numpy as np
+
+#: Rotation from the optical frame (x right, y down, z forward) to the
+#: REP-103 camera sensor frame (x forward, y left, z up).
+R_SENSOR_OPTICAL = np.array([[0.0, 0.0, 1.0],
+                             [-1.0, 0.0, 0.0],
+                             [0.0, -1.0, 0.0]])
+
+_BLUE = (190.0, 95.0, 25.0)
+_YELLOW = (20.0, 205.0, 235.0)
+_ORANGE = (10.0, 110.0, 250.0)
+_WHITE = (235.0, 235.0, 235.0)
+_BLACK = (35.0, 35.0, 35.0)
+
+#: Bands of each cone class: (bottom, top) as fractions of the height and
+#: the BGR colour, bottom to top.
+CONE_BANDS: Dict[int, Tuple[Tuple[float, float, Tuple[float, ...]], ...]] = {
+    CONE_BLUE: ((0.0, 0.38, _BLUE), (0.38, 0.62, _WHITE), (0.62, 1.0, _BLUE)),
+    CONE_YELLOW: ((0.0, 0.38, _YELLOW), (0.38, 0.62, _BLACK),
+                  (0.62, 1.0, _YELLOW)),
+    CONE_ORANGE: ((0.0, 0.3, _ORANGE), (0.3, 0.44, _WHITE),
+                  (0.44, 0.58, _ORANGE), (0.58, 0.72, _WHITE),
+                  (0.72, 1.0, _ORANGE)),
+    CONE_BIG_ORANGE: ((0.0, 0.25, _ORANGE), (0.25, 0.42, _WHITE),
+                      (0.42, 0.55, _ORANGE), (0.55, 0.72, _WHITE),
+                      (0.72, 1.0, _ORANGE)),
+}
+#: Colour of the main body of each class (used for far cones).
+CONE_BODY = {CONE_BLUE: _BLUE, CONE_YELLOW: _YELLOW, CONE_ORANGE: _ORANGE,
+             CONE_BIG_ORANGE: _ORANGE}
+
+_SHIFT = 4                     # fixed-point bits of polygon vertices
+_SCALE = float(1 << _SHIFT)
+_ARC = 7                       # points per half circle of a cone band
+_NEAR = 0.05                   # near clipping distance (m)
+_LOD_PX = 6.0                  # cones shorter than this are one polygon
+
+
+def intrinsics(width: int, height: int, fov_deg: float) -> np.ndarray:
+    """
+    Return the 3x3 camera matrix K of a CARLA camera.
+
+    ``fov_deg`` is the horizontal field of view in degrees (0, 180).
+    """
+    if not (isinstance(width, (int, np.integer)) and width > 0
+            and isinstance(height, (int, np.integer)) and height > 0):
+        raise ValueError(f'camera image size must be positive integers, got '
+                         f'{width}x{height}')
+    fov = float(fov_deg)
+    if not (math.isfinite(fov) and 0.0 < fov < 180.0):
+        raise ValueError(f'camera fov must be in (0, 180) degrees, got '
+                         f'{fov_deg}')
+    f = width / (2.0 * math.tan(math.radians(fov) / 2.0))
+    return np.array([[f, 0.0, width / 2.0],
+                     [0.0, f, height / 2.0],
+                     [0.0, 0.0, 1.0]])
+
+
+def _check_pose(T: np.ndarray, name: str) -> np.ndarray:
+    M = np.asarray(T, dtype=np.float64)
+    if M.shape != (4, 4) or not np.all(np.isfinite(M)):
+        raise ValueError(f'{name} must be a finite 4x4 matrix, got shape '
+                         f'{M.shape}')
+    return M
+
+
+def world_to_optical(T_world_camera: np.ndarray) -> np.ndarray:
+    """
+    Return the 4x4 transform from ``map`` to the camera's optical frame.
+
+    ``T_world_camera`` is the REP-103 pose of the camera sensor in ``map``.
+    """
+    T = _check_pose(T_world_camera, 'T_world_camera')
+    R_wo = T[:3, :3] @ R_SENSOR_OPTICAL
+    out = np.eye(4)
+    out[:3, :3] = R_wo.T
+    out[:3, 3] = -R_wo.T @ T[:3, 3]
+    return out
+
+
+def project_points(K: np.ndarray, T_world_camera: np.ndarray,
+                   points_world: np.ndarray
+                   ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """
+    Project points in ``map`` into a camera image.
+
+    ``K`` 3x3 intrinsics, ``T_world_camera`` the 4x4 REP-103 pose of the
+    camera sensor in ``map`` (x forward, y left, z up), ``points_world``
+    (N, 3) metres. Returns ``uv`` (N, 2) pixel coordinates (u right, v down;
+    NaN for points not in front), ``depth`` (N,) metres along the optical
+    axis and ``in_front`` (N,) bool (``depth > 0``). Points in front may
+    still fall outside the image.
+    """
+    Km = np.asarray(K, dtype=np.float64)
+    if Km.shape != (3, 3) or not np.all(np.isfinite(Km)):
+        raise ValueError(f'K must be a finite 3x3 matrix, got {Km.shape}')
+    pts = np.asarray(points_world, dtype=np.float64)
+    if pts.ndim != 2 or pts.shape[1] != 3:
+        raise ValueError(f'points_world must have shape (N, 3), got '
+                         f'{pts.shape}')
+    if not np.all(np.isfinite(pts)):
+        raise ValueError('points_world must be finite')
+    T = world_to_optical(T_world_camera)
+    cam = pts @ T[:3, :3].T + T[:3, 3]
+    depth = cam[:, 2]
+    in_front = depth > 0.0
+    with np.errstate(divide='ignore', invalid='ignore'):
+        uvw = cam @ Km.T
+        uv = uvw[:, :2] / uvw[:, 2:3]
+    uv[~in_front] = np.nan
+    return uv, depth, in_front
+
+
+@dataclass
+class Lighting:
+    """
+    Scene lighting of the renderer.
+
+    ``brightness`` multiplies every colour; ``tint`` multiplies the B, G, R
+    channels; the sun (``sun_azimuth`` in ``map``, ``sun_elevation`` above
+    the horizon, radians) shades box faces and cone sides.
+    """
+
+    brightness: float = 1.0
+    tint: Tuple[float, float, float] = (1.0, 1.0, 1.0)
+    sun_azimuth: float = 0.7
+    sun_elevation: float = 0.8
+
+    @classmethod
+    def random(cls, rng: np.random.Generator) -> 'Lighting':
+        """Draw a plausible daylight variation (dull to bright, warm/cold)."""
+        return cls(brightness=float(rng.uniform(0.6, 1.3)),
+                   tint=tuple(float(v) for v in rng.uniform(0.88, 1.12, 3)),
+                   sun_azimuth=float(rng.uniform(-math.pi, math.pi)),
+                   sun_elevation=float(rng.uniform(0.25, 1.3)))
+
+    def factor(self) -> np.ndarray:
+        """Return the per-channel (B, G, R) colour factor."""
+        f = float(self.brightness) * np.asarray(self.tint, dtype=np.float64)
+        if f.shape != (3,) or not np.all(np.isfinite(f)) or np.any(f < 0):
+            raise ValueError(f'lighting brightness/tint must be finite and '
+                             f'non-negative, got {self.brightness}, '
+                             f'{self.tint}')
+        return f
+
+    def sun(self) -> np.ndarray:
+        """Return the unit vector towards the sun in ``map``."""
+        ce = math.cos(self.sun_elevation)
+        return np.array([ce * math.cos(self.sun_azimuth),
+                         ce * math.sin(self.sun_azimuth),
+                         math.sin(self.sun_elevation)])
+
+
+def _tileable_noise(size: int, sigma_px: float,
+                    rng: np.random.Generator) -> np.ndarray:
+    """Return periodic (tileable) smooth noise, zero mean, unit std."""
+    white = rng.standard_normal((size, size))
+    fy = np.fft.fftfreq(size)[:, None]
+    fx = np.fft.rfftfreq(size)[None, :]
+    gain = np.exp(-2.0 * (math.pi * sigma_px) ** 2 * (fx ** 2 + fy ** 2))
+    out = np.fft.irfft2(np.fft.rfft2(white) * gain, s=(size, size))
+    return out / max(float(out.std()), 1e-12)
+
+
+def asphalt_texture(size: int = 512, seed: int = 7) -> np.ndarray:
+    """Return a tileable asphalt-like bgr8 texture (size x size)."""
+    rng = np.random.default_rng(seed)
+    grey = (98.0 + 9.0 * _tileable_noise(size, 40.0, rng)
+            + 6.0 * _tileable_noise(size, 6.0, rng)
+            + 7.0 * _tileable_noise(size, 0.7, rng))
+    tex = np.stack((grey * 1.04, grey, grey * 0.97), axis=-1)
+    return np.clip(tex, 0, 255).astype(np.uint8)
+
+
+class CameraRenderer:
+    """
+    Pinhole renderer of the built-in world for one camera.
+
+    ``width`` x ``height`` pixels, horizontal ``fov_deg`` in (0, 180),
+    ``noise_stddev`` the standard deviation of Gaussian pixel noise (0 for
+    none), ``draw_distance`` (m) beyond which cones and boxes are not drawn.
+    Noise is taken at a random offset from a bank of i.i.d. N(0, sigma^2)
+    samples drawn once per renderer (spatially independent per pixel and
+    channel, much faster than fresh samples every frame).
+    """
+
+    texture_metres = 8.0     # ground texture tile size (m)
+    haze_distance = 120.0    # ground fades into haze over this distance (m)
+
+    def __init__(self, width: int, height: int, fov_deg: float,
+                 noise_stddev: float = 0.0,
+                 lighting: Optional[Lighting] = None,
+                 draw_distance: float = 120.0) -> None:
+        self.K = intrinsics(width, height, fov_deg)
+        self.width = int(width)
+        self.height = int(height)
+        self.fov_deg = float(fov_deg)
+        noise = float(noise_stddev)
+        if not (math.isfinite(noise) and noise >= 0.0):
+            raise ValueError(f'noise_stddev must be >= 0, got {noise_stddev}')
+        self.noise_stddev = noise
+        dd = float(draw_distance)
+        if not (math.isfinite(dd) and dd > 0.0):
+            raise ValueError(f'draw_distance must be > 0, got {draw_distance}')
+        self.draw_distance = dd
+        self._texture = asphalt_texture()
+        self._lighting = lighting if lighting is not None else Lighting()
+        self._lighting.factor()
+        self._lit_texture: Optional[np.ndarray] = None
+        self._background_key: Optional[tuple] = None
+        self._background: Optional[tuple] = None
+        self._noise_bank: Optional[np.ndarray] = None
+        u = np.arange(self.width, dtype=np.float64)
+        v = np.arange(self.height, dtype=np.float64)
+        self._rays = np.stack(
+            np.broadcast_arrays((u[None, :] - self.K[0, 2]) / self.K[0, 0],
+                                (v[:, None] - self.K[1, 2]) / self.K[1, 1],
+                                np.ones((1, 1))), axis=-1)
+
+    @property
+    def lighting(self) -> Lighting:
+        """Return the current scene light; assign a new one to change it."""
+        return self._lighting
+
+    @lighting.setter
+    def lighting(self, value: Lighting) -> None:
+        value.factor()
+        self._lighting = value
+        self._lit_texture = None
+        self._background_key = None
+
+    # -- background ------------------------------------------------------
+    def _bake_background(self, up_optical: np.ndarray, height_m: float
+                         ) -> tuple:
+        """Bake sky/haze colours and texture weights for one camera tilt."""
+        light = self._lighting.factor()
+        norm = np.linalg.norm(self._rays, axis=-1)
+        elev = (self._rays @ up_optical) / norm            # sin(elevation)
+        ground = elev < -1e-6
+        with np.errstate(divide='ignore', invalid='ignore'):
+            dist = np.where(ground, height_m * np.sqrt(1.0 - elev ** 2)
+                            / np.maximum(-elev, 1e-9), np.inf)
+        haze_alpha = np.where(ground, 1.0 - np.exp(-dist / self.haze_distance),
+                              1.0)
+        haze = np.array([205.0, 195.0, 185.0])
+        zenith = np.array([200.0, 140.0, 80.0])
+        e = np.clip(elev, 0.0, 1.0)[..., None] ** 0.6
+        sky = haze * (1.0 - e) + zenith * e
+        base = np.where(ground[..., None], haze * haze_alpha[..., None], sky)
+        weight = np.where(ground, 1.0 - haze_alpha, 0.0)
+        base = np.clip(base * light, 0, 255).astype(np.uint8)
+        weight3 = np.repeat((weight * 255.0 + 0.5).astype(np.uint8)[..., None],
+                            3, axis=2)
+        rows = np.flatnonzero(ground.any(axis=1))
+        row0 = int(rows[0]) if rows.size else self.height
+        return base, weight3, row0
+
+    def _background_for(self, T_wo: np.ndarray, ground_z: float) -> tuple:
+        up_optical = T_wo[:3, :3] @ np.array([0.0, 0.0, 1.0])
+        cam_z = float(-(T_wo[:3, :3].T @ T_wo[:3, 3])[2])
+        height_m = cam_z - ground_z
+        key = (tuple(np.round(up_optical, 6)), round(height_m, 4))
+        if key != self._background_key:
+            if height_m <= 0.0:
+                # Camera at or below the ground: only sky is visible.
+                up_optical = up_optical.copy()
+                height_m = 1e-3
+            self._background = self._bake_background(up_optical, height_m)
+            self._background_key = key
+        return self._background
+
+    def _ground(self, img: np.ndarray, T_wo: np.ndarray, ground_z: float,
+                base: np.ndarray, weight: np.ndarray, row0: int) -> None:
+        if row0 >= self.height:
+            return
+        if self._lit_texture is None:
+            lit = self._texture.astype(np.float64) * self._lighting.factor()
+            self._lit_texture = np.clip(lit, 0, 255).astype(np.uint8)
+        tex = self._lit_texture
+        R_ow = T_wo[:3, :3]
+        cam = -(R_ow.T @ T_wo[:3, 3])
+        px_per_m = tex.shape[1] / self.texture_metres
+        x0 = self.texture_metres * math.floor(cam[0] / self.texture_metres)
+        y0 = self.texture_metres * math.floor(cam[1] / self.texture_metres)
+        S = np.array([[1.0 / px_per_m, 0.0, x0 - cam[0]],
+                      [0.0, 1.0 / px_per_m, y0 - cam[1]],
+                      [0.0, 0.0, ground_z - cam[2]]])
+        shift = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, -row0], [0.0, 0.0, 1.0]])
+        M = shift @ self.K @ R_ow @ S
+        warped = cv2.warpPerspective(tex, M, (self.width, self.height - row0),
+                                     flags=cv2.INTER_LINEAR,
+                                     borderMode=cv2.BORDER_WRAP)
+        warped = cv2.multiply(warped, weight[row0:], scale=1.0 / 255.0)
+        cv2.add(warped, base[row0:], dst=img[row0:])
+
+    # -- objects ---------------------------------------------------------
+    def _cone_polygons(self, world: WorldGeometry, T_wo: np.ndarray,
+                       light: np.ndarray, sun: np.ndarray) -> List[tuple]:
+        """Return (distance, [(polygon, colour), ...]) per visible cone."""
+        xy = np.asarray(world.cone_xy, dtype=np.float64).reshape(-1, 2)
+        if xy.shape[0] == 0:
+            return []
+        cls_all = np.asarray(world.cone_class, dtype=np.uint8).reshape(-1)
+        up = np.asarray(world.cone_up, dtype=bool).reshape(-1)
+        if up.shape[0] != xy.shape[0]:
+            up = np.ones(xy.shape[0], dtype=bool)
+        R = T_wo[:3, :3]
+        tvec = T_wo[:3, 3]
+        cam = -(R.T @ tvec)
+        rel = xy - cam[None, :2]
+        dist = np.hypot(rel[:, 0], rel[:, 1])
+        centre = np.column_stack((xy, np.full(xy.shape[0], world.ground_z)))
+        depth_c = centre @ R[2] + tvec[2]
+        keep = up & (dist < self.draw_distance) & (depth_c > -0.6)
+        out: List[tuple] = []
+        fx = self.K[0, 0]
+        for cls in np.unique(cls_all[keep]):
+            idx = np.flatnonzero(keep & (cls_all == cls))
+            bands = CONE_BANDS.get(int(cls), CONE_BANDS[CONE_ORANGE])
+            fr = np.array([b[0] for b in bands] + [1.0])
+            rb, rt, h = cone_dimensions(np.array([cls]))
+            radii = rb[0] - (rb[0] - rt[0]) * fr             # (B+1,)
+            heights = world.ground_z + h[0] * fr             # (B+1,)
+            phi = np.arctan2(-rel[idx, 1], -rel[idx, 0])     # cone -> camera
+            base_ang = np.linspace(-0.5 * math.pi, 0.5 * math.pi, _ARC)
+            front = phi[:, None] + base_ang[None, :]         # (C, P)
+            back = front + math.pi
+            nb = len(bands)
+            # Points (C, B, 2P, 3): lower front arc then upper back arc.
+            ang = np.concatenate(
+                (np.broadcast_to(front[:, None, :], (idx.size, nb, _ARC)),
+                 np.broadcast_to(back[:, None, :], (idx.size, nb, _ARC))),
+                axis=2)
+            rad = np.concatenate(
+                (np.broadcast_to(radii[None, :nb, None], (idx.size, nb, _ARC)),
+                 np.broadcast_to(radii[None, 1:, None], (idx.size, nb, _ARC))),
+                axis=2)
+            zz = np.concatenate(
+                (np.broadcast_to(heights[None, :nb, None],
+                                 (idx.size, nb, _ARC)),
+                 np.broadcast_to(heights[None, 1:, None],
+                                 (idx.size, nb, _ARC))), axis=2)
+            pts = np.stack((xy[idx, 0, None, None] + rad * np.cos(ang),
+                            xy[idx, 1, None, None] + rad * np.sin(ang),
+                            zz), axis=-1)
+            pc = pts @ R.T + tvec
+            depth = pc[..., 2]
+            ok = depth.reshape(idx.size, -1).min(axis=1) > _NEAR
+            with np.errstate(divide='ignore', invalid='ignore'):
+                u = fx * pc[..., 0] / depth + self.K[0, 2]
+                v = self.K[1, 1] * pc[..., 1] / depth + self.K[1, 2]
+            uf = u.reshape(idx.size, -1)
+            vf = v.reshape(idx.size, -1)
+            ok &= ((uf.max(axis=1) >= -1) & (uf.min(axis=1) <= self.width)
+                   & (vf.max(axis=1) >= -1) & (vf.min(axis=1) <= self.height))
+            # Sunlit side brighter: facing of the visible half towards sun.
+            facing = np.cos(phi - math.atan2(sun[1], sun[0]))
+            shade = 0.8 + 0.2 * np.clip(facing, 0.0, 1.0) * math.cos(
+                math.asin(min(1.0, max(-1.0, sun[2]))))
+            colours = np.array([b[2] for b in bands])          # (B, 3)
+            body = np.array(CONE_BODY.get(int(cls), _ORANGE))
+            px_h = fx * h[0] / np.maximum(dist[idx], 1e-3)
+            poly = np.round(np.stack((u, v), axis=-1) * _SCALE)
+            poly = np.clip(poly, -2e8, 2e8).astype(np.int32)
+            for j in np.flatnonzero(ok):
+                lit = light * shade[j]
+                if px_h[j] < _LOD_PX:
+                    whole = np.concatenate((poly[j, 0, :_ARC],
+                                            poly[j, nb - 1, _ARC:]))
+                    col = tuple(np.clip(body * lit, 0, 255).tolist())
+                    out.append((dist[idx[j]], [(whole, col)]))
+                else:
+                    cols = np.clip(colours * lit, 0, 255).tolist()
+                    out.append((dist[idx[j]],
+                                [(poly[j, k], tuple(cols[k]))
+                                 for k in range(nb)]))
+        return out
+
+    def _box_polygons(self, world: WorldGeometry, T_wo: np.ndarray,
+                      light: np.ndarray, sun: np.ndarray) -> List[tuple]:
+        centers = np.asarray(world.box_center, dtype=np.float64).reshape(-1, 3)
+        if centers.shape[0] == 0:
+            return []
+        yaws = np.asarray(world.box_yaw, dtype=np.float64).reshape(-1)
+        sizes = np.asarray(world.box_size, dtype=np.float64).reshape(-1, 3)
+        colors = np.asarray(world.box_color, dtype=np.float64).reshape(-1, 3)
+        if colors.shape[0] != centers.shape[0]:
+            colors = np.full((centers.shape[0], 3), 128.0)
+        R = T_wo[:3, :3]
+        tvec = T_wo[:3, 3]
+        cam = -(R.T @ tvec)
+        out: List[tuple] = []
+        signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1)
+                          for sz in (-1, 1)], dtype=np.float64)
+        # Faces as corner indices (outward normal in the box frame).
+        faces = (((4, 5, 7, 6), (1, 0, 0)), ((0, 2, 3, 1), (-1, 0, 0)),
+                 ((2, 6, 7, 3), (0, 1, 0)), ((0, 1, 5, 4), (0, -1, 0)),
+                 ((1, 3, 7, 5), (0, 0, 1)))
+        for i in range(centers.shape[0]):
+            dist = float(np.linalg.norm(centers[i] - cam))
+            if dist - 0.5 * float(np.linalg.norm(sizes[i])) > \
+                    self.draw_distance:
+                continue
+            c, s = math.cos(yaws[i]), math.sin(yaws[i])
+            Rz = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+            corners = centers[i] + (signs * sizes[i] / 2.0) @ Rz.T
+            pc = corners @ R.T + tvec
+            if np.all(pc[:, 2] <= _NEAR):
+                continue
+            polys = []
+            for corner_idx, normal in faces:
+                n_w = Rz @ np.asarray(normal, dtype=np.float64)
+                fc = corners[list(corner_idx)].mean(axis=0)
+                if float(n_w @ (cam - fc)) <= 0.0:
+                    continue
+                pts = _clip_near(pc[list(corner_idx)])
+                if pts.shape[0] < 3:
+                    continue
+                uv = (pts @ self.K.T)
+                uv = uv[:, :2] / uv[:, 2:3]
+                poly = np.clip(np.round(uv * _SCALE), -2e8, 2e8).astype(
+                    np.int32)
+                shade = 0.55 + 0.45 * max(0.0, float(n_w @ sun))
+                col = tuple(np.clip(colors[i] * light * shade, 0, 255)
+                            .tolist())
+                polys.append((poly, col))
+            if polys:
+                out.append((dist, polys))
+        return out
+
+    def _noise(self, img: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        pad = 64
+        if self._noise_bank is None:
+            bank = np.empty((self.height + pad, self.width + pad, 3),
+                            dtype=np.int16)
+            cv2.setRNGSeed(int(rng.integers(0, 2 ** 31 - 1)))
+            sd = self.noise_stddev
+            cv2.randn(bank, (0.0, 0.0, 0.0), (sd, sd, sd))
+            self._noise_bank = bank
+        oy, ox = rng.integers(0, pad, size=2)
+        view = self._noise_bank[oy:oy + self.height, ox:ox + self.width]
+        return cv2.add(img, view, dtype=cv2.CV_8U)
+
+    def render(self, world: WorldGeometry, T_world_camera: np.ndarray,
+               rng: Optional[np.random.Generator] = None) -> np.ndarray:
+        """
+        Render one bgr8 frame (height, width, 3) uint8.
+
+        ``T_world_camera`` is the 4x4 REP-103 pose of the camera sensor in
+        ``map``; ``rng`` draws the pixel noise (required when
+        ``noise_stddev > 0``).
+        """
+        T_wo = world_to_optical(T_world_camera)
+        g = float(world.ground_z)
+        base, weight, row0 = self._background_for(T_wo, g)
+        img = base.copy()
+        self._ground(img, T_wo, g, base, weight, row0)
+        light = self._lighting.factor()
+        sun = self._lighting.sun()
+        items = self._cone_polygons(world, T_wo, light, sun)
+        items += self._box_polygons(world, T_wo, light, sun)
+        items.sort(key=lambda item: -item[0])
+        for _, polys in items:
+            for poly, col in polys:
+                cv2.fillConvexPoly(img, poly, col, cv2.LINE_8, _SHIFT)
+        if self.noise_stddev > 0.0:
+            if rng is None:
+                raise ValueError('render: an rng is needed for pixel noise')
+            img = self._noise(img, rng)
+        return img
+
+
+def _clip_near(pts: np.ndarray) -> np.ndarray:
+    """Clip a polygon in the optical frame to ``z >= _NEAR``."""
+    out = []
+    n = pts.shape[0]
+    for k in range(n):
+        a, b = pts[k], pts[(k + 1) % n]
+        ina, inb = a[2] >= _NEAR, b[2] >= _NEAR
+        if ina:
+            out.append(a)
+        if ina != inb:
+            s = (_NEAR - a[2]) / (b[2] - a[2])
+            out.append(a + s * (b - a))
+    return np.array(out) if out else np.zeros((0, 3))

@@ -1,0 +1,321 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+Vectorised ray casting against the built-in world (no rclpy).
+
+Everything is in ``map`` (REP-103: x forward, y left, z up; metres,
+radians). Three kinds of surfaces:
+
+* the ground, the plane ``z = ground_z``;
+* Formula Student cones, each a frustum (truncated cone) standing on the
+  ground with a vertical axis: base radius half the base width of
+  ``hil_bridge.backend.CONE_SIZE``, top radius ``CONE_TOP_RATIO`` times the
+  base radius, height from ``CONE_SIZE``;
+* boxes (vehicles, obstacles) oriented by yaw only (slab method).
+
+A ray is ``origin + t * direction`` with ``t > 0``; distances ``t`` are in
+units of the direction's length (metres for unit directions). Functions
+return ``inf`` for a miss. A ray that starts inside a cone or a box hits
+the surface where it leaves it. :func:`cast_rays` combines all three with
+spatial culling: cones out of range or outside a ray's azimuth window are
+never tested.
+"""
+
+from typing import Tuple
+
+from hil_bridge.backend import CONE_SIZE
+from hil_bridge.sim.world import WorldGeometry
+import numpy as np
+
+#: Top radius of a cone frustum as a fraction of its base radius.
+CONE_TOP_RATIO = 0.2
+#: Smallest accepted ray parameter (m): hits closer than this are ignored.
+T_EPS = 1e-9
+
+HIT_NONE = 0
+HIT_GROUND = 1
+HIT_CONE = 2
+HIT_BOX = 3
+
+_TABLE = np.zeros((256, 3), dtype=np.float64)
+_TABLE[:] = (CONE_SIZE[1][0] / 2.0, CONE_SIZE[1][0] / 2.0 * CONE_TOP_RATIO,
+             CONE_SIZE[1][1])
+for _cid, (_width, _height) in CONE_SIZE.items():
+    _TABLE[_cid] = (_width / 2.0, _width / 2.0 * CONE_TOP_RATIO, _height)
+
+
+def cone_dimensions(cone_class: np.ndarray
+                    ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """
+    Return (base radius, top radius, height) in metres per cone class id.
+
+    Unknown class ids get the small cone's size.
+    """
+    cls = np.asarray(cone_class).astype(np.uint8, copy=False)
+    dims = _TABLE[cls]
+    return dims[..., 0], dims[..., 1], dims[..., 2]
+
+
+def _rays(origins: np.ndarray, dirs: np.ndarray
+          ) -> Tuple[np.ndarray, np.ndarray]:
+    o = np.asarray(origins, dtype=np.float64)
+    d = np.asarray(dirs, dtype=np.float64)
+    if d.ndim != 2 or d.shape[1] != 3:
+        raise ValueError(f'ray directions must have shape (N, 3), got '
+                         f'{d.shape}')
+    if o.shape not in ((3,), d.shape):
+        raise ValueError(f'ray origins must have shape (3,) or {d.shape}, '
+                         f'got {o.shape}')
+    if not (np.all(np.isfinite(o)) and np.all(np.isfinite(d))):
+        raise ValueError('ray origins and directions must be finite')
+    return np.broadcast_to(o, d.shape), d
+
+
+def ray_ground(origins: np.ndarray, dirs: np.ndarray,
+               ground_z: float = 0.0) -> np.ndarray:
+    """Return the ray parameter (N,) of the hit with ``z = ground_z``."""
+    o, d = _rays(origins, dirs)
+    with np.errstate(divide='ignore', invalid='ignore'):
+        t = (ground_z - o[:, 2]) / d[:, 2]
+    return np.where(np.isfinite(t) & (t > T_EPS), t, np.inf)
+
+
+def ray_frustum_pairs(o: np.ndarray, d: np.ndarray, center_xy: np.ndarray,
+                      base_radius: np.ndarray, top_radius: np.ndarray,
+                      height: np.ndarray, ground_z: float = 0.0
+                      ) -> np.ndarray:
+    """
+    Return ``t`` of each ray against its own frustum (element-wise).
+
+    ``o``, ``d`` (K, 3) rays; ``center_xy`` (K, 2) base centres on the
+    ground; radii and heights (K,). The side wall and the top disk are
+    tested; the base lies on the ground. ``inf`` where a ray misses.
+    """
+    slope = (base_radius - top_radius) / height
+    px = o[:, 0] - center_xy[:, 0]
+    py = o[:, 1] - center_xy[:, 1]
+    # Radius of the wall at the ray's height: w(t) = w0 + w1 t.
+    w0 = base_radius - slope * (o[:, 2] - ground_z)
+    w1 = -slope * d[:, 2]
+    a = d[:, 0] ** 2 + d[:, 1] ** 2 - w1 ** 2
+    b = 2.0 * (px * d[:, 0] + py * d[:, 1] - w0 * w1)
+    c = px ** 2 + py ** 2 - w0 ** 2
+    top = ground_z + height
+    with np.errstate(divide='ignore', invalid='ignore'):
+        linear = np.abs(a) < 1e-12
+        disc = b * b - 4.0 * a * c
+        sq = np.sqrt(np.where(disc >= 0.0, disc, np.nan))
+        t1 = (-b - sq) / (2.0 * a)
+        t2 = (-b + sq) / (2.0 * a)
+        tl = -c / b
+        t1 = np.where(linear, tl, t1)
+        t2 = np.where(linear, np.nan, t2)
+        best = np.full(a.shape, np.inf)
+        for tr in (t1, t2):
+            z = o[:, 2] + tr * d[:, 2]
+            ok = (tr > T_EPS) & (z >= ground_z) & (z <= top)
+            best = np.where(ok & (tr < best), tr, best)
+        tc = (top - o[:, 2]) / d[:, 2]
+        qx = px + tc * d[:, 0]
+        qy = py + tc * d[:, 1]
+        ok = (tc > T_EPS) & (qx * qx + qy * qy <= top_radius ** 2)
+        best = np.where(ok & (tc < best), tc, best)
+    return best
+
+
+def ray_cones(origins: np.ndarray, dirs: np.ndarray, cone_xy: np.ndarray,
+              cone_class: np.ndarray, ground_z: float = 0.0
+              ) -> Tuple[np.ndarray, np.ndarray]:
+    """
+    Return the nearest cone hit of every ray against every cone (dense).
+
+    ``origins`` (3,) or (N, 3), ``dirs`` (N, 3); ``cone_xy`` (C, 2) base
+    centres, ``cone_class`` (C,) class ids. Returns ``t`` (N,) (``inf`` for
+    a miss) and the cone index (N,) (-1 for a miss). No culling: use
+    :func:`cast_rays` for a whole scene.
+    """
+    o, d = _rays(origins, dirs)
+    xy = np.asarray(cone_xy, dtype=np.float64).reshape(-1, 2)
+    n, m = d.shape[0], xy.shape[0]
+    if m == 0 or n == 0:
+        return np.full(n, np.inf), np.full(n, -1, dtype=np.int64)
+    rb, rt, h = cone_dimensions(cone_class)
+    ri = np.repeat(np.arange(n), m)
+    ci = np.tile(np.arange(m), n)
+    t = ray_frustum_pairs(o[ri], d[ri], xy[ci], rb[ci], rt[ci], h[ci],
+                          ground_z).reshape(n, m)
+    idx = np.argmin(t, axis=1)
+    tmin = t[np.arange(n), idx]
+    return tmin, np.where(np.isfinite(tmin), idx, -1)
+
+
+def ray_boxes(origins: np.ndarray, dirs: np.ndarray, box_center: np.ndarray,
+              box_yaw: np.ndarray, box_size: np.ndarray
+              ) -> Tuple[np.ndarray, np.ndarray]:
+    """
+    Return the nearest hit of every ray against yaw-oriented boxes (slab).
+
+    ``box_center`` (M, 3) centres, ``box_yaw`` (M,) rad, ``box_size``
+    (M, 3) length, width, height (m). Returns ``t`` (N,) and box index
+    (N,), ``inf``/-1 for a miss. A ray from inside a box hits its exit.
+    """
+    o, d = _rays(origins, dirs)
+    centers = np.asarray(box_center, dtype=np.float64).reshape(-1, 3)
+    yaws = np.asarray(box_yaw, dtype=np.float64).reshape(-1)
+    half = np.asarray(box_size, dtype=np.float64).reshape(-1, 3) / 2.0
+    n, m = d.shape[0], centers.shape[0]
+    if m == 0 or n == 0:
+        return np.full(n, np.inf), np.full(n, -1, dtype=np.int64)
+    c, s = np.cos(yaws), np.sin(yaws)
+    # Rays in each box's frame: (N, M, 3).
+    rel = o[:, None, :] - centers[None, :, :]
+    lo = np.empty((n, m, 3))
+    ld = np.empty((n, m, 3))
+    lo[..., 0] = c * rel[..., 0] + s * rel[..., 1]
+    lo[..., 1] = -s * rel[..., 0] + c * rel[..., 1]
+    lo[..., 2] = rel[..., 2]
+    ld[..., 0] = c * d[:, None, 0] + s * d[:, None, 1]
+    ld[..., 1] = -s * d[:, None, 0] + c * d[:, None, 1]
+    ld[..., 2] = d[:, None, 2]
+    with np.errstate(divide='ignore', invalid='ignore'):
+        ta = (-half - lo) / ld
+        tb = (half - lo) / ld
+    near = np.fmax.reduce(np.fmin(ta, tb), axis=2)
+    far = np.fmin.reduce(np.fmax(ta, tb), axis=2)
+    # A ray parallel to a slab and outside it never enters the box.
+    parallel_out = np.any((ld == 0.0) & (np.abs(lo) > half), axis=2)
+    hit = (near <= far) & (far > T_EPS) & ~parallel_out
+    t = np.where(hit, np.where(near > T_EPS, near, far), np.inf)
+    idx = np.argmin(t, axis=1)
+    tmin = t[np.arange(n), idx]
+    return tmin, np.where(np.isfinite(tmin), idx, -1)
+
+
+def _azimuth_pairs(dirs: np.ndarray, rel_xy: np.ndarray, radius: np.ndarray
+                   ) -> Tuple[np.ndarray, np.ndarray]:
+    """
+    Return (ray index, cone index) pairs whose azimuths can overlap.
+
+    ``rel_xy`` (C, 2) cone centres relative to the common ray origin,
+    ``radius`` (C,) base radii. A cone at horizontal distance ``r`` is seen
+    within ``asin(radius / r)`` of its azimuth; a cone whose base contains
+    the origin is paired with every ray.
+    """
+    n = dirs.shape[0]
+    dist = np.hypot(rel_xy[:, 0], rel_xy[:, 1])
+    inside = dist <= radius * 1.001 + 1e-6
+    ray_parts = []
+    cone_parts = []
+    if np.any(inside):
+        ci = np.flatnonzero(inside)
+        ray_parts.append(np.repeat(np.arange(n), ci.size))
+        cone_parts.append(np.tile(ci, n))
+    horiz = np.hypot(dirs[:, 0], dirs[:, 1]) > 1e-12
+    rays = np.flatnonzero(horiz)
+    cones = np.flatnonzero(~inside)
+    if rays.size and cones.size:
+        az = np.arctan2(dirs[rays, 1], dirs[rays, 0])
+        order = np.argsort(az, kind='stable')
+        az_sorted = az[order]
+        k = rays.size
+        ext = np.concatenate((az_sorted - 2 * np.pi, az_sorted,
+                              az_sorted + 2 * np.pi))
+        centre = np.arctan2(rel_xy[cones, 1], rel_xy[cones, 0])
+        half = np.arcsin(np.clip(radius[cones] / dist[cones], 0.0, 1.0)) + 1e-9
+        lo = np.searchsorted(ext, centre - half, side='left')
+        hi = np.searchsorted(ext, centre + half, side='right')
+        counts = hi - lo
+        total = int(counts.sum())
+        if total:
+            starts = np.repeat(lo - (np.cumsum(counts) - counts), counts)
+            ext_idx = starts + np.arange(total)
+            ray_parts.append(rays[order[ext_idx % k]])
+            cone_parts.append(np.repeat(cones, counts))
+    if not ray_parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    return (np.concatenate(ray_parts).astype(np.int64, copy=False),
+            np.concatenate(cone_parts).astype(np.int64, copy=False))
+
+
+def visible_cones(world: WorldGeometry, origin: np.ndarray,
+                  max_range: float) -> np.ndarray:
+    """Return the indices of standing cones within ``max_range`` (xy)."""
+    xy = np.asarray(world.cone_xy, dtype=np.float64).reshape(-1, 2)
+    if xy.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    up = np.asarray(world.cone_up, dtype=bool).reshape(-1)
+    if up.shape[0] != xy.shape[0]:
+        up = np.ones(xy.shape[0], dtype=bool)
+    rb, _, _ = cone_dimensions(world.cone_class)
+    dist = np.hypot(xy[:, 0] - origin[0], xy[:, 1] - origin[1])
+    return np.flatnonzero(up & (dist - rb <= max_range))
+
+
+def visible_boxes(world: WorldGeometry, origin: np.ndarray,
+                  max_range: float) -> np.ndarray:
+    """Return the indices of boxes whose bounding sphere is in range."""
+    centers = np.asarray(world.box_center, dtype=np.float64).reshape(-1, 3)
+    if centers.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    size = np.asarray(world.box_size, dtype=np.float64).reshape(-1, 3)
+    dist = np.linalg.norm(centers - origin[None, :], axis=1)
+    return np.flatnonzero(dist - 0.5 * np.linalg.norm(size, axis=1)
+                          <= max_range)
+
+
+def cast_rays(world: WorldGeometry, origin: np.ndarray, dirs: np.ndarray,
+              max_range: float = np.inf
+              ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """
+    Cast rays from one origin against the ground, cones and boxes.
+
+    ``origin`` (3,) in ``map``; ``dirs`` (N, 3) unit directions in ``map``.
+    Only standing cones and boxes within ``max_range`` are considered and a
+    cone is tested only against the rays in its azimuth window. Returns
+    ``t`` (N,) distance in metres (``inf`` for no hit within
+    ``max_range``), the kind of surface hit (``HIT_*``, (N,) uint8) and the
+    index of the cone or box hit (-1 otherwise).
+    """
+    o = np.asarray(origin, dtype=np.float64).reshape(-1)
+    if o.shape != (3,):
+        raise ValueError(f'origin must have shape (3,), got {o.shape}')
+    _, d = _rays(o, dirs)
+    n = d.shape[0]
+    best = ray_ground(o, d, world.ground_z)
+    kind = np.where(np.isfinite(best), HIT_GROUND, HIT_NONE).astype(np.uint8)
+    index = np.full(n, -1, dtype=np.int64)
+    cones = visible_cones(world, o, max_range)
+    if cones.size and n:
+        xy = np.asarray(world.cone_xy, dtype=np.float64)[cones]
+        rb, rt, h = cone_dimensions(np.asarray(world.cone_class)[cones])
+        ri, ci = _azimuth_pairs(d, xy - o[None, :2], rb)
+        if ri.size:
+            tp = ray_frustum_pairs(np.broadcast_to(o, (ri.size, 3)), d[ri],
+                                   xy[ci], rb[ci], rt[ci], h[ci],
+                                   world.ground_z)
+            hit = np.isfinite(tp)
+            ri, ci, tp = ri[hit], ci[hit], tp[hit]
+            tc = np.full(n, np.inf)
+            np.minimum.at(tc, ri, tp)
+            winner = tp == tc[ri]
+            cone_of_ray = np.full(n, -1, dtype=np.int64)
+            cone_of_ray[ri[winner]] = cones[ci[winner]]
+            closer = tc < best
+            best = np.where(closer, tc, best)
+            kind[closer] = HIT_CONE
+            index[closer] = cone_of_ray[closer]
+    boxes = visible_boxes(world, o, max_range)
+    if boxes.size and n:
+        tb, bi = ray_boxes(o, d, np.asarray(world.box_center)[boxes],
+                           np.asarray(world.box_yaw)[boxes],
+                           np.asarray(world.box_size)[boxes])
+        closer = tb < best
+        best = np.where(closer, tb, best)
+        kind[closer] = HIT_BOX
+        index[closer] = boxes[bi[closer]]
+    beyond = best > max_range
+    best[beyond] = np.inf
+    kind[beyond] = HIT_NONE
+    index[beyond] = -1
+    return best, kind, index
