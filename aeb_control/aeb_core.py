@@ -1,0 +1,443 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+The whole AEB pipeline as one class: inputs in, a brake decision out.
+
+Used by the ROS node (``aeb_control.aeb_node``) and in-process by the Euro
+NCAP matrix runner (``aeb_control.ncap``); no rclpy here. Two strategies:
+
+* ``ttc_staged`` (default): corridor from speed and yaw rate, closest
+  obstacle inside it (perception: lidar points; ground truth: the other
+  actors' boxes), obstacle speed and deceleration, required deceleration
+  after the brake dead time, staged response (:mod:`aeb_control.staging`).
+* ``fixed_ttc``: the tutorial's rule (:mod:`aeb_control.fixed_ttc`), full
+  brake while ``0 < TTC < 3 s``; on ground truth, or on the perceived
+  distance and closing speed in perception mode.
+
+Times are sim seconds (the stamps of the inputs), speeds m/s along the ego
+x axis, decelerations m/s^2 (> 0 braking). Every decision carries the stamp
+of the input it was computed from.
+"""
+
+from dataclasses import dataclass, field, fields
+import math
+from typing import Any, Dict, Optional, Sequence
+
+from aeb_control.corridor import (closest_in_corridor, Corridor,
+                                  mount_transform, predict_corridor,
+                                  to_vehicle_frame)
+from aeb_control.fixed_ttc import (fixed_ttc_brake, FixedTtcParams,
+                                   ground_truth_ttc)
+from aeb_control.obstacle import (last_point_to_brake, ObstacleTracker,
+                                  predict_after, required_deceleration,
+                                  time_to_collision)
+from aeb_control.staging import (Stage, StagingInput, StagingMachine,
+                                 StagingParams)
+import numpy as np
+
+STRATEGIES = ('ttc_staged', 'fixed_ttc')
+MODES = ('perception', 'ground_truth')
+
+
+@dataclass(frozen=True)
+class AebParams:
+    """
+    Every tunable of the pipeline (names match ``config/aeb_controller``).
+
+    Geometry in the vehicle frame (m): ``front`` bumper ahead of the rear
+    axle, ``vehicle_width``, ``width_margin`` per side; lidar mount
+    ``mount_*`` (m, rad). Times s, speeds m/s, decelerations m/s^2.
+    """
+
+    strategy: str = 'ttc_staged'
+    mode: str = 'perception'
+    vehicle_width: float = 1.85
+    front: float = 3.74
+    width_margin: float = 0.25
+    horizon_time: float = 4.0
+    min_length: float = 5.0
+    max_length: float = 100.0
+    z_min: float = 0.3
+    z_max: float = 2.5
+    min_points: int = 3
+    cluster_depth: float = 1.0
+    voxel_size: float = 0.0
+    mount_x: float = 0.0
+    mount_y: float = 0.0
+    mount_z: float = 1.9
+    mount_roll: float = 0.0
+    mount_pitch: float = 0.0
+    mount_yaw: float = 0.0
+    dead_time: float = 0.3
+    latency: float = 0.05
+    stop_margin: float = 0.5
+    speed_window: int = 5
+    min_samples: int = 2
+    decel_window: int = 10
+    jump_distance: float = 3.0
+    use_obstacle_decel: bool = True
+    odom_timeout: float = 0.3
+    empty_cloud_is_blind: bool = True
+    staging: StagingParams = field(default_factory=StagingParams)
+    fixed: FixedTtcParams = field(default_factory=FixedTtcParams)
+
+    def __post_init__(self) -> None:
+        """Check choices and ranges; raises ``ValueError`` naming the field."""
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f'strategy {self.strategy!r} not in '
+                             f'{STRATEGIES}')
+        if self.mode not in MODES:
+            raise ValueError(f'mode {self.mode!r} not in {MODES}')
+        for name in ('vehicle_width', 'horizon_time', 'max_length',
+                     'dead_time', 'odom_timeout'):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0.0):
+                raise ValueError(f'AebParams.{name} must be finite and > 0, '
+                                 f'got {value}')
+
+    @classmethod
+    def from_dict(cls, values: Dict[str, Any]) -> 'AebParams':
+        """
+        Build from a flat parameter dict (the node's parameters).
+
+        Keys of :class:`StagingParams` and ``fixed_ttc_threshold`` /
+        ``fixed_ttc_decel`` / ``fixed_ttc_lateral_gate`` go to the nested
+        parameter sets; unknown keys are ignored.
+        """
+        own = {f.name for f in fields(cls)} - {'staging', 'fixed'}
+        stage_names = {f.name for f in fields(StagingParams)}
+        kwargs = {k: v for k, v in values.items() if k in own}
+        staging = StagingParams(**{k: float(v) for k, v in values.items()
+                                   if k in stage_names})
+        fixed = FixedTtcParams(
+            ttc_threshold=float(values.get('fixed_ttc_threshold', 3.0)),
+            decel=float(values.get('fixed_ttc_decel', staging.max_decel)),
+            lateral_gate=float(values.get('fixed_ttc_lateral_gate', 0.0)))
+        for key in ('min_points', 'speed_window', 'min_samples',
+                    'decel_window'):
+            if key in kwargs:
+                kwargs[key] = int(kwargs[key])
+        return cls(staging=staging, fixed=fixed, **kwargs)
+
+
+@dataclass
+class BrakeDecision:
+    """
+    One AEB output.
+
+    ``stamp`` the input's time (s); ``decel`` requested deceleration
+    (m/s^2, >= 0; 0 = release); ``stage`` the state name; ``ttc`` (s, inf
+    when not closing); ``distance`` to the obstacle along the path (m, inf
+    when free); ``closing_speed`` (m/s); ``a_req`` required deceleration
+    now and ``a_td`` after the dead time (m/s^2); ``obstacle_point``
+    (vehicle frame, m) and the ``corridor`` used.
+    """
+
+    stamp: float
+    decel: float
+    stage: str
+    warning: bool = False
+    ttc: float = math.inf
+    distance: float = math.inf
+    closing_speed: float = 0.0
+    a_req: float = 0.0
+    a_td: float = 0.0
+    obstacle_speed: float = 0.0
+    obstacle_decel: float = 0.0
+    obstacle_point: Optional[np.ndarray] = None
+    corridor: Optional[Corridor] = None
+    reason: str = ''
+    strategy: str = 'ttc_staged'
+
+    def status(self) -> Dict[str, str]:
+        """Return the fields as strings (for the DiagnosticArray)."""
+        return {'state': self.stage, 'strategy': self.strategy,
+                'ttc': f'{self.ttc:.3f}', 'distance': f'{self.distance:.3f}',
+                'closing_speed': f'{self.closing_speed:.3f}',
+                'required_decel': f'{self.a_req:.3f}',
+                'required_decel_after_dead_time': f'{self.a_td:.3f}',
+                'requested_decel': f'{self.decel:.3f}',
+                'obstacle_speed': f'{self.obstacle_speed:.3f}',
+                'obstacle_decel': f'{self.obstacle_decel:.3f}',
+                'warning': str(self.warning).lower(), 'reason': self.reason}
+
+
+class AebCore:
+    """The pipeline; feed odometry, then clouds (or ground truth)."""
+
+    def __init__(self, params: Optional[AebParams] = None) -> None:
+        """Create the pipeline with ``params`` (defaults when None)."""
+        self.params = params or AebParams()
+        p = self.params
+        self.rot, self.trans = mount_transform(
+            p.mount_x, p.mount_y, p.mount_z, p.mount_roll, p.mount_pitch,
+            p.mount_yaw)
+        self.tracker = ObstacleTracker(
+            window=p.speed_window, min_samples=p.min_samples,
+            decel_window=p.decel_window, jump_distance=p.jump_distance)
+        self.machine = StagingMachine(p.staging)
+        self.speed = 0.0
+        self.yaw_rate = 0.0
+        self.odom_t: Optional[float] = None
+        self.cloud_t: Optional[float] = None
+        self.driver_throttle = 0.0
+        self.driver_brake = 0.0
+        self.brake_since: Optional[float] = None
+        self.last: Optional[BrakeDecision] = None
+
+    # Inputs -------------------------------------------------------------
+    def update_odometry(self, t: float, speed: float,
+                        yaw_rate: float) -> bool:
+        """
+        Store the ego state: time (s), speed (m/s), yaw rate (rad/s).
+
+        Returns False (and keeps the previous state) for non-finite input,
+        so a NaN speed never reaches the decision; a lasting lack of valid
+        odometry ends in the stale state.
+        """
+        if not all(math.isfinite(v) for v in (t, speed, yaw_rate)):
+            return False
+        self.odom_t = float(t)
+        self.speed = float(speed)
+        self.yaw_rate = float(yaw_rate)
+        return True
+
+    def set_driver(self, throttle: float, brake: float) -> None:
+        """Set the driver's pedals (0..1; NaN counts as released)."""
+        self.driver_throttle = float(throttle) if math.isfinite(throttle) \
+            else 0.0
+        self.driver_brake = float(brake) if math.isfinite(brake) else 0.0
+
+    def corridor(self) -> Corridor:
+        """Return the corridor predicted from the current ego state."""
+        p = self.params
+        kappa_guess = (self.yaw_rate / self.speed
+                       if abs(self.speed) > 1.0 else 0.0)
+        extra = 0.5 * p.front * p.front * min(abs(kappa_guess), 0.25)
+        return predict_corridor(
+            self.speed, self.yaw_rate,
+            half_width=0.5 * p.vehicle_width + p.width_margin + extra,
+            front=p.front, horizon_time=p.horizon_time,
+            min_length=p.min_length, max_length=p.max_length,
+            z_min=p.z_min, z_max=p.z_max)
+
+    def update_cloud(self, t: float, points: np.ndarray) -> BrakeDecision:
+        """
+        Decide from one lidar cloud at stamp ``t`` (s).
+
+        ``points`` (N, >=3) x, y, z (m) in the lidar frame; NaN/inf rows are
+        dropped. An empty (or all-invalid) cloud does not count as fresh
+        input when ``empty_cloud_is_blind``. Raises ``ValueError`` for a
+        wrongly shaped array.
+        """
+        if not math.isfinite(t):
+            raise ValueError(f'update_cloud: stamp is not finite: {t}')
+        pts = to_vehicle_frame(points, self.rot, self.trans)
+        corridor = self.corridor()
+        hit = closest_in_corridor(pts, corridor, self.params.min_points,
+                                  self.params.cluster_depth,
+                                  self.params.voxel_size)
+        usable = pts.shape[0] > 0 and (
+            not self.params.empty_cloud_is_blind
+            or bool(np.isfinite(pts).all(axis=1).any()))
+        if usable:
+            self.cloud_t = float(t)
+        return self._decide(t, hit.distance, None, None, hit.point,
+                            corridor)
+
+    def update_ground_truth(self, t: float, ego_xy: Sequence[float],
+                            ego_yaw: float, actors_xy: np.ndarray,
+                            actors_yaw: np.ndarray, actors_vel: np.ndarray,
+                            actors_size: np.ndarray,
+                            actors_decel: Optional[np.ndarray] = None
+                            ) -> BrakeDecision:
+        """
+        Decide from other actors' ground truth at stamp ``t`` (s).
+
+        Map frame: ``ego_xy`` (2,) m of the ego origin, ``ego_yaw`` rad;
+        per actor box centre ``actors_xy`` (N, 2) m, ``actors_yaw`` (N,)
+        rad, velocity ``actors_vel`` (N, 2) m/s, ``actors_size`` (N, 3)
+        length, width, height m, ``actors_decel`` (N,) m/s^2 (> 0 braking)
+        where known. The ego state must come from ``update_odometry``.
+        """
+        xy = np.asarray(actors_xy, dtype=np.float64).reshape(-1, 2)
+        yaw = np.asarray(actors_yaw, dtype=np.float64).reshape(-1)
+        vel = np.asarray(actors_vel, dtype=np.float64).reshape(-1, 2)
+        size = np.asarray(actors_size, dtype=np.float64).reshape(-1, 3)
+        n = xy.shape[0]
+        if not (yaw.shape[0] == vel.shape[0] == size.shape[0] == n):
+            raise ValueError('update_ground_truth: actor arrays differ in '
+                             'length')
+        good = (np.isfinite(xy).all(axis=1) & np.isfinite(yaw)
+                & np.isfinite(vel).all(axis=1) & np.isfinite(size).all(axis=1))
+        xy, yaw, vel, size = xy[good], yaw[good], vel[good], size[good]
+        decel = (np.zeros(xy.shape[0]) if actors_decel is None else
+                 np.nan_to_num(np.asarray(actors_decel,
+                                          dtype=np.float64)[good]))
+        self.cloud_t = float(t)
+        corridor = self.corridor()
+        if self.params.strategy == 'fixed_ttc':
+            ttc = ground_truth_ttc(ego_xy, ego_yaw, self.speed, xy, vel,
+                                   self.params.fixed.lateral_gate)
+            return self._fixed(t, ttc, corridor)
+        c, s = math.cos(ego_yaw), math.sin(ego_yaw)
+        rot = np.array([[c, s], [-s, c]])
+        outline = _box_outlines(xy, yaw, size)          # (N, K, 2)
+        local = (outline - np.asarray(ego_xy, dtype=np.float64)[:2]) @ rot.T
+        z = np.broadcast_to(
+            np.clip(0.5 * size[:, 2], corridor.z_min + 1e-3,
+                    corridor.z_max)[:, None], local.shape[:2])
+        best = None
+        for i in range(local.shape[0]):
+            pts = np.concatenate([local[i], z[i][:, None]], axis=1)
+            hit = closest_in_corridor(pts, corridor, 1, 1.0, 0.0)
+            if hit.distance is not None and (
+                    best is None or hit.distance < best[0]):
+                best = (hit.distance, i, hit.point)
+        if best is None:
+            self.tracker.reset()
+            return self._decide(t, None, None, None, None, corridor)
+        dist, i, point = best
+        v_obj = float(vel[i] @ np.array([c, s]))
+        return self._decide(t, dist, v_obj, float(max(decel[i], 0.0)),
+                            point, corridor)
+
+    # Decisions ----------------------------------------------------------
+    def input_age(self, t: float) -> float:
+        """Return the age (s) of the stalest input the decision needs."""
+        if self.cloud_t is None or self.odom_t is None:
+            return math.inf
+        odom_age = t - self.odom_t
+        if odom_age <= self.params.odom_timeout:
+            odom_age = 0.0
+        return max(t - self.cloud_t, odom_age, 0.0)
+
+    def check_stale(self, t: float) -> Optional[BrakeDecision]:
+        """
+        Return a stop decision when inputs are older than the timeout.
+
+        Called periodically (node timer, sim time ``t`` s); None while the
+        inputs are fresh.
+        """
+        age = self.input_age(t)
+        limit = self.params.staging.stale_timeout
+        if age <= limit:
+            return None
+        out = self.machine.update(StagingInput(
+            t=t, ego_speed=self.speed, input_age=age,
+            driver_brake=self.driver_brake,
+            driver_throttle=self.driver_throttle))
+        return self._record(BrakeDecision(
+            stamp=t, decel=out.decel, stage=out.stage.name.lower(),
+            warning=out.warning, reason=out.reason,
+            strategy=self.params.strategy))
+
+    def _record(self, decision: BrakeDecision) -> BrakeDecision:
+        if decision.decel > 0.0:
+            if self.brake_since is None:
+                self.brake_since = decision.stamp
+        else:
+            self.brake_since = None
+        self.last = decision
+        return decision
+
+    def _fixed(self, t: float, ttc: Optional[float],
+               corridor: Corridor) -> BrakeDecision:
+        p = self.params.fixed
+        ttc_value = math.inf if ttc is None else ttc
+        override = (self.driver_brake >= self.params.staging.driver_brake
+                    or self.driver_throttle >= self.params.staging.kickdown)
+        brake = fixed_ttc_brake(ttc_value, p.ttc_threshold) and not override
+        stage = 'override' if override else ('full' if brake else 'idle')
+        return self._record(BrakeDecision(
+            stamp=t, decel=p.decel if brake else 0.0, stage=stage,
+            warning=brake, ttc=ttc_value, corridor=corridor,
+            reason=f'fixed TTC < {p.ttc_threshold:g} s' if brake else '',
+            strategy='fixed_ttc'))
+
+    def _decide(self, t: float, distance: Optional[float],
+                obj_speed: Optional[float], obj_decel: Optional[float],
+                point: Optional[np.ndarray],
+                corridor: Corridor) -> BrakeDecision:
+        p = self.params
+        v_e = self.speed
+        if obj_speed is None:
+            est = self.tracker.update(t, distance, v_e)
+            valid = est is not None and est.valid
+            v_o = est.speed if est is not None else 0.0
+            a_o = est.decel if (est is not None and p.use_obstacle_decel) \
+                else 0.0
+        else:
+            valid = True
+            v_o = obj_speed
+            a_o = obj_decel if (obj_decel is not None and
+                                p.use_obstacle_decel) else 0.0
+        dist = math.inf if distance is None else float(distance)
+        closing = v_e - v_o if distance is not None else 0.0
+        ttc = time_to_collision(dist, v_e, v_o) if distance is not None \
+            else math.inf
+        if p.strategy == 'fixed_ttc':
+            return self._fixed(t, ttc if math.isfinite(ttc) else None,
+                               corridor)
+        a_req = a_td = 0.0
+        if distance is not None and valid:
+            a_req = required_deceleration(dist, v_e, v_o, a_o, p.stop_margin)
+            braking_for = (0.0 if self.brake_since is None
+                           else t - self.brake_since)
+            horizon = max(p.dead_time + p.latency - braking_for, 0.0)
+            ego_decel = self.last.decel if (self.last is not None and
+                                            self.brake_since is not None) \
+                else 0.0
+            d_td, v_e_td, v_o_td = predict_after(dist, v_e, ego_decel, v_o,
+                                                 a_o, horizon)
+            a_td = required_deceleration(d_td, v_e_td, v_o_td, a_o,
+                                         p.stop_margin)
+            if d_td <= p.stop_margin and (v_e_td > v_o_td or a_td > 0.0):
+                a_td = math.inf
+        out = self.machine.update(StagingInput(
+            t=t, ego_speed=v_e, a_td=a_td, ttc=ttc, closing_speed=closing,
+            obstacle=distance is not None and valid,
+            driver_brake=self.driver_brake,
+            driver_throttle=self.driver_throttle,
+            input_age=self.input_age(t)))
+        return self._record(BrakeDecision(
+            stamp=t, decel=out.decel, stage=out.stage.name.lower(),
+            warning=out.warning, ttc=ttc, distance=dist,
+            closing_speed=closing, a_req=a_req, a_td=a_td, obstacle_speed=v_o,
+            obstacle_decel=a_o, obstacle_point=point, corridor=corridor,
+            reason=out.reason, strategy=p.strategy))
+
+    def last_point_ttc(self, closing_speed: float) -> float:
+        """Return the last-point-to-brake TTC (s) for a static target."""
+        return last_point_to_brake(closing_speed, self.params.dead_time,
+                                   self.params.staging.max_decel)[1]
+
+
+def _box_outlines(xy: np.ndarray, yaw: np.ndarray, size: np.ndarray,
+                  step: float = 0.2) -> np.ndarray:
+    """
+    Return points along each box's outline in map (N, K, 2), m.
+
+    Boxes centred at ``xy`` with yaw (rad) and (length, width) from
+    ``size``; ``K`` is the same for all boxes (edges sampled at a fixed
+    count from the largest box and ``step`` m).
+    """
+    if xy.shape[0] == 0:
+        return np.zeros((0, 4, 2))
+    per_edge = int(max(np.ceil(size[:, :2].max() / step), 1))
+    u = np.linspace(-0.5, 0.5, per_edge + 1)[:-1]
+    half = np.full_like(u, 0.5)
+    # Unit-square outline, counter-clockwise: front, left, rear, right.
+    square = np.concatenate([
+        np.stack([half, u], 1), np.stack([-u, half], 1),
+        np.stack([-half, -u], 1), np.stack([u, -half], 1)])
+    local = square[None, :, :] * size[:, None, :2]
+    c, s = np.cos(yaw)[:, None], np.sin(yaw)[:, None]
+    x = c * local[..., 0] - s * local[..., 1] + xy[:, None, 0]
+    y = s * local[..., 0] + c * local[..., 1] + xy[:, None, 1]
+    return np.stack([x, y], axis=-1)
+
+
+def staged_stage_names() -> Sequence[str]:
+    """Return the state names the staged strategy can report."""
+    return [s.name.lower() for s in Stage]
