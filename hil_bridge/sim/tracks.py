@@ -1,0 +1,822 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+Formula Student tracks: data type, CSV files, generators and rule checks.
+
+Everything is REP-103 in ``map`` (x forward, y left, z up; metres,
+radians). When a car drives along ``Track.centerline`` (in the order of its
+rows) the blue cones are on its left and the yellow cones on its right; big
+orange cones mark the timing lines.
+
+The CSV format is the one FSDS and eufs_sim use: a header
+``tag,x,y,direction,x_variance,y_variance,xy_covariance`` and one row per
+cone (tags ``blue``, ``yellow``, ``orange``, ``big_orange``) plus one
+``car_start`` row whose ``direction`` is the start heading (rad).
+"""
+
+import csv
+from dataclasses import dataclass, field
+import math
+import os
+from typing import Dict, List, Optional, Tuple
+
+from hil_bridge.backend import (CONE_BIG_ORANGE, CONE_BLUE, CONE_NAMES,
+                                CONE_ORANGE, CONE_SIZE, CONE_TAGS,
+                                CONE_YELLOW, ConeArray, Pose)
+import numpy as np
+from scipy.interpolate import splev, splprep
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+from scipy.spatial import cKDTree
+
+CSV_HEADER = ['tag', 'x', 'y', 'direction', 'x_variance', 'y_variance',
+              'xy_covariance']
+
+# Rules (Formula Student autocross/trackdrive), metres.
+MIN_WIDTH = 3.0
+MAX_CONE_SPACING = 5.0
+MIN_HAIRPIN_OUTER_DIAMETER = 9.0
+MAX_STRAIGHT = 80.0
+MIN_LAP = 200.0
+MAX_LAP = 500.0
+#: A stretch whose curvature radius exceeds this counts as straight (m).
+STRAIGHT_RADIUS = 100.0
+
+# Skidpad geometry (FS rules): diameters and centre distance, metres.
+SKIDPAD_INNER_DIAMETER = 15.25
+SKIDPAD_OUTER_DIAMETER = 21.25
+SKIDPAD_CENTRE_DISTANCE = 18.25
+
+_GENERATED_MISSIONS = ('trackdrive', 'autocross')
+
+
+@dataclass
+class TimingLine:
+    """
+    A timing line: segment ``a``-``b`` in ``map`` (m).
+
+    ``direction`` is the unit vector of the driving direction through the
+    line; a crossing counts only when the car moves along it.
+    """
+
+    name: str
+    a: np.ndarray
+    b: np.ndarray
+    direction: np.ndarray
+
+
+@dataclass
+class Track:
+    """
+    A Formula Student track in ``map`` (REP-103, metres, radians).
+
+    ``centerline`` (K, 2) runs in the driving direction (for a closed track
+    the last row connects back to the first, which is not repeated);
+    ``width`` is the nominal track width; ``timing_lines`` holds ``start``
+    and ``finish`` (the same line on closed tracks).
+    """
+
+    name: str
+    cones: ConeArray
+    car_start: Pose
+    centerline: np.ndarray
+    closed: bool
+    width: float = MIN_WIDTH
+    timing_lines: Dict[str, TimingLine] = field(default_factory=dict)
+    mission: str = ''
+
+    @property
+    def length(self) -> float:
+        """Return the centre-line arc length in metres (whole loop if closed)."""
+        return float(_arc_length(self.centerline, self.closed)[-1])
+
+
+# --------------------------------------------------------------- geometry
+def _arc_length(pts: np.ndarray, closed: bool) -> np.ndarray:
+    """Return cumulative arc length (K,) or (K+1,) for a closed polyline."""
+    if closed:
+        pts = np.vstack([pts, pts[:1]])
+    seg = np.hypot(*np.diff(pts, axis=0).T)
+    return np.concatenate([[0.0], np.cumsum(seg)])
+
+
+def _tangents(pts: np.ndarray, closed: bool) -> np.ndarray:
+    """Return unit tangents (K, 2) of a polyline (central differences)."""
+    if closed:
+        d = np.roll(pts, -1, axis=0) - np.roll(pts, 1, axis=0)
+    else:
+        d = np.gradient(pts, axis=0)
+    n = np.hypot(d[:, 0], d[:, 1])
+    n[n == 0.0] = 1.0
+    return d / n[:, None]
+
+
+def _curvature(pts: np.ndarray, closed: bool) -> np.ndarray:
+    """Return the signed curvature (1/m, > 0 turning left) per vertex."""
+    if closed:
+        p0, p1, p2 = np.roll(pts, 1, axis=0), pts, np.roll(pts, -1, axis=0)
+    else:
+        p0 = np.vstack([pts[:1], pts[:-1]])
+        p1 = pts
+        p2 = np.vstack([pts[1:], pts[-1:]])
+    a = p1 - p0
+    b = p2 - p1
+    c = p2 - p0
+    cross = a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
+    den = (np.hypot(a[:, 0], a[:, 1]) * np.hypot(b[:, 0], b[:, 1])
+           * np.hypot(c[:, 0], c[:, 1]))
+    out = np.zeros(len(pts))
+    ok = den > 1e-12
+    out[ok] = 2.0 * cross[ok] / den[ok]
+    return out
+
+
+def _resample(pts: np.ndarray, closed: bool, step: float) -> np.ndarray:
+    """Resample a polyline at (about) uniform arc length ``step`` (m)."""
+    s = _arc_length(pts, closed)
+    ext = np.vstack([pts, pts[:1]]) if closed else pts
+    n = max(int(math.ceil(s[-1] / step)), 2)
+    t = np.linspace(0.0, s[-1], n, endpoint=not closed)
+    return np.column_stack([np.interp(t, s, ext[:, 0]),
+                            np.interp(t, s, ext[:, 1])])
+
+
+def _segments_intersect(p: np.ndarray, closed: bool) -> bool:
+    """Return True if non-adjacent segments of the polyline cross."""
+    q = np.roll(p, -1, axis=0) if closed else p[1:]
+    a = p if closed else p[:-1]
+    m = len(a)
+    d = q - a
+    i, j = np.triu_indices(m, k=2)
+    if closed:
+        keep = ~((i == 0) & (j == m - 1))
+        i, j = i[keep], j[keep]
+
+    def orient(o: np.ndarray, u: np.ndarray, w: np.ndarray) -> np.ndarray:
+        return u[:, 0] * (w[:, 1] - o[:, 1]) - u[:, 1] * (w[:, 0] - o[:, 0])
+    o1 = orient(a[i], d[i], a[j])
+    o2 = orient(a[i], d[i], q[j])
+    o3 = orient(a[j], d[j], a[i])
+    o4 = orient(a[j], d[j], q[i])
+    return bool(np.any((o1 * o2 < 0.0) & (o3 * o4 < 0.0)))
+
+
+def _timing_line(name: str, centre: np.ndarray, direction: np.ndarray,
+                 half_width: float) -> TimingLine:
+    n = np.array([-direction[1], direction[0]])
+    return TimingLine(name=name, a=centre + n * half_width,
+                      b=centre - n * half_width, direction=direction.copy())
+
+
+def _cone_array(xy: List[np.ndarray], cls: List[np.ndarray]) -> ConeArray:
+    xy_all = np.vstack(xy).astype(np.float64) if xy else np.zeros((0, 2))
+    cls_all = np.concatenate(cls).astype(np.uint8) if cls else \
+        np.zeros(0, np.uint8)
+    return ConeArray(xy=xy_all, class_id=cls_all,
+                     knocked=np.zeros(len(cls_all), dtype=bool))
+
+
+def _boundary_cones(line: np.ndarray, closed: bool, spacing: float
+                    ) -> np.ndarray:
+    """Place cones at uniform arc length <= ``spacing`` along a polyline."""
+    s = _arc_length(line, closed)
+    ext = np.vstack([line, line[:1]]) if closed else line
+    n = max(int(math.ceil(s[-1] / spacing - 1e-9)), 1)
+    t = np.linspace(0.0, s[-1], n + (0 if closed else 1), endpoint=not closed)
+    return np.column_stack([np.interp(t, s, ext[:, 0]),
+                            np.interp(t, s, ext[:, 1])])
+
+
+# ------------------------------------------------------------- generators
+def acceleration_track(length: float = 75.0, width: float = 3.0,
+                       spacing: float = 5.0, braking_zone: float = 100.0,
+                       car_start_offset: float = 3.0) -> Track:
+    """
+    Build the FS acceleration track along +x.
+
+    Start line at x = 0, finish line at x = ``length`` (75 m), lane
+    ``width`` wide (3 m), blue/yellow cones every ``spacing`` (5 m), big
+    orange cone pairs at both lines, small orange cones along the braking
+    zone. The car starts ``car_start_offset`` (rear axle) behind the start
+    line, heading +x.
+    """
+    if not (length > 0 and width > 0 and spacing > 0 and braking_zone >= 0):
+        raise ValueError('acceleration_track: length, width and spacing '
+                         'must be > 0, braking_zone >= 0')
+    h = width / 2.0
+    xs = np.arange(0.0, length + 1e-9, spacing)
+    if xs[-1] < length - 1e-9:
+        xs = np.append(xs, length)
+    inner = xs[(xs > 1e-9) & (xs < length - 1e-9)]
+    brake_x = np.arange(length + spacing, length + braking_zone + 1e-9,
+                        spacing)
+    xy, cls = [], []
+    for side, c in ((h, CONE_BLUE), (-h, CONE_YELLOW)):
+        xy.append(np.column_stack([inner, np.full(len(inner), side)]))
+        cls.append(np.full(len(inner), c))
+        big = np.array([[-0.4, side], [0.4, side], [length - 0.4, side],
+                        [length + 0.4, side]])
+        xy.append(big)
+        cls.append(np.full(4, CONE_BIG_ORANGE))
+        xy.append(np.column_stack([brake_x, np.full(len(brake_x), side)]))
+        cls.append(np.full(len(brake_x), CONE_ORANGE))
+    x0 = -car_start_offset - 2.0
+    cx = np.arange(x0, length + braking_zone + 1e-9, 0.5)
+    cl = np.column_stack([cx, np.zeros(len(cx))])
+    ex = np.array([1.0, 0.0])
+    lines = {'start': _timing_line('start', np.zeros(2), ex, h + 0.5),
+             'finish': _timing_line('finish', np.array([length, 0.0]), ex,
+                                    h + 0.5)}
+    return Track(name='acceleration', cones=_cone_array(xy, cls),
+                 car_start=Pose(x=-car_start_offset), centerline=cl,
+                 closed=False, width=width, timing_lines=lines,
+                 mission='acceleration')
+
+
+def skidpad_track(entry_length: float = 15.0, exit_length: float = 20.0,
+                  laps_per_side: int = 2) -> Track:
+    """
+    Build the FS skidpad (figure of eight) with its crossing at the origin.
+
+    Circle centres at (0, -9.125) (right circle, driven clockwise first)
+    and (0, 9.125) (left circle, counter-clockwise); inner diameter
+    15.25 m, outer 21.25 m, centres 18.25 m apart. The car enters along +x
+    from ``entry_length`` before the crossing, drives ``laps_per_side``
+    laps on the right, then on the left, and leaves along +x. The timing
+    gate (``start`` = ``finish``) is across the lane at x = 0.
+    """
+    ri = SKIDPAD_INNER_DIAMETER / 2.0
+    ro = SKIDPAD_OUTER_DIAMETER / 2.0
+    rc = (ri + ro) / 2.0
+    d = SKIDPAD_CENTRE_DISTANCE / 2.0
+    centres = {'right': np.array([0.0, -d]), 'left': np.array([0.0, d])}
+    xy, cls = [], []
+    for side in ('right', 'left'):
+        c = centres[side]
+        other = centres['left' if side == 'right' else 'right']
+        # inner: angle 0 of the ring points at the crossing
+        toward = math.pi / 2.0 if side == 'right' else -math.pi / 2.0
+        a = toward + np.linspace(0.0, 2 * math.pi, 16, endpoint=False)
+        inner = c + ri * np.column_stack([np.cos(a), np.sin(a)])
+        icls = np.full(16, CONE_YELLOW if side == 'right' else CONE_BLUE)
+        icls[0] = CONE_BIG_ORANGE
+        xy.append(inner)
+        cls.append(icls)
+        a = toward + math.pi / 16 + np.linspace(0.0, 2 * math.pi, 16,
+                                                endpoint=False)
+        outer = c + ro * np.column_stack([np.cos(a), np.sin(a)])
+        keep = np.hypot(*(outer - other).T) > ro + 0.5
+        xy.append(outer[keep])
+        cls.append(np.full(int(keep.sum()),
+                           CONE_BLUE if side == 'right' else CONE_YELLOW))
+    hw = (ro - ri) / 2.0
+    for x_lo, x_hi in ((-entry_length, -ro), (ro, exit_length)):
+        xs = np.arange(x_lo, x_hi + 1e-9, 2.5)
+        for y in (hw, -hw):
+            xy.append(np.column_stack([xs, np.full(len(xs), y)]))
+            cls.append(np.full(len(xs), CONE_ORANGE))
+    step = 0.5
+    ex_x = np.arange(-entry_length, 0.0, step)
+    entry = np.column_stack([ex_x, np.zeros(len(ex_x))])
+    n_circ = int(math.ceil(2 * math.pi * rc / step))
+    t = np.linspace(0.0, 2 * math.pi * laps_per_side,
+                    n_circ * laps_per_side, endpoint=False)
+    right = centres['right'] + rc * np.column_stack(
+        [np.cos(math.pi / 2 - t), np.sin(math.pi / 2 - t)])
+    left = centres['left'] + rc * np.column_stack(
+        [np.cos(-math.pi / 2 + t), np.sin(-math.pi / 2 + t)])
+    out_x = np.arange(0.0, exit_length + 1e-9, step)
+    exit_ = np.column_stack([out_x, np.zeros(len(out_x))])
+    cl = np.vstack([entry, right, left, exit_])
+    ex = np.array([1.0, 0.0])
+    gate = _timing_line('start', np.zeros(2), ex, hw + 0.5)
+    finish = _timing_line('finish', np.zeros(2), ex, hw + 0.5)
+    return Track(name='skidpad', cones=_cone_array(xy, cls),
+                 car_start=Pose(x=-entry_length + 2.0), centerline=cl,
+                 closed=False, width=ro - ri,
+                 timing_lines={'start': gate, 'finish': finish},
+                 mission='skidpad')
+
+
+def random_track(seed: int, length: Tuple[float, float] = (250.0, 450.0),
+                 width: float = 3.0, cone_spacing: float = 4.0,
+                 min_radius: float = 5.0, control_points: Tuple[int, int] =
+                 (8, 13), car_start_offset: float = 6.0,
+                 mission: str = 'trackdrive', max_tries: int = 500) -> Track:
+    """
+    Generate a closed autocross/trackdrive track from ``seed``.
+
+    A star-shaped polygon of ``control_points`` random vertices is smoothed
+    by a periodic cubic spline, scaled to a lap length drawn from
+    ``length`` (m) and accepted only if it obeys the FS rules (see
+    :func:`check_track_rules`) with a centre-line radius >= ``min_radius``.
+    Blue cones on the left, yellow on the right, every <= ``cone_spacing``
+    metres; two big orange cones per side at the start/finish line, placed
+    on the straightest part; the car starts ``car_start_offset`` behind it.
+    Deterministic for a given seed; raises ``ValueError`` for bad
+    parameters or when no valid track is found in ``max_tries``.
+    """
+    lo, hi = float(length[0]), float(length[1])
+    if not (MIN_LAP <= lo <= hi <= MAX_LAP):
+        raise ValueError(f'random_track: length range {length} must lie in '
+                         f'[{MIN_LAP}, {MAX_LAP}] m')
+    if not (width >= MIN_WIDTH and 0.5 <= cone_spacing <= MAX_CONE_SPACING):
+        raise ValueError(f'random_track: width {width} must be >= '
+                         f'{MIN_WIDTH}, cone_spacing {cone_spacing} in '
+                         f'[0.5, {MAX_CONE_SPACING}]')
+    if min_radius + width / 2.0 < MIN_HAIRPIN_OUTER_DIAMETER / 2.0:
+        raise ValueError('random_track: min_radius + width/2 gives a hairpin '
+                         'outer diameter below 9 m')
+    n_lo, n_hi = int(control_points[0]), int(control_points[1])
+    if not 4 <= n_lo <= n_hi:
+        raise ValueError('random_track: control_points must be >= 4')
+    rng = np.random.default_rng(seed)
+    for _ in range(max_tries):
+        cl = _random_centerline(rng, lo, hi, n_lo, n_hi)
+        if cl is None:
+            continue
+        track = _build_closed_track(cl, width, cone_spacing,
+                                    car_start_offset, mission,
+                                    f'random_{seed}')
+        if not _centerline_problems(track.centerline, True, width,
+                                    min_radius):
+            if not check_track_rules(track):
+                return track
+    raise ValueError(f'random_track: no valid track for seed {seed} in '
+                     f'{max_tries} tries')
+
+
+def _random_centerline(rng: np.random.Generator, lo: float, hi: float,
+                       n_lo: int, n_hi: int) -> Optional[np.ndarray]:
+    n = int(rng.integers(n_lo, n_hi + 1))
+    ang = (np.arange(n) + rng.uniform(-0.35, 0.35, n)) * (2 * math.pi / n)
+    rad = rng.uniform(0.45, 1.0, n)
+    pts = np.column_stack([rad * np.cos(ang), rad * np.sin(ang)])
+    try:
+        tck, _u = splprep([np.append(pts[:, 0], pts[0, 0]),
+                           np.append(pts[:, 1], pts[0, 1])], s=0.0, per=True)
+    except (ValueError, TypeError):
+        return None
+    dense = np.column_stack(splev(np.linspace(0, 1, 2000, endpoint=False),
+                                  tck))
+    target = rng.uniform(lo, hi)
+    dense *= target / _arc_length(dense, True)[-1]
+    if rng.random() < 0.5:
+        dense = dense[::-1].copy()
+    return _resample(dense, True, 0.5)
+
+
+def _build_closed_track(cl: np.ndarray, width: float, spacing: float,
+                        car_start_offset: float, mission: str,
+                        name: str) -> Track:
+    """Place cones and the start line on a closed centre line."""
+    kappa = _curvature(cl, True)
+    # start/finish at the middle of the straightest 20 m window
+    win = max(int(20.0 / 0.5), 1)
+    smooth = np.convolve(np.concatenate([np.abs(kappa), np.abs(kappa[:win])]),
+                         np.ones(win) / win, mode='valid')[:len(cl)]
+    start = (int(np.argmin(smooth)) + win // 2) % len(cl)
+    cl = np.roll(cl, -start, axis=0)
+    tan = _tangents(cl, True)
+    nrm = np.column_stack([-tan[:, 1], tan[:, 0]])
+    h = width / 2.0
+    xy, cls = [], []
+    for sign, colour in ((1.0, CONE_BLUE), (-1.0, CONE_YELLOW)):
+        line = cl + sign * h * nrm
+        pts = _boundary_cones(line, True, spacing)
+        # big orange pair at the start line replaces the first cone
+        big = np.array([line[0] - 0.4 * tan[0], line[0] + 0.4 * tan[0]])
+        xy.append(pts[1:])
+        cls.append(np.full(len(pts) - 1, colour))
+        xy.append(big)
+        cls.append(np.full(2, CONE_BIG_ORANGE))
+    s = _arc_length(cl, True)
+    back = s[-1] - car_start_offset
+    ext = np.vstack([cl, cl[:1]])
+    sx, sy = np.interp(back, s, ext[:, 0]), np.interp(back, s, ext[:, 1])
+    i = int(np.searchsorted(s, back)) % len(cl)
+    yaw = math.atan2(tan[i, 1], tan[i, 0])
+    line = _timing_line('start', cl[0], tan[0], h + 0.5)
+    return Track(name=name, cones=_cone_array(xy, cls),
+                 car_start=Pose(x=float(sx), y=float(sy), yaw=yaw),
+                 centerline=cl, closed=True, width=width,
+                 timing_lines={'start': line, 'finish': line},
+                 mission=mission)
+
+
+# ------------------------------------------------------------ rule checks
+def _centerline_problems(cl: np.ndarray, closed: bool, width: float,
+                         min_radius: float) -> List[str]:
+    """Cheap pre-checks of a candidate centre line."""
+    out = []
+    kappa = np.abs(_curvature(cl, closed))
+    if kappa.max() > 1.0 / min_radius:
+        out.append(f'centre-line radius {1 / kappa.max():.2f} m < '
+                   f'{min_radius} m')
+    return out
+
+
+def _lateral(track: Track, xy: np.ndarray
+             ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return (arc position, signed lateral offset, distance) per point."""
+    cl = _resample(track.centerline, track.closed, 0.1)
+    tree = cKDTree(cl)
+    dist, idx = tree.query(xy)
+    tan = _tangents(cl, track.closed)
+    rel = xy - cl[idx]
+    lat = tan[idx, 0] * rel[:, 1] - tan[idx, 1] * rel[:, 0]
+    s = _arc_length(cl, track.closed)[idx]
+    return s, lat, dist
+
+
+def check_track_rules(track: Track) -> List[str]:
+    """
+    Return the FS rule violations of a track (empty list when it is legal).
+
+    Checks: track width >= 3 m (every cone at least width/2 from every
+    part of the centre line), cone spacing <= 5 m along each boundary,
+    hairpin outer diameter >= 9 m, straights <= 80 m (stretches with a
+    radius above 100 m), lap 200-500 m, closed and not self-intersecting
+    (autocross/trackdrive); blue cones left and yellow cones right of the
+    driving direction, big orange cones at the start line, no overlapping
+    cones.
+    """
+    out: List[str] = []
+    cl = track.centerline
+    if cl.ndim != 2 or cl.shape[1] != 2 or len(cl) < 3 or \
+            not np.isfinite(cl).all():
+        return ['centre line must be a finite (K >= 3, 2) array']
+    cones = track.cones
+    if len(cones) == 0:
+        return ['track has no cones']
+    if not np.isfinite(cones.xy).all():
+        out.append('cone positions must be finite')
+        return out
+    loop = track.mission in _GENERATED_MISSIONS or track.closed
+    if loop:
+        if not track.closed:
+            out.append('autocross/trackdrive track must be closed')
+        length = track.length
+        if not MIN_LAP <= length <= MAX_LAP:
+            out.append(f'lap length {length:.1f} m outside '
+                       f'[{MIN_LAP}, {MAX_LAP}] m')
+        coarse = _resample(cl, track.closed, 1.0)
+        if _segments_intersect(coarse, track.closed):
+            out.append('centre line intersects itself')
+        fine = _resample(cl, track.closed, 0.5)
+        kappa = np.abs(_curvature(fine, track.closed))
+        outer_d = 2.0 * (1.0 / max(kappa.max(), 1e-9) + track.width / 2.0)
+        if outer_d < MIN_HAIRPIN_OUTER_DIAMETER:
+            out.append(f'hairpin outer diameter {outer_d:.2f} m < '
+                       f'{MIN_HAIRPIN_OUTER_DIAMETER} m')
+        straight = kappa < 1.0 / STRAIGHT_RADIUS
+        longest = _longest_run(straight, track.closed) * 0.5
+        if longest > MAX_STRAIGHT:
+            out.append(f'straight of {longest:.1f} m > {MAX_STRAIGHT} m')
+    if track.width < MIN_WIDTH:
+        out.append(f'track width {track.width} m < {MIN_WIDTH} m')
+    s, lat, dist = _lateral(track, cones.xy)
+    half = track.width / 2.0 - 0.02
+    narrow = np.flatnonzero(dist < half)
+    if narrow.size:
+        out.append(f'{narrow.size} cones closer than {half:.2f} m to the '
+                   f'centre line (track narrower than {track.width} m), '
+                   f'first at {cones.xy[narrow[0]].round(2).tolist()}')
+    blue_wrong = np.flatnonzero((cones.class_id == CONE_BLUE) & (lat < 0))
+    yellow_wrong = np.flatnonzero((cones.class_id == CONE_YELLOW) & (lat > 0))
+    if blue_wrong.size:
+        out.append(f'{blue_wrong.size} blue cones right of the driving '
+                   'direction')
+    if yellow_wrong.size:
+        out.append(f'{yellow_wrong.size} yellow cones left of the driving '
+                   'direction')
+    if loop:
+        for sign, name in ((1.0, 'left'), (-1.0, 'right')):
+            side = np.flatnonzero(lat * sign > 0)
+            if side.size < 3:
+                out.append(f'{name} boundary has fewer than 3 cones')
+                continue
+            order = side[np.argsort(s[side], kind='stable')]
+            p = cones.xy[order]
+            gaps = np.hypot(*np.diff(np.vstack([p, p[:1]]), axis=0).T)
+            if gaps.max() > MAX_CONE_SPACING + 1e-6:
+                out.append(f'{name} boundary cone spacing '
+                           f'{gaps.max():.2f} m > {MAX_CONE_SPACING} m')
+        big = cones.xy[cones.class_id == CONE_BIG_ORANGE]
+        start = track.timing_lines.get('start')
+        if start is None:
+            out.append('no start timing line')
+        elif big.shape[0] < 2 or np.min(np.hypot(
+                *(big - (start.a + start.b) / 2.0).T)) > track.width + 1.0:
+            out.append('no big orange cones at the start line')
+    out.extend(overlapping_cones(cones))
+    return out
+
+
+def _longest_run(mask: np.ndarray, closed: bool) -> int:
+    """Return the longest run of True (cyclic if ``closed``)."""
+    if mask.all():
+        return int(mask.size)
+    m = np.roll(mask, -int(np.argmin(mask))) if closed else mask
+    padded = np.concatenate([[False], m, [False]]).astype(np.int8)
+    d = np.diff(padded)
+    starts, ends = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+    return int((ends - starts).max()) if starts.size else 0
+
+
+def overlapping_cones(cones: ConeArray) -> List[str]:
+    """Return one message per pair of cones whose bases overlap."""
+    if len(cones) < 2:
+        return []
+    radius = np.array([CONE_SIZE.get(int(c), CONE_SIZE[CONE_BLUE])[0] / 2.0
+                       for c in range(256)])[cones.class_id]
+    pairs = cKDTree(cones.xy).query_pairs(2 * radius.max(), output_type='ndarray')
+    if pairs.size == 0:
+        return []
+    d = np.hypot(*(cones.xy[pairs[:, 0]] - cones.xy[pairs[:, 1]]).T)
+    bad = pairs[d < radius[pairs[:, 0]] + radius[pairs[:, 1]]]
+    return [f'cones {int(i)} and {int(j)} overlap at '
+            f'{cones.xy[i].round(3).tolist()}' for i, j in bad]
+
+
+# ------------------------------------------------------------------- CSV
+def save_track_csv(track: Track, path: str) -> None:
+    """Write a track in the FSDS/eufs_sim CSV format (car_start first)."""
+    with open(path, 'w', newline='', encoding='utf-8') as stream:
+        w = csv.writer(stream)
+        w.writerow(CSV_HEADER)
+        p = track.car_start
+        w.writerow(['car_start', repr(float(p.x)), repr(float(p.y)),
+                    repr(float(p.yaw)), 0.0, 0.0, 0.0])
+        for (x, y), c in zip(track.cones.xy, track.cones.class_id):
+            w.writerow([CONE_NAMES[int(c)], repr(float(x)), repr(float(y)),
+                        0.0, 0.0, 0.0, 0.0])
+
+
+def _parse_float(path: str, line: int, name: str, text: Optional[str],
+                 required: bool) -> float:
+    if text is None or text.strip() == '':
+        if required:
+            raise ValueError(f'{path}:{line}: field {name!r} is missing')
+        return 0.0
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f'{path}:{line}: field {name!r} is not a number: '
+                         f'{text!r}') from None
+    if not math.isfinite(value):
+        raise ValueError(f'{path}:{line}: field {name!r} is not finite: '
+                         f'{text!r}')
+    return value
+
+
+def load_track_csv(path: str, mission: str = '', width: float = 0.0
+                   ) -> Track:
+    """
+    Load an FSDS/eufs_sim track CSV.
+
+    Errors name the file, line and field (missing columns or values,
+    unknown tags, non-numeric or non-finite numbers, overlapping cones,
+    no cones). Without a ``car_start`` row the car starts at the origin
+    heading +x. The centre line is rebuilt from the cone pairs (for
+    ``mission='skidpad'`` the standard layout is placed at ``car_start``);
+    timing lines are put at the big orange cones. ``width`` 0 means
+    "measure it from the cones".
+    """
+    if mission == 'skidpad':
+        return _load_skidpad(path)
+    rows, car_start = _read_rows(path)
+    xy = np.array([r[0] for r in rows], dtype=np.float64).reshape(-1, 2)
+    cls = np.array([r[1] for r in rows], dtype=np.uint8)
+    lines = [r[2] for r in rows]
+    cones = ConeArray(xy=xy, class_id=cls, knocked=np.zeros(len(cls), bool))
+    for msg in _overlaps_with_lines(cones, lines, path):
+        raise ValueError(msg)
+    cl, closed = _centerline_from_cones(cones, car_start, path)
+    tan = _tangents(cl, closed)
+    s, lat, _dist = _lateral(Track('', cones, car_start, cl, closed), xy)
+    if width <= 0.0:
+        bound = (cls == CONE_BLUE) | (cls == CONE_YELLOW)
+        width = float(np.median(np.abs(lat[bound])) * 2.0) if bound.any() \
+            else MIN_WIDTH
+    timing = _timing_from_big_orange(cones, cl, closed, tan, width)
+    name = os.path.splitext(os.path.basename(path))[0]
+    return Track(name=name, cones=cones, car_start=car_start, centerline=cl,
+                 closed=closed, width=width, timing_lines=timing,
+                 mission=mission)
+
+
+def _read_rows(path: str) -> Tuple[List[Tuple[Tuple[float, float], int, int]],
+                                   Pose]:
+    rows = []
+    car_start = None
+    with open(path, 'r', newline='', encoding='utf-8') as stream:
+        reader = csv.reader(stream)
+        header = next(reader, None)
+        if header is None:
+            raise ValueError(f'{path}:1: empty file (expected header '
+                             f'{",".join(CSV_HEADER)})')
+        header = [h.strip() for h in header]
+        for name in CSV_HEADER[:3]:
+            if name not in header:
+                raise ValueError(f'{path}:1: header misses field {name!r} '
+                                 f'(expected {",".join(CSV_HEADER)})')
+        col = {name: header.index(name) for name in CSV_HEADER
+               if name in header}
+        for row in reader:
+            line = reader.line_num
+            if not row or all(c.strip() == '' for c in row):
+                continue
+
+            def get(name: str) -> Optional[str]:
+                i = col.get(name)
+                return row[i] if i is not None and i < len(row) else None
+            tag = (get('tag') or '').strip()
+            if tag == '':
+                raise ValueError(f"{path}:{line}: field 'tag' is missing")
+            x = _parse_float(path, line, 'x', get('x'), True)
+            y = _parse_float(path, line, 'y', get('y'), True)
+            direction = _parse_float(path, line, 'direction',
+                                     get('direction'), False)
+            for name in CSV_HEADER[4:]:
+                _parse_float(path, line, name, get(name), False)
+            if tag == 'car_start':
+                if car_start is not None:
+                    raise ValueError(f"{path}:{line}: field 'tag': second "
+                                     'car_start row')
+                car_start = Pose(x=x, y=y, yaw=direction)
+            elif tag in CONE_TAGS:
+                rows.append(((x, y), CONE_TAGS[tag], line))
+            else:
+                raise ValueError(f"{path}:{line}: field 'tag': unknown tag "
+                                 f'{tag!r} (expected one of '
+                                 f'{sorted(CONE_TAGS) + ["car_start"]})')
+    if not rows:
+        raise ValueError(f'{path}: no cones')
+    return rows, car_start if car_start is not None else Pose()
+
+
+def _overlaps_with_lines(cones: ConeArray, lines: List[int], path: str
+                         ) -> List[str]:
+    out = []
+    for msg in overlapping_cones(cones):
+        i, j = (int(v) for v in msg.split()[1:4:2])
+        out.append(f"{path}:{lines[j]}: fields 'x','y': cone overlaps "
+                   f'the cone of line {lines[i]} at '
+                   f'{cones.xy[j].round(3).tolist()}')
+    return out
+
+
+def _chain(points: np.ndarray, start: np.ndarray, heading: np.ndarray,
+           max_gap: float) -> np.ndarray:
+    """Order boundary cones by walking nearest neighbours from ``start``."""
+    n = len(points)
+    rel = points - start
+    ahead = rel @ heading
+    cand = np.flatnonzero(ahead > -1.0)
+    if cand.size == 0:
+        cand = np.arange(n)
+    first = cand[np.argmin(np.hypot(*rel[cand].T))]
+    tree = cKDTree(points)
+    order = [int(first)]
+    used = np.zeros(n, bool)
+    used[first] = True
+    direction = heading.copy()
+    while True:
+        cur = points[order[-1]]
+        k = min(n, 8)
+        dist, idx = tree.query(cur, k=k)
+        dist, idx = np.atleast_1d(dist), np.atleast_1d(idx)
+        ok = (~used[idx]) & (dist <= max_gap) & (dist > 0)
+        if not ok.any():
+            break
+        vec = points[idx[ok]] - cur
+        score = dist[ok] * (1.5 - (vec @ direction) / dist[ok])
+        j = int(idx[ok][np.argmin(score)])
+        direction = (points[j] - cur) / np.hypot(*(points[j] - cur))
+        used[j] = True
+        order.append(j)
+    return np.array(order)
+
+
+def _centerline_from_cones(cones: ConeArray, car_start: Pose, path: str
+                           ) -> Tuple[np.ndarray, bool]:
+    """Rebuild a centre line from the blue/yellow (and orange) cones."""
+    heading = np.array([math.cos(car_start.yaw), math.sin(car_start.yaw)])
+    origin = np.array([car_start.x, car_start.y])
+    cls = cones.class_id
+    left = cones.xy[(cls == CONE_BLUE)]
+    right = cones.xy[(cls == CONE_YELLOW)]
+    if len(left) < 2 or len(right) < 2:
+        # acceleration-like files: split all cones by side of the heading
+        rel = cones.xy - origin
+        side = heading[0] * rel[:, 1] - heading[1] * rel[:, 0]
+        left, right = cones.xy[side > 0], cones.xy[side < 0]
+    if len(left) < 2 or len(right) < 2:
+        raise ValueError(f'{path}: need at least two cones on each side of '
+                         'the track to build its centre line')
+    gap = 2.5 * MAX_CONE_SPACING
+    lo = left[_chain(left, origin, heading, gap)]
+    ro = right[_chain(right, origin, heading, gap)]
+    # centre points: each ordered left cone with its nearest right cone
+    tree = cKDTree(ro)
+    _d, j = tree.query(lo)
+    mids = (lo + ro[j]) / 2.0
+    # de-duplicate and keep monotone order
+    keep = np.concatenate([[True], np.hypot(*np.diff(mids, axis=0).T) > 0.3])
+    mids = mids[keep]
+    closed = bool(len(lo) > 4 and np.hypot(*(lo[-1] - lo[0])) < gap
+                  and len(mids) > 4)
+    if not closed:
+        # extend back to the car start
+        first = np.array([origin - 2.0 * heading])
+        mids = np.vstack([first, mids])
+    return _resample(mids, closed, 0.5), closed
+
+
+def _timing_from_big_orange(cones: ConeArray, cl: np.ndarray, closed: bool,
+                            tan: np.ndarray, width: float
+                            ) -> Dict[str, TimingLine]:
+    big = cones.xy[cones.class_id == CONE_BIG_ORANGE]
+    if len(big) == 0:
+        i = 0
+        line = _timing_line('start', cl[i], tan[i], width / 2.0 + 0.5)
+        return {'start': line, 'finish': line}
+    tree = cKDTree(big)
+    pairs = tree.query_pairs(width + 2.0, output_type='ndarray')
+    graph = sp.coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])),
+                          shape=(len(big), len(big))) if len(pairs) else \
+        sp.coo_matrix((len(big), len(big)))
+    n, labels = connected_components(graph, directed=False)
+    cl_tree = cKDTree(cl)
+    groups = []
+    for k in range(n):
+        centre = big[labels == k].mean(axis=0)
+        _d, idx = cl_tree.query(centre)
+        groups.append(int(idx))
+    groups.sort()
+    first, last = groups[0], groups[-1]
+    start = _timing_line('start', cl[first], tan[first], width / 2.0 + 0.5)
+    if closed or first == last:
+        return {'start': start, 'finish': start}
+    finish = _timing_line('finish', cl[last], tan[last], width / 2.0 + 0.5)
+    return {'start': start, 'finish': finish}
+
+
+def _load_skidpad(path: str) -> Track:
+    rows, car_start = _read_rows(path)
+    xy = np.array([r[0] for r in rows], dtype=np.float64).reshape(-1, 2)
+    cls = np.array([r[1] for r in rows], dtype=np.uint8)
+    cones = ConeArray(xy=xy, class_id=cls, knocked=np.zeros(len(cls), bool))
+    for msg in _overlaps_with_lines(cones, [r[2] for r in rows], path):
+        raise ValueError(msg)
+    ref = skidpad_track()
+    c, s = math.cos(car_start.yaw), math.sin(car_start.yaw)
+    rot = np.array([[c, -s], [s, c]])
+    off = np.array([car_start.x, car_start.y]) - rot @ np.array(
+        [ref.car_start.x, ref.car_start.y])
+
+    def tf(p: np.ndarray) -> np.ndarray:
+        return p @ rot.T + off
+    lines = {k: TimingLine(v.name, tf(v.a), tf(v.b), rot @ v.direction)
+             for k, v in ref.timing_lines.items()}
+    return Track(name=os.path.splitext(os.path.basename(path))[0],
+                 cones=cones, car_start=car_start,
+                 centerline=tf(ref.centerline), closed=False,
+                 width=ref.width, timing_lines=lines, mission='skidpad')
+
+
+def make_track(spec: Dict, source: str = '') -> Track:
+    """
+    Build a track from a scenario's ``track`` mapping.
+
+    ``{'generator': 'random'|'acceleration'|'skidpad', 'seed': int,
+    'params': {...}}`` or ``{'track_file': 'path.csv'}`` (relative paths
+    are looked up next to ``source`` and then under ``config/tracks``).
+    """
+    from hil_bridge.config import config_path
+    if 'track_file' in spec:
+        f = str(spec['track_file'])
+        cands = [f] if os.path.isabs(f) else \
+            [os.path.join(os.path.dirname(source), f) if source else f,
+             config_path('tracks', f), f]
+        for cand in cands:
+            if os.path.isfile(cand):
+                return load_track_csv(cand, mission=str(spec.get('mission',
+                                                                 '')))
+        raise FileNotFoundError(f'track file {f!r} not found (tried '
+                                f'{cands})')
+    gen = spec.get('generator')
+    params = dict(spec.get('params') or {})
+    if gen == 'random':
+        if 'length' in params:
+            params['length'] = tuple(params['length'])
+        if 'control_points' in params:
+            params['control_points'] = tuple(params['control_points'])
+        return random_track(int(spec.get('seed', 0)), **params)
+    if gen == 'acceleration':
+        return acceleration_track(**params)
+    if gen == 'skidpad':
+        return skidpad_track(**params)
+    raise ValueError(f'unknown track generator {gen!r} (expected random, '
+                     'acceleration or skidpad)')
