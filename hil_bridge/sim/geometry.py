@@ -177,14 +177,19 @@ def ray_boxes(origins: np.ndarray, dirs: np.ndarray, box_center: np.ndarray,
     ld[..., 0] = c * d[:, None, 0] + s * d[:, None, 1]
     ld[..., 1] = -s * d[:, None, 0] + c * d[:, None, 1]
     ld[..., 2] = d[:, None, 2]
-    with np.errstate(divide='ignore', invalid='ignore'):
-        ta = (-half - lo) / ld
-        tb = (half - lo) / ld
-    near = np.fmax.reduce(np.fmin(ta, tb), axis=2)
-    far = np.fmin.reduce(np.fmax(ta, tb), axis=2)
-    # A ray parallel to a slab and outside it never enters the box.
-    parallel_out = np.any((ld == 0.0) & (np.abs(lo) > half), axis=2)
-    hit = (near <= far) & (far > T_EPS) & ~parallel_out
+    parallel = ld == 0.0
+    inside = np.abs(lo) <= half
+    safe = np.where(parallel, 1.0, ld)
+    ta = (-half - lo) / safe
+    tb = (half - lo) / safe
+    # A ray parallel to a slab spans all t inside it and none outside.
+    t_in = np.where(parallel, np.where(inside, -np.inf, np.inf),
+                    np.minimum(ta, tb))
+    t_out = np.where(parallel, np.where(inside, np.inf, -np.inf),
+                     np.maximum(ta, tb))
+    near = t_in.max(axis=2)
+    far = t_out.min(axis=2)
+    hit = (near <= far) & (far > T_EPS)
     t = np.where(hit, np.where(near > T_EPS, near, far), np.inf)
     idx = np.argmin(t, axis=1)
     tmin = t[np.arange(n), idx]
