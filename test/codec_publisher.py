@@ -13,6 +13,7 @@ import sys
 from hil_bridge import codecs
 import numpy as np
 import rclpy
+from rclpy.executors import ExternalShutdownException
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Image, PointCloud2
 
@@ -54,7 +55,7 @@ def main() -> None:
     node.create_timer(0.2, tick)
     try:
         rclpy.spin(node)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
         node.destroy_node()

@@ -1,0 +1,114 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+Start, watch and stop a set of node processes (no rclpy).
+
+Used by the ``carla-hil`` runner: each process's output is forwarded line
+by line with a ``[name]`` prefix; the supervisor reports the first process
+that exits, and shuts the rest down with SIGINT, then SIGTERM, then SIGKILL.
+"""
+
+from dataclasses import dataclass, field
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Callable, Dict, List, Optional, TextIO
+
+
+@dataclass
+class ProcessSpec:
+    """A command to run: name (log prefix), argv, extra environment."""
+
+    name: str
+    argv: List[str]
+    env: Dict[str, str] = field(default_factory=dict)
+    #: True when the whole run ends as soon as this process exits
+    essential: bool = True
+
+
+class Supervisor:
+    """Run processes, forward their logs, stop them cleanly."""
+
+    def __init__(self, out: TextIO = sys.stdout,
+                 on_line: Optional[Callable[[str, str], None]] = None
+                 ) -> None:
+        """Create an empty supervisor writing logs to ``out``."""
+        self._out = out
+        self._on_line = on_line
+        self._lock = threading.Lock()
+        self.procs: Dict[str, subprocess.Popen] = {}
+        self._threads: List[threading.Thread] = []
+
+    def start(self, spec: ProcessSpec) -> subprocess.Popen:
+        """Start one process in its own process group."""
+        env = dict(os.environ)
+        env.update(spec.env)
+        env.setdefault('PYTHONUNBUFFERED', '1')
+        proc = subprocess.Popen(spec.argv, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, text=True,
+                                bufsize=1, start_new_session=True)
+        self.procs[spec.name] = proc
+        thread = threading.Thread(target=self._pump, args=(spec.name, proc),
+                                  daemon=True)
+        thread.start()
+        self._threads.append(thread)
+        return proc
+
+    def _pump(self, name: str, proc: subprocess.Popen) -> None:
+        width = max(len(n) for n in self.procs) if self.procs else len(name)
+        for line in proc.stdout:
+            line = line.rstrip('\n')
+            if self._on_line is not None:
+                self._on_line(name, line)
+            with self._lock:
+                self._out.write(f'[{name:<{width}}] {line}\n')
+                self._out.flush()
+
+    def first_exit(self, timeout: Optional[float] = None,
+                   names: Optional[List[str]] = None,
+                   stop: Optional[threading.Event] = None
+                   ) -> Optional[str]:
+        """
+        Wait until one of ``names`` (default all) exits; return its name.
+
+        Returns None on timeout or when ``stop`` is set.
+        """
+        watch = names if names is not None else list(self.procs)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            for name in watch:
+                if self.procs[name].poll() is not None:
+                    return name
+            if stop is not None and stop.is_set():
+                return None
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+            time.sleep(0.05)
+
+    def returncode(self, name: str) -> Optional[int]:
+        """Return the exit code of a process (None while it runs)."""
+        return self.procs[name].poll()
+
+    def stop_all(self, grace: float = 5.0) -> Dict[str, int]:
+        """SIGINT everything, then SIGTERM, then SIGKILL; return codes."""
+        for sig, wait in ((signal.SIGINT, grace), (signal.SIGTERM, 2.0),
+                          (signal.SIGKILL, 2.0)):
+            alive = [p for p in self.procs.values() if p.poll() is None]
+            if not alive:
+                break
+            for proc in alive:
+                try:
+                    os.killpg(proc.pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline and any(
+                    p.poll() is None for p in alive):
+                time.sleep(0.05)
+        for thread in self._threads:
+            thread.join(timeout=1.0)
+        return {n: p.poll() for n, p in self.procs.items()}
