@@ -1,0 +1,345 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+Lidar + vision cone fusion and an optional cone map (no rclpy).
+
+Lidar cones have precise positions but no colour; vision cones have colour
+but a coarser position. :func:`fuse` pairs them by optimal assignment
+(``scipy.optimize.linear_sum_assignment`` on the Euclidean distance, pairs
+farther apart than ``gate`` are not allowed): a pair keeps the lidar
+position and the vision class; unmatched lidar cones stay class unknown (0);
+unmatched vision cones are kept only when ``keep_vision_only`` is set, with
+their confidence scaled down.
+
+Time alignment: :class:`VisionBuffer` keeps the recent vision detections and
+returns the newest one within ``max_vision_age`` of a lidar stamp; when the
+ego poses of both stamps are known (:class:`PoseHistory`, from odometry) the
+vision cones are moved into the vehicle frame at the lidar stamp first.
+
+:class:`ConeMap` accumulates cones in ``map``: observations within
+``merge_radius`` of a map cone (again by optimal assignment) update its
+running-mean position and its class votes (confidence-weighted); the others
+become new map cones.
+
+Frames: detections in the vehicle frame (REP-103, metres), poses and the map
+in ``map`` (x, y, yaw in metres/radians).
+"""
+
+from collections import deque
+from dataclasses import dataclass, field
+import math
+from typing import Deque, Optional, Tuple
+
+from hil_bridge.backend import CONE_BIG_ORANGE, CONE_UNKNOWN
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+from scipy.spatial.distance import cdist
+
+N_CLASSES = CONE_BIG_ORANGE + 1
+
+
+@dataclass
+class ConeSet:
+    """
+    Cones in one frame: positions, class ids and confidences.
+
+    ``xyz`` (N, 3) m, ``class_id`` (N,) uint8, ``confidence`` (N,) in [0, 1].
+
+    The constructor checks shapes and finiteness (``ValueError``); (N, 2)
+    positions get z = 0.
+    """
+
+    xyz: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    class_id: np.ndarray = field(
+        default_factory=lambda: np.zeros(0, dtype=np.uint8))
+    confidence: np.ndarray = field(
+        default_factory=lambda: np.zeros(0, dtype=np.float32))
+
+    def __post_init__(self) -> None:
+        """Normalise dtypes and check shapes."""
+        pts = np.asarray(self.xyz, dtype=np.float64)
+        if pts.ndim != 2 or pts.shape[1] not in (2, 3):
+            raise ValueError(f'ConeSet: xyz must be (N, 2) or (N, 3), got '
+                             f'shape {pts.shape}')
+        if pts.shape[1] == 2:
+            pts = np.column_stack((pts, np.zeros(pts.shape[0])))
+        n = pts.shape[0]
+        cls = np.asarray(self.class_id).ravel()
+        conf = np.asarray(self.confidence, dtype=np.float32).ravel()
+        if cls.shape[0] != n or conf.shape[0] != n:
+            raise ValueError(f'ConeSet: {n} positions, {cls.shape[0]} class '
+                             f'ids, {conf.shape[0]} confidences')
+        if not np.all(np.isfinite(pts)):
+            raise ValueError('ConeSet: positions must be finite')
+        if n and (cls.min() < 0 or cls.max() >= N_CLASSES):
+            raise ValueError(f'ConeSet: class ids must be 0..{N_CLASSES - 1}')
+        self.xyz = pts
+        self.class_id = cls.astype(np.uint8)
+        self.confidence = np.clip(np.nan_to_num(conf, nan=0.0), 0.0, 1.0)
+
+    def __len__(self) -> int:
+        """Return the number of cones."""
+        return int(self.xyz.shape[0])
+
+    def subset(self, idx: np.ndarray) -> 'ConeSet':
+        """Return the cones at ``idx``."""
+        return ConeSet(self.xyz[idx], self.class_id[idx],
+                       self.confidence[idx])
+
+
+def associate(a_xy: np.ndarray, b_xy: np.ndarray, gate: float
+              ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """
+    Pair points of ``a`` and ``b`` (N, 2+) minimising the total distance.
+
+    Only pairs closer than ``gate`` (m) are allowed. Returns
+    ``(pairs (K, 2) int, unmatched_a, unmatched_b)`` index arrays.
+    """
+    if not (gate > 0.0 and math.isfinite(gate)):
+        raise ValueError(f'associate: gate must be finite and > 0, got {gate}')
+    a = np.asarray(a_xy, dtype=np.float64)[:, :2]
+    b = np.asarray(b_xy, dtype=np.float64)[:, :2]
+    if a.shape[0] == 0 or b.shape[0] == 0:
+        return (np.zeros((0, 2), dtype=np.int64), np.arange(a.shape[0]),
+                np.arange(b.shape[0]))
+    cost = cdist(a, b)
+    big = gate * 1e3 + 1.0
+    gated = np.where(cost <= gate, cost, big)
+    rows, cols = linear_sum_assignment(gated)
+    ok = gated[rows, cols] <= gate
+    pairs = np.column_stack((rows[ok], cols[ok])).astype(np.int64)
+    un_a = np.setdiff1d(np.arange(a.shape[0]), pairs[:, 0])
+    un_b = np.setdiff1d(np.arange(b.shape[0]), pairs[:, 1])
+    return pairs, un_a, un_b
+
+
+@dataclass(frozen=True)
+class FusionParams:
+    """
+    Fusion settings (metres, seconds).
+
+    ``gate``: largest lidar-vision distance of a pair; ``keep_vision_only``:
+    publish vision cones without a lidar partner; ``vision_only_scale``:
+    their confidence factor; ``max_vision_age``: the largest stamp difference
+    between a lidar scan and the vision detection used with it.
+    """
+
+    gate: float = 0.6
+    keep_vision_only: bool = False
+    vision_only_scale: float = 0.5
+    max_vision_age: float = 0.15
+
+    def __post_init__(self) -> None:
+        """Check the ranges; raise ``ValueError`` naming a bad field."""
+        if not (self.gate > 0.0 and math.isfinite(self.gate)):
+            raise ValueError(f'FusionParams.gate must be > 0, got {self.gate}')
+        if not 0.0 <= self.vision_only_scale <= 1.0:
+            raise ValueError('FusionParams.vision_only_scale must be in [0, 1]')
+        if not (self.max_vision_age >= 0.0
+                and math.isfinite(self.max_vision_age)):
+            raise ValueError('FusionParams.max_vision_age must be >= 0')
+
+
+def fuse(lidar: ConeSet, vision: Optional[ConeSet],
+         params: FusionParams = FusionParams()) -> ConeSet:
+    """
+    Fuse lidar and vision cones of the same instant, same frame.
+
+    A pair: lidar position, vision class, confidence ``1 - (1 - c_l)(1 -
+    c_v)``. Lidar cones without a partner: class 0 (unknown) and their own
+    confidence. Vision cones without a partner: dropped, or kept with
+    ``vision_only_scale`` times their confidence. ``vision`` None or empty
+    passes the lidar cones through as unknown.
+    """
+    n_l = len(lidar)
+    cls = np.full(n_l, CONE_UNKNOWN, dtype=np.uint8)
+    conf = lidar.confidence.astype(np.float32).copy()
+    if vision is None or len(vision) == 0:
+        return ConeSet(lidar.xyz.copy(), cls, conf)
+    pairs, _, un_v = associate(lidar.xyz, vision.xyz, params.gate)
+    li, vi = pairs[:, 0], pairs[:, 1]
+    cls[li] = vision.class_id[vi]
+    conf[li] = 1.0 - (1.0 - conf[li]) * (1.0 - vision.confidence[vi])
+    xyz = lidar.xyz.copy()
+    if params.keep_vision_only and un_v.size:
+        xyz = np.vstack((xyz, vision.xyz[un_v]))
+        cls = np.concatenate((cls, vision.class_id[un_v]))
+        conf = np.concatenate((conf, params.vision_only_scale
+                               * vision.confidence[un_v]))
+    return ConeSet(xyz, cls, conf)
+
+
+def se2(x: float, y: float, yaw: float) -> np.ndarray:
+    """Return the 3x3 homogeneous matrix of a 2D pose (m, rad)."""
+    c, s = math.cos(yaw), math.sin(yaw)
+    return np.array([[c, -s, x], [s, c, y], [0.0, 0.0, 1.0]])
+
+
+def transform_xy(T: np.ndarray, xyz: np.ndarray) -> np.ndarray:
+    """Apply a 3x3 SE(2) matrix to the x, y columns of (N, 3) points."""
+    out = np.array(xyz, dtype=np.float64, copy=True)
+    out[:, :2] = xyz[:, :2] @ T[:2, :2].T + T[:2, 2]
+    return out
+
+
+class PoseHistory:
+    """
+    Recent ego poses in ``map`` (from odometry) with interpolation.
+
+    ``add(t, x, y, yaw)`` in time order; ``at(t)`` interpolates linearly
+    (yaw on the circle) and returns None outside the stored span (plus
+    ``slack`` seconds, held constant).
+    """
+
+    def __init__(self, horizon: float = 2.0, slack: float = 0.05) -> None:
+        """Keep ``horizon`` seconds of poses."""
+        self.horizon = float(horizon)
+        self.slack = float(slack)
+        self._buf: Deque[Tuple[float, float, float, float]] = deque()
+
+    def add(self, t: float, x: float, y: float, yaw: float) -> None:
+        """Store a pose; non-finite values are ignored, old ones dropped."""
+        vals = (float(t), float(x), float(y), float(yaw))
+        if not all(math.isfinite(v) for v in vals):
+            return
+        if self._buf and vals[0] < self._buf[-1][0]:
+            self._buf.clear()  # time jumped back (sim reset)
+        self._buf.append(vals)
+        while self._buf and self._buf[0][0] < vals[0] - self.horizon:
+            self._buf.popleft()
+
+    def __len__(self) -> int:
+        """Return the number of stored poses."""
+        return len(self._buf)
+
+    def at(self, t: float) -> Optional[Tuple[float, float, float]]:
+        """Return (x, y, yaw) at ``t`` or None when ``t`` is not covered."""
+        if not self._buf:
+            return None
+        arr = np.asarray(self._buf)
+        ts = arr[:, 0]
+        if t < ts[0] - self.slack or t > ts[-1] + self.slack:
+            return None
+        if t <= ts[0]:
+            return tuple(arr[0, 1:])
+        if t >= ts[-1]:
+            return tuple(arr[-1, 1:])
+        x = float(np.interp(t, ts, arr[:, 1]))
+        y = float(np.interp(t, ts, arr[:, 2]))
+        yaw = float(np.interp(t, ts, np.unwrap(arr[:, 3])))
+        return x, y, yaw
+
+
+class VisionBuffer:
+    """Recent vision detections by stamp (s), newest last."""
+
+    def __init__(self, size: int = 20) -> None:
+        """Keep at most ``size`` detections."""
+        self._buf: Deque[Tuple[float, ConeSet]] = deque(maxlen=int(size))
+
+    def add(self, t: float, cones: ConeSet) -> None:
+        """Store a detection; a stamp older than the newest resets."""
+        if self._buf and t < self._buf[-1][0]:
+            self._buf.clear()
+        self._buf.append((float(t), cones))
+
+    def newest_within(self, t: float, max_age: float
+                      ) -> Optional[Tuple[float, ConeSet]]:
+        """Return the newest (stamp, cones) with ``|stamp - t| <= max_age``."""
+        for stamp, cones in reversed(self._buf):
+            if abs(stamp - t) <= max_age:
+                return stamp, cones
+        return None
+
+
+def align(cones: ConeSet, t_from: float, t_to: float,
+          poses: Optional[PoseHistory]) -> ConeSet:
+    """
+    Move vehicle-frame cones seen at ``t_from`` into the frame at ``t_to``.
+
+    Unchanged when no pose history covers both stamps.
+    """
+    if poses is None or len(cones) == 0 or t_from == t_to:
+        return cones
+    p_from, p_to = poses.at(t_from), poses.at(t_to)
+    if p_from is None or p_to is None:
+        return cones
+    T = np.linalg.inv(se2(*p_to)) @ se2(*p_from)
+    return ConeSet(transform_xy(T, cones.xyz), cones.class_id,
+                   cones.confidence)
+
+
+class ConeMap:
+    """
+    Cone map in ``map``: running-mean positions and class votes.
+
+    ``merge_radius`` (m): an observation within it of a map cone updates
+    that cone (optimal assignment); ``min_observations``: how often a cone
+    must be seen before :meth:`cones` reports it.
+    """
+
+    def __init__(self, merge_radius: float = 0.7,
+                 min_observations: int = 2) -> None:
+        """Create an empty map."""
+        if not (merge_radius > 0.0 and math.isfinite(merge_radius)):
+            raise ValueError('ConeMap: merge_radius must be > 0')
+        self.merge_radius = float(merge_radius)
+        self.min_observations = int(min_observations)
+        self.xy = np.zeros((0, 2))
+        self.count = np.zeros(0, dtype=np.int64)
+        self.votes = np.zeros((0, N_CLASSES))
+
+    def __len__(self) -> int:
+        """Return the number of map cones (seen at least once)."""
+        return int(self.xy.shape[0])
+
+    def update(self, cones_map: ConeSet) -> None:
+        """Add observations already expressed in ``map``."""
+        if len(cones_map) == 0:
+            return
+        obs = cones_map.xyz[:, :2]
+        pairs, _, new = associate(self.xy, obs, self.merge_radius)
+        mi, oi = pairs[:, 0], pairs[:, 1]
+        self.count[mi] += 1
+        self.xy[mi] += (obs[oi] - self.xy[mi]) / self.count[mi, None]
+        np.add.at(self.votes, (mi, cones_map.class_id[oi]),
+                  cones_map.confidence[oi])
+        if new.size:
+            votes = np.zeros((new.size, N_CLASSES))
+            votes[np.arange(new.size), cones_map.class_id[new]] = \
+                cones_map.confidence[new]
+            self.xy = np.vstack((self.xy, obs[new]))
+            self.count = np.concatenate((self.count,
+                                         np.ones(new.size, np.int64)))
+            self.votes = np.vstack((self.votes, votes))
+
+    def update_from_vehicle(self, cones_vehicle: ConeSet, x: float, y: float,
+                            yaw: float) -> None:
+        """Add vehicle-frame observations taken at ego pose (x, y, yaw)."""
+        self.update(ConeSet(transform_xy(se2(x, y, yaw), cones_vehicle.xyz),
+                            cones_vehicle.class_id, cones_vehicle.confidence))
+
+    def cones(self) -> ConeSet:
+        """
+        Return the confirmed map cones, in ``map`` with z = 0.
+
+        Class: the colour with the most vote weight (unknown votes ignored)
+        or 0; confidence: seen count over ``2 * min_observations``, capped 1.
+        """
+        keep = self.count >= self.min_observations
+        colour = self.votes[:, 1:]
+        cls = np.where(colour.max(axis=1, initial=0.0) > 0.0,
+                       colour.argmax(axis=1) + 1, CONE_UNKNOWN)
+        conf = np.minimum(1.0, self.count / max(1, 2 * self.min_observations))
+        return ConeSet(self.xy[keep], cls[keep].astype(np.uint8),
+                       conf[keep].astype(np.float32))
+
+    def cones_in_vehicle(self, x: float, y: float, yaw: float,
+                         max_range: float = 25.0) -> ConeSet:
+        """Return confirmed map cones within ``max_range`` (m), vehicle frame."""
+        c = self.cones()
+        if len(c) == 0:
+            return c
+        local = transform_xy(np.linalg.inv(se2(x, y, yaw)), c.xyz)
+        near = np.hypot(local[:, 0], local[:, 1]) <= max_range
+        return ConeSet(local[near], c.class_id[near], c.confidence[near])
