@@ -4,9 +4,11 @@
 Track midline from coloured cones (Delaunay triangulation, no rclpy).
 
 Vehicle frame, REP-103 (x forward, y left, metres; rear-axle origin).
-Blue cones bound the track on the left, yellow on the right; orange, big
-orange and unknown cones are left out (they mark lanes, timing lines and
-exits, not the two boundaries).
+Blue cones bound the track on the left, yellow on the right; small orange
+and unknown cones are left out (they mark lanes and exits, not the two
+boundaries). Big orange cones stand on both boundaries at the timing lines
+(where they replace blue and yellow ones): with ``use_big_orange`` each
+takes the side of its nearest blue or yellow cone.
 
 Method:
 
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 import math
 from typing import Any
 
-from hil_bridge.backend import CONE_BLUE, CONE_YELLOW
+from hil_bridge.backend import CONE_BIG_ORANGE, CONE_BLUE, CONE_YELLOW
 import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import dijkstra
@@ -52,7 +54,9 @@ class MidlineParams:
     ``max_range`` cones farther are ignored; ``behind`` how far behind the
     rear axle cones still help the triangulation; ``max_length`` path
     length kept; ``min_points`` fewest midpoints for a usable path;
-    ``start_radius`` farthest first midpoint from the car.
+    ``start_radius`` farthest first midpoint from the car;
+    ``use_big_orange`` give big orange cones the side of their nearest
+    blue/yellow neighbour.
     """
 
     max_width: float = 7.0
@@ -62,6 +66,7 @@ class MidlineParams:
     max_length: float = 25.0
     min_points: int = 2
     start_radius: float = 8.0
+    use_big_orange: bool = True
 
     def __post_init__(self) -> None:
         """Validate every field (ValueError naming the field)."""
@@ -148,9 +153,15 @@ def midline(cones_xy: Any, class_id: Any,
 
     if n_blue < 1 or n_yellow < 1 or n_blue + n_yellow < 3:
         return fail(STATUS_TOO_FEW)
+    left = blue.copy()
     use = blue | yellow
+    big = near & (cls == CONE_BIG_ORANGE)
+    if params.use_big_orange and big.any():
+        d = np.linalg.norm(xy[big][:, None] - xy[use][None], axis=2)
+        left[big] = blue[use][np.argmin(d, axis=1)]
+        use = use | big
     pts = xy[use]
-    side = cls[use] == CONE_BLUE
+    side = left[use]
     try:
         simplices = Delaunay(pts).simplices
     except (RuntimeError, ValueError):  # QhullError is a RuntimeError

@@ -116,15 +116,28 @@ def test_one_side_only_or_nothing() -> None:
     assert midline(cones, unknown).status == STATUS_TOO_FEW
 
 
-def test_orange_cones_are_ignored() -> None:
+def test_small_orange_cones_are_ignored() -> None:
     cones, cls = track(straight())
     base = midline(cones, cls)
-    extra = np.array([[5.0, 1.7], [5.0, -1.7], [12.0, 0.0], [14.0, 0.5],
-                      [9.0, 3.0]])
-    extra_cls = np.array([BIG_ORANGE, BIG_ORANGE, ORANGE, ORANGE, ORANGE])
+    extra = np.array([[12.0, 0.0], [14.0, 0.5], [9.0, 3.0], [6.0, -0.3]])
     res = midline(np.concatenate([cones, extra]),
-                  np.concatenate([cls, extra_cls]))
+                  np.concatenate([cls, np.full(4, ORANGE)]))
     np.testing.assert_allclose(res.path, base.path)
+
+
+def test_big_orange_timing_line_bridges_the_gap() -> None:
+    # At a timing line big orange cones replace blue/yellow on both sides
+    # for 5 m: they take the side of their nearest coloured neighbour.
+    cones, cls = track(straight(), spacing=4.0)
+    at_line = (cones[:, 0] > 4.0) & (cones[:, 0] < 14.0)
+    cls = cls.copy()
+    cls[at_line] = BIG_ORANGE
+    res = midline(cones, cls)
+    assert res.ok
+    np.testing.assert_allclose(res.path[:, 1], 0.0, atol=1e-6)
+    assert res.length > 18.0
+    ignored = midline(cones, cls, MidlineParams(use_big_orange=False))
+    assert not ignored.ok or ignored.length < 5.0
 
 
 def test_nan_and_behind_and_far() -> None:

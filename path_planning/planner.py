@@ -1,0 +1,289 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+The planning cycle without ROS: cones + speed -> (speed, yaw rate, path).
+
+Used by ``path_planning.planner_node`` and, in-process, by the closed-loop
+tests. Vehicle frame, REP-103 (x forward, y left, metres, radians, rear-axle
+origin); times in seconds of sim time.
+
+One cycle (:meth:`Planner.plan`):
+
+1. Cones with a non-finite position are dropped (``n_dropped``); cones
+   farther than ``sensor_range`` or outside the field of view
+   (``|atan2(y, x)| > sensor_fov / 2``) are ignored (``n_out_of_range``),
+   so a fusion node that passes stale far cones cannot steer the car.
+2. No usable cone ahead (``x > 0``) at all: stop (``reason = 'no_cones'``):
+   driving blind is not an option.
+3. Mode ``cone_drive``: :func:`path_planning.cone_drive.cone_drive` from the
+   last commanded steering angle; speed from
+   :mod:`path_planning.speed_policy` with the chosen range's width, the
+   arc's curvature and the look-ahead as the clear distance. Mode
+   ``midline``: :func:`path_planning.midline.midline` then
+   :func:`path_planning.pure_pursuit.pure_pursuit`, speed from the path's
+   curvature profile and the pursuit arc; no midline -> stop. Mode ``auto``:
+   the midline when at least ``min_coloured`` blue and yellow cones are seen
+   and a midline of at least ``min_midline_length`` metres is found, else
+   cone drive.
+4. The speed follows the target within the acceleration and deceleration
+   limits; a stop is immediate. The yaw rate is ``v * tan(delta) / L``
+   with the commanded speed ``v`` (what the contract's ``cmd_vel`` carries).
+"""
+
+from dataclasses import dataclass, field
+import math
+from typing import Any, Mapping, Optional
+
+from hil_bridge.backend import CONE_BLUE, CONE_YELLOW
+import numpy as np
+from path_planning.cone_drive import (arc_points, cone_drive, ConeDriveParams,
+                                      ConeDriveResult, STATUS_STOP)
+from path_planning.midline import midline, MidlineParams, MidlineResult
+from path_planning.pure_pursuit import (profile_speed, pure_pursuit,
+                                        PursuitParams, PursuitResult)
+from path_planning.speed_policy import (command_speed, rate_limit, SpeedParams,
+                                        target_speed)
+
+MODES = ('cone_drive', 'midline', 'auto')
+
+
+@dataclass(frozen=True)
+class PlannerConfig:
+    """
+    Everything a :class:`Planner` needs (SI units, radians).
+
+    ``mode`` one of :data:`MODES`; ``sensor_range`` (m) and ``sensor_fov``
+    (rad, full angle) of the cones that count; ``min_coloured`` blue and
+    yellow cones each needed for the midline in ``auto``;
+    ``min_midline_length`` (m); ``max_dt`` longest step used by the rate
+    limiter (s).
+    """
+
+    mode: str = 'cone_drive'
+    cone_drive: ConeDriveParams = ConeDriveParams()
+    speed: SpeedParams = SpeedParams()
+    midline: MidlineParams = MidlineParams()
+    pursuit: PursuitParams = PursuitParams()
+    sensor_range: float = 20.0
+    sensor_fov: float = math.radians(270.0)
+    min_coloured: int = 3
+    min_midline_length: float = 6.0
+    max_dt: float = 0.5
+
+    def __post_init__(self) -> None:
+        """Validate the mode and the limits (ValueError naming the field)."""
+        if self.mode not in MODES:
+            raise ValueError(f'PlannerConfig.mode {self.mode!r} not in '
+                             f'{list(MODES)}')
+        for name in ('sensor_range', 'sensor_fov', 'max_dt'):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0.0):
+                raise ValueError(f'PlannerConfig.{name} must be finite and > 0,'
+                                 f' got {value}')
+        if not (math.isfinite(self.min_midline_length)
+                and self.min_midline_length >= 0.0):
+            raise ValueError('PlannerConfig.min_midline_length must be >= 0')
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], profile: Any
+                     ) -> 'PlannerConfig':
+        """
+        Build from node parameters (``config/cone_drive_planner.yaml``).
+
+        Angles in the mapping are in degrees (keys ending in ``_deg``);
+        vehicle geometry comes from ``profile`` (a ``VehicleProfile``).
+        """
+        v = values
+        rad = math.radians
+        cd = ConeDriveParams.from_profile(
+            profile, margin=float(v['margin']),
+            cone_radius=float(v['cone_radius']),
+            lookahead=float(v['lookahead']),
+            narrow_threshold=rad(float(v['narrow_threshold_deg'])),
+            n_grid=int(v['n_grid']))
+        sp = SpeedParams(max_speed=float(v['max_speed']),
+                         min_speed=float(v['min_speed']),
+                         a_lat_max=float(v['a_lat_max']),
+                         accel=float(v['accel']), decel=float(v['decel']),
+                         narrow_width=rad(float(v['narrow_width_deg'])),
+                         wide_width=rad(float(v['wide_width_deg'])),
+                         narrow_speed=float(v['narrow_speed']),
+                         stop_margin=float(v['stop_margin']))
+        ml = MidlineParams(max_width=float(v['midline_max_width']),
+                           min_width=float(v['midline_min_width']),
+                           max_range=float(v['sensor_range']),
+                           max_length=float(v['midline_max_length']))
+        pp = PursuitParams(wheelbase=float(profile.wheelbase),
+                           max_steer=float(profile.max_steer),
+                           ld_min=float(v['ld_min']), ld_max=float(v['ld_max']),
+                           ld_gain=float(v['ld_gain']))
+        return cls(mode=str(v['mode']), cone_drive=cd, speed=sp, midline=ml,
+                   pursuit=pp, sensor_range=float(v['sensor_range']),
+                   sensor_fov=rad(float(v['sensor_fov_deg'])),
+                   min_coloured=int(v['min_coloured']),
+                   min_midline_length=float(v['min_midline_length']))
+
+
+@dataclass
+class PlanOutput:
+    """
+    One planning cycle's result.
+
+    ``speed`` target (m/s), ``yaw_rate`` (rad/s, + left), ``delta`` road
+    wheel angle (rad), ``kappa`` (1/m); ``mode`` the planner that ran
+    (``cone_drive``, ``midline`` or ``stop``); ``stop`` True for a safe
+    stop with ``reason``; ``path`` (P, 2) the chosen arc or midline in the
+    vehicle frame; ``cone_drive`` / ``midline`` / ``pursuit`` the detailed
+    results (None when not run); cone counts.
+    """
+
+    speed: float
+    yaw_rate: float
+    delta: float
+    kappa: float
+    mode: str
+    stop: bool
+    reason: str
+    path: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    cone_drive: Optional[ConeDriveResult] = None
+    midline: Optional[MidlineResult] = None
+    pursuit: Optional[PursuitResult] = None
+    n_used: int = 0
+    n_dropped: int = 0
+    n_out_of_range: int = 0
+
+
+class Planner:
+    """Stateful planning cycle (remembers the last command for its limits)."""
+
+    def __init__(self, config: PlannerConfig) -> None:
+        self.config = config
+        self.last_delta = 0.0
+        self.last_speed = 0.0
+        self.last_t: Optional[float] = None
+
+    def reset(self) -> None:
+        """Forget the last command (start from standstill, wheels straight)."""
+        self.last_delta = 0.0
+        self.last_speed = 0.0
+        self.last_t = None
+
+    def _dt(self, t: float) -> float:
+        if self.last_t is None or not math.isfinite(t):
+            return 0.0
+        return min(max(t - self.last_t, 0.0), self.config.max_dt)
+
+    def filter_cones(self, xyz: Any, class_id: Any
+                     ) -> 'tuple[np.ndarray, np.ndarray, int, int]':
+        """
+        Return the cones that count: ``(xy, class_id, n_dropped, n_out)``.
+
+        ``xyz`` (N, 2) or (N, 3) in the vehicle frame (m); non-finite rows
+        are dropped, rows beyond the sensor range or field of view ignored.
+        Raises ``ValueError`` for malformed arrays.
+        """
+        arr = np.asarray(xyz, dtype=np.float64)
+        cls = np.asarray(class_id)
+        if arr.size == 0:
+            arr = np.zeros((0, 2))
+        if arr.ndim != 2 or arr.shape[1] < 2:
+            raise ValueError(f'planner: cones must be (N, 2) or (N, 3), got '
+                             f'shape {arr.shape}')
+        if cls.shape != (arr.shape[0],):
+            raise ValueError(f'planner: class_id must have shape '
+                             f'({arr.shape[0]},), got {cls.shape}')
+        xy = arr[:, :2]
+        finite = np.isfinite(arr).all(axis=1)
+        n_dropped = int(arr.shape[0] - np.count_nonzero(finite))
+        xy, cls = xy[finite], cls[finite]
+        rng = np.hypot(xy[:, 0], xy[:, 1])
+        bearing = np.abs(np.arctan2(xy[:, 1], xy[:, 0]))
+        seen = (rng <= self.config.sensor_range) & (
+            bearing <= 0.5 * self.config.sensor_fov)
+        n_out = int(xy.shape[0] - np.count_nonzero(seen))
+        return xy[seen], cls[seen], n_dropped, n_out
+
+    def _finish(self, t: float, speed: float, delta: float, out: PlanOutput
+                ) -> PlanOutput:
+        wheelbase = self.config.cone_drive.wheelbase
+        out.speed = speed
+        out.delta = delta
+        out.kappa = math.tan(delta) / wheelbase
+        out.yaw_rate = speed * out.kappa
+        self.last_speed = speed
+        self.last_delta = delta
+        if math.isfinite(t):
+            self.last_t = t
+        return out
+
+    def stop(self, t: float, reason: str, **extra: Any) -> PlanOutput:
+        """Return (and remember) a safe stop: speed 0, wheels straight."""
+        out = PlanOutput(speed=0.0, yaw_rate=0.0, delta=0.0, kappa=0.0,
+                         mode='stop', stop=True, reason=reason, **extra)
+        return self._finish(t, 0.0, 0.0, out)
+
+    def plan(self, t: float, xyz: Any, class_id: Any,
+             measured_speed: Optional[float] = None) -> PlanOutput:
+        """
+        Run one cycle at sim time ``t`` (s) on the cones seen then.
+
+        ``xyz`` (N, 2|3) cone positions and ``class_id`` (N,) contract
+        classes in the vehicle frame; ``measured_speed`` (m/s) the ego
+        speed from odometry, None or non-finite when unknown (the last
+        commanded speed is used for the pursuit look-ahead then).
+        """
+        cfg = self.config
+        xy, cls, n_dropped, n_out = self.filter_cones(xyz, class_id)
+        counts = {'n_used': int(xy.shape[0]), 'n_dropped': n_dropped,
+                  'n_out_of_range': n_out}
+        if not np.any(xy[:, 0] > 0.0):
+            return self.stop(t, 'no_cones', **counts)
+        dt = self._dt(t)
+        speed_est = self.last_speed
+        if measured_speed is not None and math.isfinite(measured_speed):
+            speed_est = abs(float(measured_speed))
+        mid = None
+        if cfg.mode in ('midline', 'auto'):
+            n_blue = int(np.count_nonzero(cls == CONE_BLUE))
+            n_yellow = int(np.count_nonzero(cls == CONE_YELLOW))
+            enough = min(n_blue, n_yellow) >= cfg.min_coloured
+            if enough or cfg.mode == 'midline':
+                mid = midline(xy, cls, cfg.midline)
+            usable = (mid is not None and mid.ok
+                      and mid.length >= cfg.min_midline_length)
+            if usable:
+                return self._midline(t, dt, speed_est, mid, counts)
+            if cfg.mode == 'midline':
+                return self.stop(t, 'no_midline', midline=mid, **counts)
+        return self._cone_drive(t, dt, xy, mid, counts)
+
+    def _cone_drive(self, t: float, dt: float, xy: np.ndarray,
+                    mid: Optional[MidlineResult], counts: dict) -> PlanOutput:
+        cfg = self.config
+        res = cone_drive(xy, self.last_delta, cfg.cone_drive)
+        if res.status == STATUS_STOP:
+            return self.stop(t, 'no_free_range', cone_drive=res, midline=mid,
+                             **counts)
+        speed = command_speed(False, res.kappa, self.last_speed, dt, cfg.speed,
+                              width=res.chosen_width,
+                              clear=cfg.cone_drive.lookahead)
+        out = PlanOutput(speed=0.0, yaw_rate=0.0, delta=0.0, kappa=0.0,
+                         mode='cone_drive', stop=False, reason=res.rule,
+                         path=arc_points(res.kappa, cfg.cone_drive.lookahead),
+                         cone_drive=res, midline=mid, **counts)
+        return self._finish(t, speed, res.delta, out)
+
+    def _midline(self, t: float, dt: float, speed_est: float,
+                 mid: MidlineResult, counts: dict) -> PlanOutput:
+        cfg = self.config
+        pp = pure_pursuit(mid.path, speed_est, cfg.pursuit)
+        sp = cfg.speed
+        v_path = profile_speed(mid.path, sp.max_speed, sp.a_lat_max, sp.decel,
+                               stop_at_end=True, end_margin=sp.stop_margin)
+        target = min(v_path, target_speed(pp.kappa, sp))
+        speed = rate_limit(target, self.last_speed, dt, sp)
+        path = np.vstack([np.zeros((1, 2)), mid.path])
+        out = PlanOutput(speed=0.0, yaw_rate=0.0, delta=0.0, kappa=0.0,
+                         mode='midline', stop=False, reason='pure_pursuit',
+                         path=path, midline=mid, pursuit=pp, **counts)
+        return self._finish(t, speed, pp.delta, out)
