@@ -49,7 +49,7 @@ def nearest_name(bgr: np.ndarray) -> str:
 
 
 def test_intrinsics_formula() -> None:
-    """fx = fy = w / (2 tan(fov/2)), cx = w/2, cy = h/2; bad fov rejected."""
+    """Intrinsics: fx = fy = w / (2 tan(fov/2)), cx = w/2, cy = h/2."""
     K = cam.intrinsics(1288, 964, 90.0)
     assert K[0, 0] == pytest.approx(644.0) and K[1, 1] == pytest.approx(644.0)
     assert K[0, 2] == 644.0 and K[1, 2] == 482.0
