@@ -33,6 +33,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 from hil_bridge import graph
+from hil_bridge.config import dds_environment
 from hil_bridge.supervisor import ProcessSpec, Supervisor
 
 RESULT_PREFIX = 'REFEREE_RESULT '
@@ -131,6 +132,7 @@ def mission_exit_code(result: Optional[Dict[str, Any]],
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a profile of the graph; return the exit code."""
+    os.environ.update(dds_environment())
     procs = build_processes(args.profile, args.backend, args.scenario,
                             args.host, args.port, args.namespace,
                             args.duration, _parse_sets(args.set))

@@ -79,3 +79,18 @@ def node_params(node_name: str, file_name: str = '') -> Dict[str, Any]:
             return dict(data[key].get('ros__parameters', {}))
     raise ValueError(f'{config_path(file_name or node_name + ".yaml")}: '
                      f'no ros__parameters for node {node_name!r}')
+
+
+def dds_environment() -> Dict[str, str]:
+    """
+    Return environment variables that select carla_hil's Fast DDS profile.
+
+    ``config/fastdds.xml`` enlarges the shared-memory segment so camera
+    images between processes on one host stay in shared memory (no lossy
+    UDP fragmentation). Variables the user already set win.
+    """
+    env = {}
+    if 'FASTDDS_DEFAULT_PROFILES_FILE' not in os.environ and \
+            'FASTRTPS_DEFAULT_PROFILES_FILE' not in os.environ:
+        env['FASTDDS_DEFAULT_PROFILES_FILE'] = config_path('fastdds.xml')
+    return env

@@ -12,6 +12,7 @@ clock (sim time with use_sim_time).
 """
 
 import importlib
+import queue
 import sys
 import threading
 from typing import Any, Dict, List
@@ -49,6 +50,11 @@ class McapRecorder(Node):
         self._subs: List[Any] = []
         self._seq = 0
         self.count = 0
+        # callbacks only enqueue; one thread compresses and writes, so a
+        # large message being written never blocks the DDS receive path
+        self._queue: 'queue.Queue' = queue.Queue()
+        self._thread = threading.Thread(target=self._write_loop, daemon=True)
+        self._thread.start()
         self._discover()
         self.create_timer(1.0, self._discover)
 
@@ -91,16 +97,26 @@ class McapRecorder(Node):
                 self._qos_for(topic), raw=True))
 
     def _on_message(self, topic: str, data: bytes) -> None:
-        now = self.get_clock().now().nanoseconds
-        with self._lock:
-            self._writer.add_message(channel_id=self._channels[topic],
-                                     log_time=now, publish_time=now,
-                                     data=data, sequence=self._seq)
-            self._seq += 1
-            self.count += 1
+        self._queue.put((self._channels[topic],
+                         self.get_clock().now().nanoseconds, data))
+
+    def _write_loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            channel, now, data = item
+            with self._lock:
+                self._writer.add_message(channel_id=channel, log_time=now,
+                                         publish_time=now, data=data,
+                                         sequence=self._seq)
+                self._seq += 1
+                self.count += 1
 
     def close(self) -> None:
-        """Finish the MCAP file (index and summary)."""
+        """Write what is queued, then finish the file (index, summary)."""
+        self._queue.put(None)
+        self._thread.join()
         with self._lock:
             self._writer.finish()
             self._stream.close()

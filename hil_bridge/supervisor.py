@@ -32,10 +32,10 @@ class ProcessSpec:
 class Supervisor:
     """Run processes, forward their logs, stop them cleanly."""
 
-    def __init__(self, out: TextIO = sys.stdout,
+    def __init__(self, out: Optional[TextIO] = None,
                  on_line: Optional[Callable[[str, str], None]] = None
                  ) -> None:
-        """Create an empty supervisor writing logs to ``out``."""
+        """Create an empty supervisor writing logs to ``out`` (stdout)."""
         self._out = out
         self._on_line = on_line
         self._lock = threading.Lock()
@@ -59,14 +59,14 @@ class Supervisor:
         return proc
 
     def _pump(self, name: str, proc: subprocess.Popen) -> None:
-        width = max(len(n) for n in self.procs) if self.procs else len(name)
         for line in proc.stdout:
             line = line.rstrip('\n')
             if self._on_line is not None:
                 self._on_line(name, line)
+            out = self._out if self._out is not None else sys.stdout
             with self._lock:
-                self._out.write(f'[{name:<{width}}] {line}\n')
-                self._out.flush()
+                out.write(f'[{name}] {line}\n')
+                out.flush()
 
     def first_exit(self, timeout: Optional[float] = None,
                    names: Optional[List[str]] = None,

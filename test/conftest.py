@@ -36,6 +36,9 @@ def ros_domain(monkeypatch: pytest.MonkeyPatch) -> int:
     monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     monkeypatch.setenv('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
     monkeypatch.setenv('PYTHONUNBUFFERED', '1')
+    from hil_bridge.config import dds_environment
+    for key, value in dds_environment().items():
+        monkeypatch.setenv(key, value)
     pypath = os.environ.get('PYTHONPATH', '')
     monkeypatch.setenv('PYTHONPATH', f'{ROOT}{os.pathsep}{pypath}'
                        if pypath else str(ROOT))

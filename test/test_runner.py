@@ -1,0 +1,237 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""The carla-hil runner: process lists, supervision, MCAP, reports."""
+
+import json
+import os
+from pathlib import Path
+import subprocess
+import sys
+import time
+
+from hil_bridge import cli, codecs, contract, graph
+from hil_bridge.msg_definitions import dependencies, full_definition
+from hil_bridge.report import write_report
+from hil_bridge.supervisor import ProcessSpec, Supervisor
+from mcap.reader import make_reader
+from mcap.writer import Writer
+from mcap_ros2.decoder import DecoderFactory
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+
+def test_processes_match_graph_and_overrides() -> None:
+    """The runner starts the graph's nodes with their files and overrides."""
+    procs = cli.build_processes('all', 'builtin', 'ci_trackdrive',
+                                duration=12.0,
+                                sets={'cone_drive_planner': {'mode': 'x'}})
+    specs = graph.profile('all')
+    assert [p.name for p in procs] == [s.name for s in specs]
+    for proc, spec in zip(procs, specs):
+        assert proc.argv[:3] == [sys.executable, '-m',
+                                 graph.module_of(spec.executable)]
+        assert spec.params_path in proc.argv
+        assert f'__node:={spec.name}' in proc.argv
+        assert 'use_sim_time:=true' in proc.argv
+    bridge = procs[0].argv
+    for item in ('backend:=builtin', 'scenario:=ci_trackdrive',
+                 'duration:=12.0', 'exit_on_mission_end:=true'):
+        assert item in bridge
+    planner = [p for p in procs if p.name == 'cone_drive_planner'][0]
+    assert 'mode:=x' in planner.argv
+    with pytest.raises(SystemExit, match='unknown node'):
+        cli.build_processes('all', sets={'nope': {'a': '1'}})
+    onboard = cli.build_processes('onboard')
+    assert 'hil_bridge' not in [p.name for p in onboard]
+
+
+def test_mission_exit_codes() -> None:
+    """Finished is success, DNF fails, a duration limit allows running."""
+    assert cli.mission_exit_code({'status': 'finished'}, False) == 0
+    assert cli.mission_exit_code({'status': 'DNF'}, False) == 1
+    assert cli.mission_exit_code({'status': 'running'}, True) == 0
+    assert cli.mission_exit_code({'status': 'running'}, False) == 1
+    assert cli.mission_exit_code({'status': 'timeout'}, True) == 1
+    assert cli.mission_exit_code(None, False) == 1
+
+
+def test_set_parsing() -> None:
+    """--set NODE.PARAM=VALUE is parsed; malformed items are refused."""
+    assert cli._parse_sets(['a.b=1', 'a.c=x=y']) == {'a': {'b': '1',
+                                                          'c': 'x=y'}}
+    with pytest.raises(SystemExit):
+        cli._parse_sets(['novalue'])
+
+
+def test_supervisor_prefixes_and_stops(capsys) -> None:
+    """Logs are prefixed; the first exit is reported; stop_all cleans up."""
+    lines = []
+    sup = Supervisor(on_line=lambda n, line: lines.append((n, line)))
+    sup.start(ProcessSpec('quick', [sys.executable, '-c',
+                                    'print("hello"); raise SystemExit(3)']))
+    sup.start(ProcessSpec('sleeper', [sys.executable, '-c',
+                                      'import time; time.sleep(60)']))
+    assert sup.first_exit(timeout=20) == 'quick'
+    assert sup.returncode('quick') == 3
+    t0 = time.monotonic()
+    codes = sup.stop_all(grace=2.0)
+    assert time.monotonic() - t0 < 10
+    assert codes['sleeper'] is not None and codes['sleeper'] != 0
+    assert ('quick', 'hello') in lines
+    assert '[quick] hello' in capsys.readouterr().out
+
+
+def test_schemas_for_every_contract_type_decode(tmp_path) -> None:
+    """Every contract type gets a schema that mcap_ros2 can decode."""
+    from rclpy.serialization import serialize_message
+    path = tmp_path / 'all.mcap'
+    with open(path, 'wb') as f:
+        w = Writer(f)
+        w.start(profile='ros2', library='test')
+        for i, row in enumerate(t for t in contract.topics().values()
+                                if not t.optional):
+            sid = w.register_schema(name=row.msg_type, encoding='ros2msg',
+                                    data=full_definition(row.msg_type)
+                                    .encode())
+            cid = w.register_channel(topic=f'/t{i}', message_encoding='cdr',
+                                     schema_id=sid)
+            w.add_message(channel_id=cid, log_time=i, publish_time=i,
+                          data=serialize_message(row.msg_class()()))
+        w.finish()
+    with open(path, 'rb') as f:
+        reader = make_reader(f, decoder_factories=[DecoderFactory()])
+        decoded = [d for _, _, _, d in reader.iter_decoded_messages()]
+    assert len(decoded) == len([t for t in contract.topics().values()
+                                if not t.optional])
+    assert 'std_msgs/msg/Header' in dependencies('nav_msgs/msg/Odometry')
+
+
+def _synthetic_run(path: Path) -> None:
+    """Write an MCAP with a 20 m straight drive, cones and events."""
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+    from geometry_msgs.msg import TwistStamped
+    from nav_msgs.msg import Odometry
+    from rclpy.serialization import serialize_message
+    import numpy as np
+    msgs = []
+    for k in range(21):
+        t = k * 0.5
+        odo = Odometry()
+        odo.header = codecs.make_header(t, 'map')
+        odo.pose.pose.position.x = float(k)
+        odo.pose.pose.orientation.w = 1.0
+        odo.twist.twist.linear.x = 2.0
+        msgs.append(('odometry', odo, t))
+        ctl = TwistStamped()
+        ctl.header = codecs.make_header(t, 'ego_vehicle')
+        ctl.twist.linear.x = 0.5
+        msgs.append(('applied_control', ctl, t))
+        cones = codecs.cones_to_cloud(np.array([[5.0, 1.5, 0.0]]), [1],
+                                      [0.9], t, 'ego_vehicle')
+        msgs.append(('cones', cones, t))
+        aeb = DiagnosticArray()
+        aeb.header = codecs.make_header(t, 'ego_vehicle')
+        aeb.status = [DiagnosticStatus(name='aeb', message='idle', values=[
+            KeyValue(key='state', value='idle'),
+            KeyValue(key='ttc', value=str(10.0 - t))])]
+        msgs.append(('aeb_status', aeb, t))
+    gt = codecs.cones_to_cloud(np.array([[5.0, 1.5, 0], [5.0, -1.5, 0]]),
+                               [1, 2], [1, 1], 0.0, 'map')
+    msgs.append(('ground_truth_cones', gt, 0.0))
+    ev = DiagnosticArray()
+    ev.header = codecs.make_header(3.0, 'map')
+    ev.status = [DiagnosticStatus(name='cone_hit', message='cone 3', values=[
+        KeyValue(key='x', value='6.0'), KeyValue(key='y', value='0.2')])]
+    msgs.append(('referee_events', ev, 3.0))
+    with open(path, 'wb') as f:
+        w = Writer(f)
+        w.start(profile='ros2', library='test')
+        chans = {}
+        for key, msg, t in msgs:
+            row = contract.topic(key)
+            if key not in chans:
+                sid = w.register_schema(name=row.msg_type, encoding='ros2msg',
+                                        data=full_definition(row.msg_type)
+                                        .encode())
+                chans[key] = w.register_channel(topic=row.resolve(),
+                                                message_encoding='cdr',
+                                                schema_id=sid)
+            w.add_message(channel_id=chans[key], log_time=int(t * 1e9),
+                          publish_time=int(t * 1e9),
+                          data=serialize_message(msg))
+        w.finish()
+
+
+def test_report_from_recording(tmp_path) -> None:
+    """A report has the right figures and both plots."""
+    path = tmp_path / 'run.mcap'
+    _synthetic_run(path)
+    out = tmp_path / 'report'
+    figures = write_report(str(path), str(out), {'status': 'finished'})
+    assert figures['distance_m'] == pytest.approx(20.0)
+    assert figures['sim_duration_s'] == pytest.approx(10.0)
+    assert figures['max_speed_mps'] == pytest.approx(2.0)
+    assert figures['aeb_min_ttc_s'] == pytest.approx(0.0)
+    assert figures['events'][0]['kind'] == 'cone_hit'
+    assert figures['cone_messages'] == 21
+    saved = json.loads((out / 'metrics.json').read_text())
+    assert saved['referee_result'] == {'status': 'finished'}
+    for png in ('birdseye.png', 'timeline.png'):
+        data = (out / png).read_bytes()
+        assert data[:4] == b'\x89PNG' and len(data) > 10_000
+
+
+@pytest.mark.dds
+def test_record_and_play_round_trip(ros_domain, tmp_path) -> None:
+    """The recorder writes what a process publishes; play republishes it."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from sensor_msgs.msg import PointCloud2
+    mcap_path = tmp_path / 'rec.mcap'
+    rec = subprocess.Popen([sys.executable, '-m', 'hil_bridge.recorder',
+                            str(mcap_path)], env=dict(os.environ))
+    time.sleep(1.5)
+    pub = subprocess.Popen([sys.executable, str(HERE / 'codec_publisher.py')],
+                           env=dict(os.environ))
+    time.sleep(5.0)
+    pub.terminate()
+    pub.wait(timeout=10)
+    rec.send_signal(2)
+    assert rec.wait(timeout=15) == 0
+    with open(mcap_path, 'rb') as f:
+        reader = make_reader(f, decoder_factories=[DecoderFactory()])
+        topics = [c.topic for _, c, _, _ in reader.iter_decoded_messages()]
+    assert topics.count('/codec_test/cloud') >= 3
+    assert '/codec_test/image' in topics
+    # play everything back into a subscriber of this process
+    context = rclpy.context.Context()
+    rclpy.init(context=context, domain_id=ros_domain)
+    try:
+        node = rclpy.create_node('play_sink', context=context)
+        got = []
+        node.create_subscription(PointCloud2, '/codec_test/cloud',
+                                 got.append, contract.qos_profile('state'))
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        player = subprocess.Popen([sys.executable, '-m', 'hil_bridge.player',
+                                   str(mcap_path), '--all', '--rate', '1'],
+                                  env=dict(os.environ))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and player.poll() is None:
+            executor.spin_once(timeout_sec=0.1)
+        for _ in range(10):
+            executor.spin_once(timeout_sec=0.05)
+        assert player.wait(timeout=10) == 0
+        executor.shutdown()
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
+    assert got, 'no cloud played back'
+    import codec_publisher  # noqa: I100 (test helper on sys.path)
+    seq = int(codecs.sec_from_stamp(got[0].header.stamp))
+    assert (codecs.cloud_to_xyzi(got[0]) ==
+            codec_publisher.cloud_for(seq)).all()
+
+
+sys.path.insert(0, str(HERE))
