@@ -58,8 +58,8 @@ def test_mission_exit_codes() -> None:
 
 def test_set_parsing() -> None:
     """--set NODE.PARAM=VALUE is parsed; malformed items are refused."""
-    assert cli._parse_sets(['a.b=1', 'a.c=x=y']) == {'a': {'b': '1',
-                                                          'c': 'x=y'}}
+    parsed = cli._parse_sets(['a.b=1', 'a.c=x=y'])
+    assert parsed == {'a': {'b': '1', 'c': 'x=y'}}
     with pytest.raises(SystemExit):
         cli._parse_sets(['novalue'])
 
