@@ -26,11 +26,16 @@ def lidar(**attributes) -> RayCastLidar:
 
 
 def enclosure(size: float = 40.0) -> WorldGeometry:
-    """Return a world where the sensor sits inside a big box."""
-    return WorldGeometry(box_center=np.array([[0.0, 0.0, 0.0]]),
-                         box_yaw=np.zeros(1),
-                         box_size=np.array([[size, size, size]]),
-                         box_color=np.zeros((1, 3), np.uint8))
+    """Return walls and a roof all around the origin: every ray hits."""
+    half, thick = size / 2.0, 0.2
+    centres = [[half, 0, 0], [-half, 0, 0], [0, half, 0], [0, -half, 0],
+               [0, 0, half], [0, 0, -half]]
+    sizes = [[thick, size, size], [thick, size, size], [size, thick, size],
+             [size, thick, size], [size, size, thick], [size, size, thick]]
+    return WorldGeometry(box_center=np.array(centres, float),
+                         box_yaw=np.zeros(6), box_size=np.array(sizes, float),
+                         box_color=np.zeros((6, 3), np.uint8),
+                         ground_z=-size)
 
 
 def wall(x: float) -> WorldGeometry:
@@ -212,6 +217,22 @@ def test_deterministic_per_seed_and_make_sensor() -> None:
     pb = b.measure(wall(8.0), np.eye(4), 0.0, 0.05, np.random.default_rng(9))
     np.testing.assert_array_equal(pa, pb)
     assert pa.shape[0] > 0
+
+
+def test_own_vehicle_box_is_not_seen() -> None:
+    """A lidar inside its vehicle's box sees out of it (box ignored)."""
+    w = wall(10.0)
+    w.box_center = np.vstack((w.box_center, [[0.0, 0.0, 0.75]]))
+    w.box_yaw = np.zeros(2)
+    w.box_size = np.vstack((w.box_size, [[2.9, 1.4, 1.5]]))
+    w.box_color = np.zeros((2, 3), np.uint8)
+    lid = lidar(channels=1, upper_fov=0.0, lower_fov=0.0, range=20.0,
+                horizontal_fov=20.0, rotation_frequency=10.0,
+                points_per_second=1000)
+    pts = lid.scan(w, pose_to_matrix(0.3, 0.0, 0.5), 0.1,
+                   np.random.default_rng(0))
+    assert pts.shape[0] == 100
+    assert np.all(pts[:, 0] > 9.0)
 
 
 def test_bad_input() -> None:

@@ -257,16 +257,36 @@ def visible_cones(world: WorldGeometry, origin: np.ndarray,
     return np.flatnonzero(up & (dist - rb <= max_range))
 
 
+def boxes_containing(world: WorldGeometry, point: np.ndarray) -> np.ndarray:
+    """Return a mask (M,) of the boxes that contain ``point`` (3,)."""
+    centers = np.asarray(world.box_center, dtype=np.float64).reshape(-1, 3)
+    yaws = np.asarray(world.box_yaw, dtype=np.float64).reshape(-1)
+    half = np.asarray(world.box_size, dtype=np.float64).reshape(-1, 3) / 2.0
+    rel = np.asarray(point, dtype=np.float64)[None, :] - centers
+    c, s = np.cos(yaws), np.sin(yaws)
+    local = np.column_stack((c * rel[:, 0] + s * rel[:, 1],
+                             -s * rel[:, 0] + c * rel[:, 1], rel[:, 2]))
+    return np.all(np.abs(local) <= half, axis=1)
+
+
 def visible_boxes(world: WorldGeometry, origin: np.ndarray,
-                  max_range: float) -> np.ndarray:
-    """Return the indices of boxes whose bounding sphere is in range."""
+                  max_range: float, skip_containing: bool = True
+                  ) -> np.ndarray:
+    """
+    Return the indices of boxes whose bounding sphere is in range.
+
+    With ``skip_containing`` boxes that contain ``origin`` are left out
+    (a sensor inside its own vehicle's box does not see that box).
+    """
     centers = np.asarray(world.box_center, dtype=np.float64).reshape(-1, 3)
     if centers.shape[0] == 0:
         return np.zeros(0, dtype=np.int64)
     size = np.asarray(world.box_size, dtype=np.float64).reshape(-1, 3)
     dist = np.linalg.norm(centers - origin[None, :], axis=1)
-    return np.flatnonzero(dist - 0.5 * np.linalg.norm(size, axis=1)
-                          <= max_range)
+    ok = dist - 0.5 * np.linalg.norm(size, axis=1) <= max_range
+    if skip_containing:
+        ok &= ~boxes_containing(world, origin)
+    return np.flatnonzero(ok)
 
 
 def cast_rays(world: WorldGeometry, origin: np.ndarray, dirs: np.ndarray,
@@ -280,7 +300,9 @@ def cast_rays(world: WorldGeometry, origin: np.ndarray, dirs: np.ndarray,
     cone is tested only against the rays in its azimuth window. Returns
     ``t`` (N,) distance in metres (``inf`` for no hit within
     ``max_range``), the kind of surface hit (``HIT_*``, (N,) uint8) and the
-    index of the cone or box hit (-1 otherwise).
+    index of the cone or box hit (-1 otherwise). Boxes that contain the
+    origin are ignored, like an engine line trace that starts inside a
+    mesh: a sensor mounted inside its own vehicle's box sees out of it.
     """
     o = np.asarray(origin, dtype=np.float64).reshape(-1)
     if o.shape != (3,):
