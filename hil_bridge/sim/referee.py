@@ -23,9 +23,10 @@ Call :meth:`Referee.update` once per step with the ego state (REP-103
   ``reason``, ``mission_time``, ``penalty_time``, ``laps``.
 
 Missions: FS missions (``acceleration``, ``skidpad``, ``autocross``,
-``trackdrive``) finish after ``laps`` timed laps (a lap starts at the
-``start`` line crossing and ends at the ``finish`` line); other missions
-(e.g. ``aeb``) finish when the ego has driven and then stands still for
+``trackdrive``) finish after ``laps`` timed laps (a lap starts when the
+front bumper crosses the ``start`` line forwards and ends at the ``finish``
+line, after at least ``min_lap_distance``, default half a lap); other
+missions (e.g. ``aeb``) finish when the ego has driven and then stands still for
 ``stop_time`` seconds. Any collision with a vehicle or obstacle is a DNF;
 so is a stall (standing still for ``stall_time`` after having moved)
 in an FS mission. The mission times out at ``timeout``.
@@ -157,7 +158,8 @@ class Referee:
                  laps: int = 1, timeout: float = 120.0,
                  wheelbase: float = 1.53, track_width: float = 1.2,
                  off_course_margin: float = 0.5, stall_time: float = 10.0,
-                 stop_time: float = 1.0) -> None:
+                 stop_time: float = 1.0,
+                 min_lap_distance: Optional[float] = None) -> None:
         if laps < 1:
             raise ValueError(f'Referee: laps must be >= 1, got {laps}')
         if not (timeout > 0 and math.isfinite(timeout)):
@@ -184,6 +186,9 @@ class Referee:
             self._cl = _resample(track.centerline, track.closed, 0.1)
             self._tree = cKDTree(self._cl)
             self._half_width = track.width / 2.0
+        self.min_lap_distance = self._min_lap(track) \
+            if min_lap_distance is None else float(min_lap_distance)
+        self._lap_distance = 0.0
         self._off = False
         self._contacts: Dict[str, bool] = {}
         self._prev_xy: Optional[np.ndarray] = None
@@ -191,6 +196,20 @@ class Referee:
         self._moved = False
         self._still_since: Optional[float] = None
         self._done = False
+
+    @staticmethod
+    def _min_lap(track: Any) -> float:
+        """Return the distance a lap needs at least (m): half the lap."""
+        if track is None or not track.timing_lines:
+            return 0.0
+        if track.closed:
+            return 0.5 * track.length
+        if track.mission == 'skidpad':
+            return 25.0
+        lines = track.timing_lines
+        a = (lines['start'].a + lines['start'].b) / 2.0
+        b = (lines['finish'].a + lines['finish'].b) / 2.0
+        return 0.5 * float(np.hypot(*(b - a)))
 
     @property
     def finished(self) -> bool:
@@ -244,6 +263,7 @@ class Referee:
         xy = np.array([ego.x + half * math.cos(ego.yaw),
                        ego.y + half * math.sin(ego.yaw)])
         if self._prev_xy is not None and self.track is not None:
+            self._lap_distance += float(np.hypot(*(xy - self._prev_xy)))
             self._timing(t, self._prev_xy, xy, events)
         self._prev_xy = xy
         # standstill logic
@@ -325,7 +345,8 @@ class Referee:
         r = self.result
         crossed_finish = finish is not None and _crosses(finish, p0, p1)
         crossed_start = start is not None and _crosses(start, p0, p1)
-        if self._lap_start is not None and crossed_finish:
+        if self._lap_start is not None and crossed_finish and \
+                self._lap_distance >= self.min_lap_distance:
             lap_time = t - self._lap_start
             r.laps += 1
             r.lap_times.append(lap_time)
@@ -336,6 +357,7 @@ class Referee:
         if self._lap_start is None and crossed_start and \
                 r.laps < r.laps_required:
             self._lap_start = t
+            self._lap_distance = 0.0
             if r.start_time is None:
                 r.start_time = t
 

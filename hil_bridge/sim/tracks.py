@@ -429,7 +429,7 @@ def _lateral(track: Track, xy: np.ndarray
     return s, lat, dist
 
 
-def check_track_rules(track: Track) -> List[str]:
+def check_track_rules(track: Track, tolerance: float = 0.02) -> List[str]:
     """
     Return the FS rule violations of a track (empty list when it is legal).
 
@@ -439,7 +439,8 @@ def check_track_rules(track: Track) -> List[str]:
     radius above 100 m), lap 200-500 m, closed and not self-intersecting
     (autocross/trackdrive); blue cones left and yellow cones right of the
     driving direction, big orange cones at the start line, no overlapping
-    cones.
+    cones. ``tolerance`` (m) is the slack of the width check (a centre
+    line rebuilt from a CSV file is only an estimate, within ~0.3 m).
     """
     out: List[str] = []
     cl = track.centerline
@@ -476,7 +477,7 @@ def check_track_rules(track: Track) -> List[str]:
     if track.width < MIN_WIDTH:
         out.append(f'track width {track.width} m < {MIN_WIDTH} m')
     s, lat, dist = _lateral(track, cones.xy)
-    half = track.width / 2.0 - 0.02
+    half = track.width / 2.0 - tolerance
     narrow = np.flatnonzero(dist < half)
     if narrow.size:
         out.append(f'{narrow.size} cones closer than {half:.2f} m to the '
@@ -597,8 +598,8 @@ def load_track_csv(path: str, mission: str = '', width: float = 0.0
     s, lat, _dist = _lateral(Track('', cones, car_start, cl, closed), xy)
     if width <= 0.0:
         bound = (cls == CONE_BLUE) | (cls == CONE_YELLOW)
-        width = float(np.median(np.abs(lat[bound])) * 2.0) if bound.any() \
-            else MIN_WIDTH
+        width = round(float(np.median(np.abs(lat[bound])) * 2.0), 2) \
+            if bound.any() else MIN_WIDTH
     timing = _timing_from_big_orange(cones, cl, closed, tan, width)
     name = os.path.splitext(os.path.basename(path))[0]
     return Track(name=name, cones=cones, car_start=car_start, centerline=cl,
@@ -701,37 +702,79 @@ def _chain(points: np.ndarray, start: np.ndarray, heading: np.ndarray,
 
 def _centerline_from_cones(cones: ConeArray, car_start: Pose, path: str
                            ) -> Tuple[np.ndarray, bool]:
-    """Rebuild a centre line from the blue/yellow (and orange) cones."""
+    """
+    Rebuild a centre line from the cones (blue left, yellow right).
+
+    A first pass uses blue and yellow cones only; orange and big orange
+    cones are then put on the side they lie on and the centre line is
+    rebuilt with them (braking zones, start lines).
+    """
     heading = np.array([math.cos(car_start.yaw), math.sin(car_start.yaw)])
     origin = np.array([car_start.x, car_start.y])
     cls = cones.class_id
-    left = cones.xy[(cls == CONE_BLUE)]
-    right = cones.xy[(cls == CONE_YELLOW)]
-    if len(left) < 2 or len(right) < 2:
-        # acceleration-like files: split all cones by side of the heading
+    left = (cls == CONE_BLUE)
+    right = (cls == CONE_YELLOW)
+    if left.sum() < 2 or right.sum() < 2:
+        # no colours: split all cones by the side of the start heading
         rel = cones.xy - origin
         side = heading[0] * rel[:, 1] - heading[1] * rel[:, 0]
-        left, right = cones.xy[side > 0], cones.xy[side < 0]
+        left, right = side > 0, side < 0
+    cl, closed = _centerline_pass(cones.xy[left], cones.xy[right], origin,
+                                  heading, path)
+    other = ~(left | right)
+    if other.any():
+        probe = Track('', cones, car_start, cl, closed)
+        _s, lat, _d = _lateral(probe, cones.xy[other])
+        idx = np.flatnonzero(other)
+        left = left.copy()
+        right = right.copy()
+        left[idx[lat > 0]] = True
+        right[idx[lat < 0]] = True
+        cl, closed = _centerline_pass(cones.xy[left], cones.xy[right],
+                                      origin, heading, path)
+    return cl, closed
+
+
+def _centerline_pass(left: np.ndarray, right: np.ndarray, origin: np.ndarray,
+                     heading: np.ndarray, path: str
+                     ) -> Tuple[np.ndarray, bool]:
     if len(left) < 2 or len(right) < 2:
         raise ValueError(f'{path}: need at least two cones on each side of '
                          'the track to build its centre line')
     gap = 2.5 * MAX_CONE_SPACING
     lo = left[_chain(left, origin, heading, gap)]
     ro = right[_chain(right, origin, heading, gap)]
-    # centre points: each ordered left cone with its nearest right cone
-    tree = cKDTree(ro)
-    _d, j = tree.query(lo)
-    mids = (lo + ro[j]) / 2.0
-    # de-duplicate and keep monotone order
+    closed = bool(len(lo) > 4 and len(ro) > 4
+                  and np.hypot(*(lo[-1] - lo[0])) < gap)
+    # centre points: each ordered left cone with the nearest point of the
+    # right boundary polyline (densified), then a smoothing spline
+    dense_right = _resample(ro, closed, 0.1)
+    _d, j = cKDTree(dense_right).query(lo)
+    mids = (lo + dense_right[j]) / 2.0
     keep = np.concatenate([[True], np.hypot(*np.diff(mids, axis=0).T) > 0.3])
     mids = mids[keep]
-    closed = bool(len(lo) > 4 and np.hypot(*(lo[-1] - lo[0])) < gap
-                  and len(mids) > 4)
+    closed = closed and len(mids) > 4
     if not closed:
         # extend back to the car start
         first = np.array([origin - 2.0 * heading])
         mids = np.vstack([first, mids])
-    return _resample(mids, closed, 0.5), closed
+    return _smooth(mids, closed), closed
+
+
+def _smooth(pts: np.ndarray, closed: bool) -> np.ndarray:
+    """Fit a smoothing cubic spline (about 5 cm RMS) and resample it."""
+    if len(pts) < 4:
+        return _resample(pts, closed, 0.5)
+    xs = np.append(pts[:, 0], pts[0, 0]) if closed else pts[:, 0]
+    ys = np.append(pts[:, 1], pts[0, 1]) if closed else pts[:, 1]
+    try:
+        tck, _u = splprep([xs, ys], s=len(xs) * 0.05 ** 2, per=int(closed))
+    except (ValueError, TypeError):
+        return _resample(pts, closed, 0.5)
+    n = max(int(_arc_length(pts, closed)[-1] / 0.1), 10)
+    dense = np.column_stack(splev(np.linspace(0.0, 1.0, n,
+                                              endpoint=not closed), tck))
+    return _resample(dense, closed, 0.5)
 
 
 def _timing_from_big_orange(cones: ConeArray, cl: np.ndarray, closed: bool,

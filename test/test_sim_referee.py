@@ -1,0 +1,197 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""The built-in simulator's referee: cones, course, collisions, timing."""
+
+import math
+
+from hil_bridge.backend import CONE_BLUE, CONE_SIZE, ConeArray
+from hil_bridge.sim import tracks as T
+from hil_bridge.sim.referee import Box, boxes_overlap, cones_in_box, Referee
+import numpy as np
+import pytest
+
+R_CONE = CONE_SIZE[CONE_BLUE][0] / 2.0
+
+
+def _cones(xy) -> ConeArray:
+    xy = np.asarray(xy, dtype=np.float64)
+    return ConeArray(xy=xy, class_id=np.full(len(xy), CONE_BLUE, np.uint8),
+                     knocked=np.zeros(len(xy), bool))
+
+
+def test_box_geometry_analytic() -> None:
+    """Box-circle and box-box overlap against hand-made cases."""
+    box = Box(0.0, 0.0, 0.0, 4.0, 2.0)
+    xy = np.array([[2.0 + R_CONE - 1e-3, 0.0], [2.0 + R_CONE + 1e-3, 0.0],
+                   [0.0, 1.0 + R_CONE - 1e-3], [2.1, 1.1],
+                   [2.0 + 0.7 * R_CONE, 1.0 + 0.7 * R_CONE]])
+    hit = cones_in_box(box, xy, np.full(len(xy), R_CONE))
+    assert hit.tolist() == [True, False, True, False, True]
+    rot = Box(0.0, 0.0, math.pi / 2, 4.0, 2.0)   # now 2 m along x
+    hit = cones_in_box(rot, np.array([[1.05, 0.0], [0.0, 2.05]]),
+                       np.full(2, R_CONE))
+    assert hit.tolist() == [True, True]
+    a = Box(0.0, 0.0, 0.0, 4.0, 2.0)
+    assert boxes_overlap(a, Box(3.9, 0.0, 0.0, 4.0, 2.0))
+    assert not boxes_overlap(a, Box(4.1, 0.0, 0.0, 4.0, 2.0))
+    # a diamond whose corner reaches in only along the diagonal
+    diamond = Box(2.0 + math.sqrt(2) - 0.05, 0.0, math.pi / 4, 2.0, 2.0)
+    assert boxes_overlap(a, diamond)
+    diamond.x += 0.1
+    assert not boxes_overlap(a, diamond)
+    assert not boxes_overlap(a, Box(3.0, 1.8, math.pi / 4, 1.0, 1.0))
+
+
+def test_scripted_drive_hits_exactly_the_overlapped_cones() -> None:
+    """Drive along y = 0; cones within width/2 + r of the path are hit."""
+    rng = np.random.default_rng(4)
+    xy = np.column_stack([np.linspace(5.0, 60.0, 40),
+                          rng.uniform(-2.0, 2.0, 40)])
+    cones = _cones(xy)
+    ref = Referee('autocross', cones, laps=1, timeout=100.0)
+    width, length = 1.4, 2.9
+    events = []
+    for k in range(700):
+        x = k * 0.1
+        ev = ref.update(k * 0.01, Box(x, 0.0, 0.0, length, width, vx=10.0),
+                        10.0)
+        events += ev
+    expected = np.flatnonzero(np.abs(xy[:, 1]) <= width / 2.0 + R_CONE)
+    hits = [e.data['index'] for e in events if e.kind == 'cone_hit']
+    assert sorted(hits) == expected.tolist()     # each exactly once
+    assert 0 < len(hits) < len(xy)
+    assert cones.knocked.tolist() == np.isin(np.arange(40), expected).tolist()
+    doo = [e for e in events if e.kind == 'penalty']
+    assert len(doo) == len(hits) and all(e.data['kind'] == 'DOO'
+                                         for e in doo)
+    assert ref.result.cones_hit == len(hits)
+    assert ref.result.penalty_time == pytest.approx(2.0 * len(hits))
+
+
+def _drive_centerline(track: T.Track, ref: Referee, speed: float,
+                      loops: float, dt: float = 0.02,
+                      lateral=None) -> list:
+    """Move an fs_car-sized box along the centre line; return events."""
+    cl = T._resample(track.centerline, track.closed, 0.05)
+    s = T._arc_length(cl, track.closed)
+    ext = np.vstack([cl, cl[:1]]) if track.closed else cl
+    total = s[-1]
+    events = []
+    pos = -6.0 if track.closed else 0.0
+    t = 0.0
+    while pos < loops * total:
+        q = pos % total if track.closed else min(pos, total)
+        x = np.interp(q, s, ext[:, 0])
+        y = np.interp(q, s, ext[:, 1])
+        q2 = (q + 0.1) % total if track.closed else q + 0.1
+        x2 = np.interp(q2, s, ext[:, 0])
+        y2 = np.interp(q2, s, ext[:, 1])
+        yaw = math.atan2(y2 - y, x2 - x)
+        off = lateral(pos) if lateral else 0.0
+        x -= off * math.sin(yaw)
+        y += off * math.cos(yaw)
+        box = Box(x, y, yaw, 2.9, 1.4, vx=speed * math.cos(yaw),
+                  vy=speed * math.sin(yaw), box_offset=0.85)
+        events += ref.update(t, box, speed)
+        pos += speed * dt
+        t += dt
+        if ref.finished:
+            break
+    return events
+
+
+def test_lap_counting_and_mission_end() -> None:
+    """Three laps at 10 m/s: three lap events of length/10 s, finished."""
+    track = T.random_track(5)
+    ref = Referee('trackdrive', track.cones, track, laps=3, timeout=1000.0)
+    events = _drive_centerline(track, ref, 10.0, 5.0)
+    laps = [e for e in events if e.kind == 'lap']
+    assert [e.data['lap'] for e in laps] == [1, 2, 3]
+    for e in laps:
+        assert e.data['lap_time'] == pytest.approx(track.length / 10.0,
+                                                   rel=0.01)
+    end = [e for e in events if e.kind == 'mission_end']
+    assert len(end) == 1 and end[0].data['status'] == 'finished'
+    assert ref.result.laps == 3 and ref.result.cones_hit == 0
+    assert ref.result.off_courses == 0
+    assert ref.result.mission_time == pytest.approx(3 * track.length / 10,
+                                                    rel=0.01)
+
+
+def test_backwards_crossing_is_not_a_lap() -> None:
+    """Crossing the start line against the driving direction counts not."""
+    track = T.acceleration_track()
+    ref = Referee('acceleration', track.cones, track, laps=1, timeout=100.0)
+    for k in range(100):   # drive from x = 5 back to x = -5
+        x = 5.0 - 0.1 * k
+        ref.update(k * 0.01, Box(x, 0.0, math.pi, 2.9, 1.4, vx=-10.0), 10.0)
+    assert ref.result.start_time is None and ref.result.laps == 0
+
+
+def test_acceleration_run_is_timed_start_to_finish() -> None:
+    """Start line to finish line at 20 m/s takes 3.75 s."""
+    track = T.acceleration_track()
+    ref = Referee('acceleration', track.cones, track, laps=1, timeout=100.0)
+    _drive_centerline(track, ref, 20.0, 1.0, dt=0.005)
+    assert ref.result.status == 'finished'
+    assert ref.result.lap_times[0] == pytest.approx(75.0 / 20.0, abs=0.01)
+
+
+def test_off_course_counted_per_excursion() -> None:
+    """Two excursions of 4 m beside the track: two OC, 10 s each."""
+    track = T.random_track(9)
+    ref = Referee('autocross', _cones(np.zeros((0, 2))), track, laps=1,
+                  timeout=1000.0)
+
+    def lateral(pos: float) -> float:
+        if 50.0 < pos < 70.0 or 120.0 < pos < 130.0:
+            return 4.5
+        return 0.0
+    events = _drive_centerline(track, ref, 5.0, 1.0, lateral=lateral)
+    oc = [e for e in events if e.kind == 'off_course']
+    assert len(oc) == 2
+    assert all(e.data['distance'] > ref.margin for e in oc)
+    pens = [e.data for e in events if e.kind == 'penalty']
+    assert [p['kind'] for p in pens] == ['OC', 'OC']
+    assert ref.result.penalty_time == pytest.approx(20.0)
+    # a small swerve within the margin is no excursion
+    ref2 = Referee('autocross', _cones(np.zeros((0, 2))), track)
+    _drive_centerline(track, ref2, 5.0, 0.5, lateral=lambda p: 1.5)
+    assert ref2.result.off_courses == 0
+
+
+def test_collision_with_impact_speed() -> None:
+    """The ego at 8 m/s hits a car moving at 3 m/s: impact 5 m/s, once."""
+    ref = Referee('aeb', _cones(np.zeros((0, 2))), None, timeout=60.0)
+    events = []
+    for k in range(400):
+        t = k * 0.01
+        ego = Box(8.0 * t, 0.0, 0.0, 4.7, 1.85, vx=8.0, name='ego')
+        other = Box(10.0 + 3.0 * t, 0.2, 0.0, 4.7, 1.85, vx=3.0,
+                    name='target')
+        events += ref.update(t, ego, 8.0, [other])
+    col = [e for e in events if e.kind == 'collision']
+    assert len(col) == 1
+    assert col[0].data['other'] == 'target'
+    assert col[0].data['impact_speed'] == pytest.approx(5.0, abs=0.05)
+    assert col[0].data['relative_speed'] == pytest.approx(5.0)
+    assert col[0].sim_time == pytest.approx((10.0 - 4.7) / 5.0, abs=0.02)
+    assert ref.result.status == 'DNF' and ref.result.reason == 'collision'
+
+
+def test_aeb_stop_finishes_and_timeout() -> None:
+    """Non-FS missions finish when the ego stops; all can time out."""
+    ref = Referee('aeb', _cones(np.zeros((0, 2))), timeout=60.0)
+    for k in range(300):
+        t = k * 0.01
+        v = max(0.0, 5.0 - 5.0 * t)
+        ref.update(t, Box(0.0, 0.0, 0.0, 4.7, 1.85, vx=v), v)
+    assert ref.result.status == 'finished' and ref.result.reason == 'stopped'
+    ref = Referee('autocross', _cones(np.zeros((0, 2))), timeout=1.0)
+    ev = []
+    for k in range(200):
+        ev += ref.update(k * 0.01, Box(0.0, 0.0, 0.0, 2.9, 1.4), 0.0)
+    ends = [e for e in ev if e.kind == 'mission_end']
+    assert len(ends) == 1 and ends[0].data['status'] == 'timeout'
+    with pytest.raises(ValueError, match='laps'):
+        Referee('autocross', _cones(np.zeros((0, 2))), laps=0)
