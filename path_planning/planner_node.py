@@ -1,0 +1,319 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+r"""
+``cone_drive_planner`` node: cones + odometry -> ``cmd_vel``, path, markers.
+
+Subscribes the fused cones (contract ``cones``, PointCloud2 in the vehicle
+frame) and ``odometry``; for every cone cloud it runs one
+:class:`path_planning.planner.Planner` cycle and publishes
+
+* ``cmd_vel`` (TwistStamped): ``linear.x`` target speed (m/s),
+  ``angular.z`` yaw rate ``v * tan(delta) / L`` (rad/s), **stamped with
+  the header stamp of the cone cloud it was computed from** (the bridge's
+  lockstep mode matches commands to frames by that stamp);
+* ``path`` (nav_msgs/Path, the cones' frame): the chosen arc or midline;
+* ``planning_markers`` (MarkerArray): free (green) and blocked (red)
+  steering ranges as fans at the front axle, the chosen steering direction
+  (arrow) and, in midline mode, the pursuit goal.
+
+Bad input: a malformed cloud is dropped with an error (throttled); NaN
+cones are dropped and counted; a cloud with no usable cone ahead gives a
+stop. NaN odometry is dropped and counted; without valid odometry for
+``odom_timeout`` the last commanded speed stands in for the pursuit
+look-ahead. A steady-clock timer (10 Hz) commands a stop, stamped with the
+node's time, and warns while no cones arrived for more than
+``cone_timeout`` seconds of (sim) time, or none at all yet.
+
+Run::
+
+    python -m path_planning.planner_node --ros-args \
+        --params-file config/cone_drive_planner.yaml
+"""
+
+import math
+from typing import Any, List, Optional
+
+from builtin_interfaces.msg import Duration
+from geometry_msgs.msg import Point, PoseStamped, TwistStamped
+from hil_bridge import codecs
+from hil_bridge.contract import create_publisher, create_subscription, frame
+from hil_bridge.params import declare_params, ParamSpec
+from hil_bridge.vehicle_profile import load_vehicle_profile
+from nav_msgs.msg import Odometry, Path
+import numpy as np
+from path_planning.planner import MODES, Planner, PlannerConfig, PlanOutput
+import rclpy
+from rclpy.clock import Clock, ClockType
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from sensor_msgs.msg import PointCloud2
+from std_msgs.msg import ColorRGBA, Header
+from visualization_msgs.msg import Marker, MarkerArray
+
+NODE_NAME = 'cone_drive_planner'
+
+PARAMS = [
+    ParamSpec('role_name', 'ego role name in the contract topics'),
+    ParamSpec('mode', 'cone_drive | midline | auto', choices=MODES),
+    ParamSpec('vehicle', 'vehicle profile name (config/vehicles) or path'),
+    ParamSpec('lookahead', 'CONEDRIVE look-ahead arc length (m)', lo=1.0,
+              hi=50.0),
+    ParamSpec('margin', 'clearance added each side of the car (m)', lo=0.0,
+              hi=2.0),
+    ParamSpec('cone_radius', 'cone base radius (m)', lo=0.0, hi=1.0),
+    ParamSpec('narrow_threshold_deg', 'free ranges this narrow or narrower '
+              'are narrow (deg)', lo=0.0, hi=50.0),
+    ParamSpec('n_grid', 'steering samples before edge refinement', lo=3,
+              hi=5001),
+    ParamSpec('sensor_range', 'cones farther are ignored (m)', lo=0.5,
+              hi=200.0),
+    ParamSpec('sensor_fov_deg', 'full field of view of the cones (deg)',
+              lo=1.0, hi=360.0),
+    ParamSpec('max_speed', 'top target speed (m/s)', lo=0.1, hi=40.0),
+    ParamSpec('min_speed', 'lowest target while driving (m/s)', lo=0.0,
+              hi=10.0),
+    ParamSpec('a_lat_max', 'lateral acceleration limit (m/s^2)', lo=0.1,
+              hi=30.0),
+    ParamSpec('accel', 'target speed ramp up (m/s^2)', lo=0.1, hi=30.0),
+    ParamSpec('decel', 'target speed ramp down (m/s^2)', lo=0.1, hi=30.0),
+    ParamSpec('narrow_width_deg', 'free-range width mapped to narrow_speed '
+              '(deg)', lo=0.0, hi=50.0),
+    ParamSpec('wide_width_deg', 'free-range width mapped to max_speed (deg)',
+              lo=0.0, hi=50.0),
+    ParamSpec('narrow_speed', 'speed in a narrow free range (m/s)', lo=0.0,
+              hi=40.0),
+    ParamSpec('stop_margin', 'distance kept to the end of the clear path (m)',
+              lo=0.0, hi=20.0),
+    ParamSpec('midline_max_width', 'longest blue-yellow edge (m)', lo=1.0,
+              hi=30.0),
+    ParamSpec('midline_min_width', 'shortest blue-yellow edge (m)', lo=0.0,
+              hi=30.0),
+    ParamSpec('midline_max_length', 'midline length kept (m)', lo=1.0,
+              hi=200.0),
+    ParamSpec('min_coloured', 'auto: blue and yellow cones each needed',
+              lo=1, hi=100),
+    ParamSpec('min_midline_length', 'auto: shortest usable midline (m)',
+              lo=0.0, hi=100.0),
+    ParamSpec('ld_min', 'pure-pursuit look-ahead at standstill (m)', lo=0.5,
+              hi=50.0),
+    ParamSpec('ld_max', 'longest pure-pursuit look-ahead (m)', lo=0.5,
+              hi=100.0),
+    ParamSpec('ld_gain', 'look-ahead growth with speed (s)', lo=0.0,
+              hi=10.0),
+    ParamSpec('cone_timeout', 'no cones for this long (s) -> stop', lo=0.01,
+              hi=60.0),
+    ParamSpec('odom_timeout', 'odometry older than this (s) is not used',
+              lo=0.01, hi=60.0),
+    ParamSpec('publish_markers', 'publish planning_markers'),
+]
+
+GREEN = ColorRGBA(r=0.1, g=0.8, b=0.2, a=0.5)
+RED = ColorRGBA(r=0.9, g=0.1, b=0.1, a=0.5)
+BLUE = ColorRGBA(r=0.1, g=0.3, b=1.0, a=1.0)
+FAN_RADIUS = 1.5  # m
+
+
+def _fan(ranges: np.ndarray, origin_x: float, colour: ColorRGBA,
+         ns: str, header: Header) -> List[Marker]:
+    """Return one TRIANGLE_LIST marker per steering range (vehicle frame)."""
+    out = []
+    for i, (lo, hi) in enumerate(np.asarray(ranges, dtype=float)):
+        m = Marker(header=header, ns=ns, id=i, type=Marker.TRIANGLE_LIST,
+                   action=Marker.ADD, color=colour)
+        m.pose.orientation.w = 1.0
+        m.scale.x = m.scale.y = m.scale.z = 1.0
+        angles = np.linspace(lo, hi, max(2, int((hi - lo) / 0.02) + 2))
+        xs = origin_x + FAN_RADIUS * np.cos(angles)
+        ys = FAN_RADIUS * np.sin(angles)
+        pts = []
+        for j in range(angles.size - 1):
+            pts += [Point(x=origin_x), Point(x=float(xs[j]), y=float(ys[j])),
+                    Point(x=float(xs[j + 1]), y=float(ys[j + 1]))]
+        m.points = pts
+        out.append(m)
+    return out
+
+
+def make_markers(out: PlanOutput, header: Header, wheelbase: float
+                 ) -> MarkerArray:
+    """
+    Return the planning markers for one cycle.
+
+    A DELETEALL first, then free/blocked steering-range fans at the front
+    axle (steering angle = fan direction), the chosen direction as an arrow
+    and the pursuit goal as a sphere (midline mode).
+    """
+    markers = [Marker(header=header, action=Marker.DELETEALL)]
+    res = out.cone_drive
+    if res is not None:
+        markers += _fan(res.free_ranges, wheelbase, GREEN, 'free', header)
+        markers += _fan(res.blocked_ranges, wheelbase, RED, 'blocked', header)
+    arrow = Marker(header=header, ns='chosen', id=0, type=Marker.ARROW,
+                   action=Marker.ADD, color=BLUE)
+    arrow.scale.x, arrow.scale.y, arrow.scale.z = 0.08, 0.2, 0.2
+    tip = wheelbase + 2.0 * math.cos(out.delta), 2.0 * math.sin(out.delta)
+    arrow.points = [Point(x=wheelbase), Point(x=tip[0], y=tip[1])]
+    arrow.pose.orientation.w = 1.0
+    markers.append(arrow)
+    if out.pursuit is not None:
+        goal = Marker(header=header, ns='goal', id=0, type=Marker.SPHERE,
+                      action=Marker.ADD, color=BLUE)
+        goal.pose.position.x = float(out.pursuit.goal[0])
+        goal.pose.position.y = float(out.pursuit.goal[1])
+        goal.pose.orientation.w = 1.0
+        goal.scale.x = goal.scale.y = goal.scale.z = 0.3
+        markers.append(goal)
+    for m in markers:
+        m.lifetime = Duration(sec=1)
+    return MarkerArray(markers=markers)
+
+
+def make_path(points: np.ndarray, header: Header) -> Path:
+    """Return a nav_msgs/Path of (P, 2) vehicle-frame points (heading along it)."""
+    msg = Path(header=header)
+    pts = np.asarray(points, dtype=float).reshape(-1, 2)
+    if pts.shape[0] == 0:
+        return msg
+    d = np.diff(pts, axis=0) if pts.shape[0] > 1 else np.array([[1.0, 0.0]])
+    d = np.vstack([d, d[-1:]])
+    yaw = np.arctan2(d[:, 1], d[:, 0])
+    poses = []
+    for (x, y), psi in zip(pts, yaw):
+        ps = PoseStamped(header=header)
+        ps.pose.position.x, ps.pose.position.y = float(x), float(y)
+        ps.pose.orientation.z = math.sin(psi / 2.0)
+        ps.pose.orientation.w = math.cos(psi / 2.0)
+        poses.append(ps)
+    msg.poses = poses
+    return msg
+
+
+class ConeDrivePlannerNode(Node):
+    """The planner node (see the module docstring)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(NODE_NAME, **kwargs)
+        values = declare_params(self, PARAMS, NODE_NAME)
+        self.role = str(values['role_name'])
+        self.profile = load_vehicle_profile(str(values['vehicle']))
+        self.config = PlannerConfig.from_mapping(values, self.profile)
+        self.planner = Planner(self.config)
+        self.cone_timeout = float(values['cone_timeout'])
+        self.odom_timeout = float(values['odom_timeout'])
+        self.markers_on = bool(values['publish_markers'])
+        self.vehicle_frame = frame('vehicle', self.role)
+        self.cmd_pub = create_publisher(self, 'cmd_vel', self.role)
+        self.path_pub = create_publisher(self, 'path', self.role)
+        self.marker_pub = create_publisher(self, 'planning_markers', self.role)
+        self.cones_sub = create_subscription(
+            self, 'cones', self._on_cones, self.role)
+        self.odom_sub = create_subscription(self, 'odometry', self._on_odom,
+                                            self.role)
+        self.speed: Optional[float] = None
+        self.odom_stamp: Optional[float] = None
+        self.last_cones: Optional[float] = None  # sim time of the last cloud
+        self.counts = {'cycles': 0, 'stops': 0, 'nan_cones': 0,
+                       'out_of_range': 0, 'bad_clouds': 0, 'bad_odom': 0,
+                       'stale_stops': 0}
+        self.timer = self.create_timer(
+            0.1, self._watchdog, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.get_logger().info(
+            f'mode {self.config.mode}, vehicle {self.profile.name}, '
+            f'look-ahead {self.config.cone_drive.lookahead} m, max speed '
+            f'{self.config.speed.max_speed} m/s')
+
+    # ------------------------------------------------------------ inputs
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _on_odom(self, msg: Odometry) -> None:
+        v = float(msg.twist.twist.linear.x)
+        w = float(msg.twist.twist.angular.z)
+        if not (math.isfinite(v) and math.isfinite(w)):
+            self.counts['bad_odom'] += 1
+            self.get_logger().warning(f'non-finite odometry dropped '
+                                   f'({self.counts["bad_odom"]} so far)',
+                                   throttle_duration_sec=5.0)
+            return
+        self.speed = v
+        self.odom_stamp = codecs.sec_from_stamp(msg.header.stamp)
+
+    def _measured_speed(self, t: float) -> Optional[float]:
+        if self.odom_stamp is None or self.speed is None:
+            return None
+        if abs(t - self.odom_stamp) > self.odom_timeout:
+            return None
+        return self.speed
+
+    def _on_cones(self, cloud: PointCloud2) -> None:
+        try:
+            xyz, cls, _conf = codecs.cloud_to_cones(cloud)
+        except ValueError as err:
+            self.counts['bad_clouds'] += 1
+            self.get_logger().error(f'bad cone cloud dropped: {err}',
+                                    throttle_duration_sec=5.0)
+            return
+        t = codecs.sec_from_stamp(cloud.header.stamp)
+        # cloud_to_cones drops non-finite rows already: count them here.
+        n_rows = cloud.width * cloud.height
+        self.counts['nan_cones'] += max(int(n_rows) - int(xyz.shape[0]), 0)
+        self.last_cones = t
+        out = self.planner.plan(t, xyz, cls, self._measured_speed(t))
+        self.counts['cycles'] += 1
+        self.counts['nan_cones'] += out.n_dropped
+        self.counts['out_of_range'] += out.n_out_of_range
+        if out.stop:
+            self.counts['stops'] += 1
+            self.get_logger().warning(f'stop: {out.reason}',
+                                   throttle_duration_sec=2.0)
+        header = Header(stamp=cloud.header.stamp,
+                        frame_id=cloud.header.frame_id or self.vehicle_frame)
+        self._publish_cmd(header, out.speed, out.yaw_rate)
+        self.path_pub.publish(make_path(out.path, header))
+        if self.markers_on:
+            self.marker_pub.publish(make_markers(out, header,
+                                                 self.profile.wheelbase))
+
+    def _publish_cmd(self, header: Header, speed: float, yaw_rate: float
+                     ) -> None:
+        msg = TwistStamped(header=header)
+        msg.header.frame_id = self.vehicle_frame
+        msg.twist.linear.x = float(speed)
+        msg.twist.angular.z = float(yaw_rate)
+        self.cmd_pub.publish(msg)
+
+    def _watchdog(self) -> None:
+        """Command a stop while the cones are missing or stale."""
+        now = self._now()
+        if self.last_cones is not None and (
+                now - self.last_cones <= self.cone_timeout):
+            return
+        what = ('no cones received yet' if self.last_cones is None else
+                f'no cones for {now - self.last_cones:.2f} s')
+        self.get_logger().warning(f'{what}: commanding a stop',
+                               throttle_duration_sec=5.0)
+        self.counts['stale_stops'] += 1
+        self.planner.stop(now, 'stale_cones')
+        header = Header(stamp=codecs.stamp_from_sec(max(now, 0.0)),
+                        frame_id=self.vehicle_frame)
+        self._publish_cmd(header, 0.0, 0.0)
+
+
+def main(args: Optional[list] = None) -> None:
+    """Run the node until SIGINT/SIGTERM."""
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = ConeDrivePlannerNode()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,129 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""cone_drive_planner over DDS: stamped cmd_vel, path, markers, safe stops."""
+
+import math
+import os
+from pathlib import Path
+import signal
+import subprocess
+import sys
+import time
+
+from hil_bridge import codecs
+from hil_bridge.params import check_specs
+import numpy as np
+from path_planning.planner_node import NODE_NAME, PARAMS
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_params_match_config() -> None:
+    defaults = check_specs(PARAMS, NODE_NAME)
+    assert defaults['mode'] == 'cone_drive'
+
+
+def corridor() -> np.ndarray:
+    x = np.arange(1.0, 18.0, 2.5)
+    return np.concatenate([np.stack([x, np.full_like(x, 1.6), 0 * x], 1),
+                           np.stack([x, np.full_like(x, -1.6), 0 * x], 1)])
+
+
+@pytest.mark.dds
+def test_planner_node_stamps_and_stops(rclpy_context) -> None:
+    """Commands carry the cone stamp; no cones, NaN or stale input stops."""
+    import rclpy
+    from hil_bridge.contract import create_publisher, create_subscription
+    from rclpy.executors import SingleThreadedExecutor
+    from rosgraph_msgs.msg import Clock
+
+    child = subprocess.Popen(
+        [sys.executable, '-m', 'path_planning.planner_node', '--ros-args',
+         '--params-file', str(ROOT / 'config' / 'cone_drive_planner.yaml')],
+        cwd=str(ROOT), env=dict(os.environ))
+    node = rclpy.create_node('planner_probe', context=rclpy_context)
+    cmds, paths, markers = [], [], []
+    create_subscription(node, 'cmd_vel', cmds.append)
+    create_subscription(node, 'path', paths.append)
+    create_subscription(node, 'planning_markers', markers.append)
+    pub = create_publisher(node, 'cones')
+    executor = SingleThreadedExecutor(context=rclpy_context)
+    executor.add_node(node)
+
+    def spin_until(cond, timeout: float = 20.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+            assert child.poll() is None, 'planner process died'
+            if cond():
+                return True
+        return False
+
+    def stamps() -> set:
+        return {round(codecs.sec_from_stamp(c.header.stamp), 6) for c in cmds}
+
+    def send(xyz: np.ndarray, t: float, cls: int = 0) -> None:
+        n = xyz.shape[0]
+        pub.publish(codecs.cones_to_cloud(xyz, np.full(n, cls, np.uint8),
+                                          np.ones(n, np.float32), t,
+                                          'ego_vehicle'))
+
+    try:
+        # No cones at all yet: the watchdog commands a stop.
+        assert spin_until(lambda: len(cmds) > 0), 'no cmd_vel without cones'
+        assert cmds[0].twist.linear.x == 0.0
+        # A corridor: each cloud gives a cmd_vel with the same stamp.
+        sent = []
+        t = 12.5
+        for _ in range(40):
+            send(corridor(), t)
+            sent.append(round(t, 6))
+            if spin_until(lambda: len(set(sent[-3:]) & stamps()) > 0, 0.2) \
+                    and len(set(sent) & stamps()) >= 5:
+                break
+            t += 0.1
+        matched = set(sent) & stamps()
+        assert len(matched) >= 5, f'stamps {sorted(stamps())[:5]} vs sent'
+        driving = [c for c in cmds
+                   if round(codecs.sec_from_stamp(c.header.stamp), 6) in sent]
+        assert driving[-1].twist.linear.x > 0.0
+        assert math.isfinite(driving[-1].twist.angular.z)
+        assert abs(driving[-1].twist.angular.z) < 0.05  # straight corridor
+        assert driving[-1].header.frame_id == 'ego_vehicle'
+        assert spin_until(lambda: len(paths) > 0 and len(markers) > 0, 5.0)
+        assert len(paths[-1].poses) > 2
+        assert any(m.ns == 'free' for m in markers[-1].markers)
+        # An empty cloud, NaN-only cones and cones behind: stop, same stamp.
+        for i, cones in enumerate([np.zeros((0, 3)),
+                                   np.full((4, 3), np.nan),
+                                   np.array([[-2.0, 1.0, 0.0],
+                                             [-3.0, -1.0, 0.0]])]):
+            ts = 100.0 + i
+            send(cones, ts)
+            assert spin_until(lambda: round(ts, 6) in stamps(), 10.0), \
+                f'no cmd_vel for case {i}'
+            cmd = [c for c in cmds
+                   if round(codecs.sec_from_stamp(c.header.stamp), 6) == ts]
+            assert cmd[-1].twist.linear.x == 0.0
+            assert cmd[-1].twist.angular.z == 0.0
+        # Stale cones: sim time moves on (/clock) without clouds -> stop
+        # commands stamped with the node's (sim) time.
+        clock_pub = create_publisher(node, 'clock')
+
+        def stale_stop() -> bool:
+            clock_pub.publish(Clock(clock=codecs.stamp_from_sec(200.0)))
+            return 200.0 in stamps()
+        assert spin_until(stale_stop, 10.0), 'no stop on stale cones'
+        late = [c for c in cmds if codecs.sec_from_stamp(c.header.stamp) == 200.0]
+        assert late[-1].twist.linear.x == 0.0
+    finally:
+        child.send_signal(signal.SIGINT)
+        try:
+            rc = child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            rc = None
+        executor.shutdown()
+        node.destroy_node()
+    assert rc == 0, f'planner exited with {rc}'
