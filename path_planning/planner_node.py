@@ -231,9 +231,10 @@ class ConeDrivePlannerNode(Node):
         w = float(msg.twist.twist.angular.z)
         if not (math.isfinite(v) and math.isfinite(w)):
             self.counts['bad_odom'] += 1
-            self.get_logger().warning(f'non-finite odometry dropped '
-                                   f'({self.counts["bad_odom"]} so far)',
-                                   throttle_duration_sec=5.0)
+            n_bad = self.counts['bad_odom']
+            self.get_logger().warning(
+                f'non-finite odometry dropped ({n_bad} so far)',
+                throttle_duration_sec=5.0)
             return
         self.speed = v
         self.odom_stamp = codecs.sec_from_stamp(msg.header.stamp)
@@ -264,8 +265,8 @@ class ConeDrivePlannerNode(Node):
         self.counts['out_of_range'] += out.n_out_of_range
         if out.stop:
             self.counts['stops'] += 1
-            self.get_logger().warning(f'stop: {out.reason}',
-                                   throttle_duration_sec=2.0)
+            self.get_logger().warning(
+                f'stop: {out.reason}', throttle_duration_sec=2.0)
         header = Header(stamp=cloud.header.stamp,
                         frame_id=cloud.header.frame_id or self.vehicle_frame)
         self._publish_cmd(header, out.speed, out.yaw_rate)
@@ -290,8 +291,8 @@ class ConeDrivePlannerNode(Node):
             return
         what = ('no cones received yet' if self.last_cones is None else
                 f'no cones for {now - self.last_cones:.2f} s')
-        self.get_logger().warning(f'{what}: commanding a stop',
-                               throttle_duration_sec=5.0)
+        self.get_logger().warning(
+            f'{what}: commanding a stop', throttle_duration_sec=5.0)
         self.counts['stale_stops'] += 1
         self.planner.stop(now, 'stale_cones')
         header = Header(stamp=codecs.stamp_from_sec(max(now, 0.0)),
