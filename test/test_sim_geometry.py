@@ -230,3 +230,25 @@ def test_bad_rays_rejected(origin, dirs) -> None:
     """Malformed or non-finite rays raise ValueError."""
     with pytest.raises(ValueError, match='ray|origin'):
         geo.cast_rays(WorldGeometry(), origin, dirs)
+
+
+@pytest.mark.parametrize('field,value', [
+    ('cone_xy', np.array([[np.nan, 0.0]])),
+    ('cone_xy', np.zeros((1, 3))),
+    ('cone_class', np.zeros(2, np.uint8)),
+    ('box_center', np.array([[0.0, 0.0, np.inf]])),
+    ('box_size', np.array([[0.0, 1.0, 1.0]])),
+    ('box_yaw', np.zeros(3)),
+])
+def test_malformed_world_rejected(field: str, value) -> None:
+    """A world with NaN, wrong shapes or empty boxes raises ValueError."""
+    world = WorldGeometry(
+        cone_xy=np.array([[5.0, 0.0]]),
+        cone_class=np.array([CONE_BLUE], np.uint8),
+        cone_up=np.array([True]), box_center=np.array([[9.0, 0.0, 0.5]]),
+        box_yaw=np.zeros(1), box_size=np.ones((1, 3)),
+        box_color=np.zeros((1, 3), np.uint8))
+    geo.cast_rays(world, np.zeros(3), np.array([[1.0, 0.0, 0.0]]))
+    setattr(world, field, value)
+    with pytest.raises(ValueError, match=f'world.{field}'):
+        geo.cast_rays(world, np.zeros(3), np.array([[1.0, 0.0, 0.0]]))

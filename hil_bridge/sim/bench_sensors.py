@@ -19,7 +19,7 @@ one core; ``--frames`` sets the repetitions.
 import argparse
 import math
 import time
-from typing import Callable, List, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import cv2
 from hil_bridge.backend import CONE_BLUE, CONE_YELLOW
@@ -90,7 +90,7 @@ def timed(fn: Callable[[], object], repeat: int) -> float:
     return 1000.0 * float(np.median(times))
 
 
-def main(argv: List[str] = None) -> None:
+def main(argv: Optional[List[str]] = None) -> None:
     """Run the benchmark and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument('--frames', type=int, default=20)

@@ -33,7 +33,7 @@ from typing import Dict, List, Optional, Tuple
 import cv2
 from hil_bridge.backend import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE,
                                 CONE_YELLOW)
-from hil_bridge.sim.geometry import cone_dimensions
+from hil_bridge.sim.geometry import check_world, cone_dimensions
 from hil_bridge.sim.world import WorldGeometry
 import numpy as np
 
@@ -247,8 +247,14 @@ class CameraRenderer:
         self._background_key: Optional[tuple] = None
         self._background: Optional[tuple] = None
         self._noise_bank: Optional[np.ndarray] = None
-        u = np.arange(self.width, dtype=np.float64)
-        v = np.arange(self.height, dtype=np.float64)
+        # The background is smooth (sky gradient, haze that reaches the sky
+        # colour at the horizon), so it is baked on a grid 4x coarser and
+        # resized; a pixel of the grid maps to full-resolution coordinates
+        # as cv2.resize's INTER_LINEAR does.
+        self._low = (max(1, -(-self.width // 4)), max(1, -(-self.height // 4)))
+        lw, lh = self._low
+        u = (np.arange(lw) + 0.5) * self.width / lw - 0.5
+        v = (np.arange(lh) + 0.5) * self.height / lh - 0.5
         self._rays = np.stack(
             np.broadcast_arrays((u[None, :] - self.K[0, 2]) / self.K[0, 0],
                                 (v[:, None] - self.K[1, 2]) / self.K[1, 1],
@@ -285,11 +291,21 @@ class CameraRenderer:
         sky = haze * (1.0 - e) + zenith * e
         base = np.where(ground[..., None], haze * haze_alpha[..., None], sky)
         weight = np.where(ground, 1.0 - haze_alpha, 0.0)
-        base = np.clip(base * light, 0, 255).astype(np.uint8)
-        weight3 = np.repeat((weight * 255.0 + 0.5).astype(np.uint8)[..., None],
-                            3, axis=2)
+        size = (self.width, self.height)
+        base = cv2.resize(np.clip(base * light, 0, 255).astype(np.float32),
+                          size, interpolation=cv2.INTER_LINEAR)
+        base = (base + 0.5).astype(np.uint8)
+        weight = cv2.resize((weight * 255.0).astype(np.float32), size,
+                            interpolation=cv2.INTER_LINEAR)
+        weight3 = cv2.merge([(weight + 0.5).astype(np.uint8)] * 3)
         rows = np.flatnonzero(ground.any(axis=1))
-        row0 = int(rows[0]) if rows.size else self.height
+        if rows.size:
+            # Full rows above the centre of the last sky row have weight 0.
+            row0 = int(math.floor((rows[0] - 0.5) * self.height
+                                  / ground.shape[0] - 0.5)) - 1
+            row0 = max(0, row0)
+        else:
+            row0 = self.height
         return base, weight3, row0
 
     def _background_for(self, T_wo: np.ndarray, ground_z: float) -> tuple:
@@ -487,6 +503,7 @@ class CameraRenderer:
         ``map``; ``rng`` draws the pixel noise (required when
         ``noise_stddev > 0``).
         """
+        check_world(world)
         T_wo = world_to_optical(T_world_camera)
         g = float(world.ground_z)
         base, weight, row0 = self._background_for(T_wo, g)

@@ -56,6 +56,44 @@ def cone_dimensions(cone_class: np.ndarray
     return dims[..., 0], dims[..., 1], dims[..., 2]
 
 
+def check_world(world: WorldGeometry) -> None:
+    """
+    Raise ``ValueError`` when the world's arrays are malformed.
+
+    Checks shapes ((N, 2) cones with (N,) classes, (M, 3) box centres and
+    sizes with (M,) yaws; ``cone_up`` may be empty, meaning all standing),
+    finite values and positive box sizes.
+    """
+    xy = np.asarray(world.cone_xy)
+    n = xy.shape[0] if xy.ndim == 2 else -1
+    if xy.ndim != 2 or xy.shape[1] != 2:
+        raise ValueError(f'world.cone_xy must have shape (N, 2), got '
+                         f'{xy.shape}')
+    if np.asarray(world.cone_class).shape != (n,):
+        raise ValueError(f'world.cone_class must have shape ({n},), got '
+                         f'{np.asarray(world.cone_class).shape}')
+    if np.asarray(world.cone_up).shape not in ((n,), (0,)):
+        raise ValueError(f'world.cone_up must have shape ({n},), got '
+                         f'{np.asarray(world.cone_up).shape}')
+    centres = np.asarray(world.box_center)
+    m = centres.shape[0] if centres.ndim == 2 else -1
+    if centres.ndim != 2 or centres.shape[1] != 3:
+        raise ValueError(f'world.box_center must have shape (M, 3), got '
+                         f'{centres.shape}')
+    if np.asarray(world.box_yaw).shape != (m,) or \
+            np.asarray(world.box_size).shape != (m, 3):
+        raise ValueError(f'world.box_yaw/box_size must have shapes ({m},) '
+                         f'and ({m}, 3)')
+    for name in ('cone_xy', 'box_center', 'box_yaw', 'box_size'):
+        if not np.all(np.isfinite(np.asarray(getattr(world, name),
+                                             dtype=np.float64))):
+            raise ValueError(f'world.{name} must be finite')
+    if np.any(np.asarray(world.box_size) <= 0.0):
+        raise ValueError('world.box_size must be positive')
+    if not np.isfinite(float(world.ground_z)):
+        raise ValueError('world.ground_z must be finite')
+
+
 def _rays(origins: np.ndarray, dirs: np.ndarray
           ) -> Tuple[np.ndarray, np.ndarray]:
     o = np.asarray(origins, dtype=np.float64)
@@ -304,6 +342,7 @@ def cast_rays(world: WorldGeometry, origin: np.ndarray, dirs: np.ndarray,
     origin are ignored, like an engine line trace that starts inside a
     mesh: a sensor mounted inside its own vehicle's box sees out of it.
     """
+    check_world(world)
     o = np.asarray(origin, dtype=np.float64).reshape(-1)
     if o.shape != (3,):
         raise ValueError(f'origin must have shape (3,), got {o.shape}')
