@@ -36,11 +36,11 @@ class HueThresholds:
     of a patch's pixels that must match a colour for the patch to get it.
     """
 
-    blue: Tuple[int, int] = (95, 130)
-    yellow: Tuple[int, int] = (20, 38)
-    orange: Tuple[int, int] = (0, 17)
-    sat_min: int = 110
-    val_min: int = 70
+    blue: Tuple[int, int] = (88, 130)
+    yellow: Tuple[int, int] = (19, 40)
+    orange: Tuple[int, int] = (0, 18)
+    sat_min: int = 90
+    val_min: int = 50
     min_fraction: float = 0.02
 
     def __post_init__(self) -> None:

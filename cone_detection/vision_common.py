@@ -193,12 +193,16 @@ def nms(boxes: np.ndarray, scores: np.ndarray, score_threshold: float,
         iou_threshold: float) -> np.ndarray:
     """Return the indices kept by non-maximum suppression (cv2.dnn.NMSBoxes)."""
     b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
-    if b.shape[0] == 0:
+    s = np.asarray(scores, np.float64).reshape(-1)
+    cand = np.flatnonzero(s > score_threshold)
+    if cand.size == 0:
         return np.zeros(0, dtype=np.int64)
+    b = b[cand]
     rects = np.stack([b[:, 0], b[:, 1], b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]], axis=1)
-    keep = cv2.dnn.NMSBoxes(rects.tolist(), np.asarray(scores, np.float64).tolist(),
-                            float(score_threshold), float(iou_threshold))
-    return np.asarray(keep, dtype=np.int64).reshape(-1)
+    # NMSBoxes wants non-negative scores: shift them by the threshold.
+    keep = cv2.dnn.NMSBoxes(rects.tolist(), (s[cand] - score_threshold).tolist(),
+                            0.0, float(iou_threshold))
+    return cand[np.asarray(keep, dtype=np.int64).reshape(-1)]
 
 
 def hue_masks(image_bgr: np.ndarray, thresholds: HueThresholds = DEFAULT_THRESHOLDS,

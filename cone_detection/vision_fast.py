@@ -50,8 +50,12 @@ class FastParams:
     allowed height relative to the small (lo) and big (hi) cone's expected
     height at the base row's distance; ``close_px``: vertical closing
     (proposal pixels) against aliasing gaps; ``stack_gap``: vertical gap,
-    relative to the two parts' summed heights, under which stacked parts of one colour
-    (split by a stripe) are one cone (:func:`merge_stacked`); ``roi_margin``: rows
+    relative to the two parts' summed heights, under which stacked parts
+    of one colour (split by a stripe) are one cone (:func:`merge_stacked`);
+    ``split_ratio``: boxes taller than this times the expected cone height
+    are also carved into cone-sized boxes (:func:`carve`); ``proposal_blur``: Gaussian blur (odd, proposal
+    pixels; 0 = none) against pixel noise before the hue masks;
+    ``roi_margin``: rows
     above the horizon still searched (image pixels); ``max_proposals``:
     cap per image (largest first); ``nms_iou``, ``merge_distance``,
     ``hue_blur``, ``score_offset`` as in the reference mode.
@@ -65,15 +69,21 @@ class FastParams:
     size_hi: float = 1.6
     close_px: int = 3
     stack_gap: float = 0.8
+    split_ratio: float = 1.3
+    proposal_blur: int = 3
     roi_margin: int = 8
     max_proposals: int = 80
     nms_iou: float = 0.3
     merge_distance: float = 0.4
-    hue_blur: int = 3
+    hue_blur: int = 5
     score_offset: float = 0.0
 
     def __post_init__(self) -> None:
         """Validate the parameters."""
+        for name in ('proposal_blur', 'hue_blur'):
+            value = getattr(self, name)
+            if value < 0 or (value > 1 and value % 2 == 0):
+                raise ValueError(f'{name} must be 0, 1 or odd, got {value}')
         if self.downscale not in (1, 2, 3, 4):
             raise ValueError(f'downscale must be 1..4, got {self.downscale}')
         if not (0 < self.aspect_lo < self.aspect_hi) or not (0 < self.size_lo < self.size_hi):
@@ -117,6 +127,62 @@ def merge_stacked(boxes: np.ndarray, gap: float) -> np.ndarray:
     return np.concatenate([boxes, out[sizes > 1]])
 
 
+def expected_heights(boxes: np.ndarray, K: np.ndarray, T_vehicle_camera: np.ndarray
+                     ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """
+    Return the small and big cone heights (pixels) expected at boxes' base rows.
+
+    The base row's centre is projected onto the ground; its distance from
+    the camera gives ``fy * height / distance``. ``valid`` is False where
+    the base row is at or above the horizon.
+    """
+    b = np.asarray(boxes, np.float64).reshape(-1, 4)
+    base = np.stack([0.5 * (b[:, 0] + b[:, 2]), b[:, 3]], axis=1)
+    ground, valid = pixels_to_ground(base, K, T_vehicle_camera)
+    cam = optical_pose(T_vehicle_camera)[:3, 3]
+    depth = np.linalg.norm(ground[:, :2] - cam[:2], axis=1)
+    fy = float(np.asarray(K)[1, 1])
+    with np.errstate(invalid='ignore', divide='ignore'):
+        small_h = fy * CONE_SIZE[1][1] / depth
+        big_h = fy * CONE_SIZE[CONE_BIG_ORANGE][1] / depth
+    return small_h, big_h, valid
+
+
+def carve(mask: np.ndarray, box: np.ndarray, f: int, top: int, K: np.ndarray,
+          T_vehicle_camera: np.ndarray, max_parts: int = 4) -> np.ndarray:
+    """
+    Split a tall colour box into boxes of cones standing behind each other.
+
+    ``mask`` is the class mask at proposal scale (``f`` image pixels per
+    mask pixel, first row at image row ``top``), ``box`` the tall box in
+    image pixels. From the lowest mask row up: cut the rows a small cone
+    standing there would cover, box the mask pixels in them, and continue
+    with the rows above. Returns (M, 4) image boxes.
+    """
+    xa, xb = int(box[0]) // f, int(math.ceil(box[2] / f))
+    ya, yb = (int(box[1]) - top) // f, int(math.ceil((box[3] - top) / f))
+    sub = mask[ya:yb, xa:xb] > 0
+    rows = np.flatnonzero(sub.any(axis=1))
+    out = []
+    fy = float(np.asarray(K)[1, 1])
+    while rows.size and len(out) < max_parts:
+        bottom = int(rows[-1])
+        cols = np.flatnonzero(sub[bottom])
+        u = (xa + 0.5 * (cols[0] + cols[-1] + 1)) * f
+        v = top + (ya + bottom + 1) * f
+        ground, ok = pixels_to_ground(np.array([[u, v]]), K, T_vehicle_camera)
+        if not ok[0]:
+            break
+        cam = optical_pose(T_vehicle_camera)[:3, 3]
+        dist = float(np.linalg.norm(ground[0, :2] - cam[:2]))
+        h = fy * CONE_SIZE[1][1] / max(dist, 1e-3) / f
+        r0 = min(max(int(round(bottom + 1 - h)), 0), bottom)
+        cols = np.flatnonzero(sub[r0:bottom + 1].any(axis=0))
+        out.append([(xa + cols[0]) * f, top + (ya + r0) * f, (xa + cols[-1] + 1) * f, v])
+        rows = rows[rows < r0 - max(1, int(0.1 * h))]
+    return np.array(out, np.float64).reshape(-1, 4)
+
+
 def propose(image_bgr: np.ndarray, K: np.ndarray, T_vehicle_camera: np.ndarray,
             params: FastParams = FastParams(),
             thresholds: HueThresholds = DEFAULT_THRESHOLDS) -> Tuple[np.ndarray, np.ndarray]:
@@ -135,6 +201,8 @@ def propose(image_bgr: np.ndarray, K: np.ndarray, T_vehicle_camera: np.ndarray,
     roi = image_bgr[top:]
     small = roi if f == 1 else cv2.resize(roi, (width // f, (height - top) // f),
                                           interpolation=cv2.INTER_AREA)
+    if params.proposal_blur > 1:
+        small = cv2.GaussianBlur(small, (params.proposal_blur, params.proposal_blur), 0)
     masks = class_masks(cv2.cvtColor(small, cv2.COLOR_BGR2HSV), thresholds)
     kernel = cv2.getStructuringElement(cv2.MORPH_RECT, (1, params.close_px)) \
         if params.close_px > 1 else None
@@ -151,6 +219,14 @@ def propose(image_bgr: np.ndarray, K: np.ndarray, T_vehicle_camera: np.ndarray,
         bw = st[:, cv2.CC_STAT_WIDTH].astype(np.float64) * f
         bh = st[:, cv2.CC_STAT_HEIGHT].astype(np.float64) * f
         parts = merge_stacked(np.stack([x0, y0, x0 + bw, y0 + bh], axis=1), params.stack_gap)
+        # Cones behind each other touch in the image: carve tall boxes
+        # into cone-sized pieces from the bottom up.
+        small_h, big_h, valid = expected_heights(parts, K, T_vehicle_camera)
+        limit = params.split_ratio * (big_h if cls == HUE_CLASSES[2] else small_h)
+        tall = np.flatnonzero(valid & ((parts[:, 3] - parts[:, 1]) > limit))
+        extra = [carve(m, parts[i], f, top, K, T_vehicle_camera) for i in tall]
+        if extra:
+            parts = np.concatenate([parts] + extra)
         boxes.append(parts)
         classes.append(np.full(parts.shape[0], cls, np.uint8))
     if not boxes:
@@ -159,15 +235,7 @@ def propose(image_bgr: np.ndarray, K: np.ndarray, T_vehicle_camera: np.ndarray,
     c = np.concatenate(classes)
     bw, bh = b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]
     aspect = bw / bh
-    # Expected cone heights (pixels) at the depth of the box's base row.
-    base = np.stack([0.5 * (b[:, 0] + b[:, 2]), b[:, 3]], axis=1)
-    ground, valid = pixels_to_ground(base, K, T_vehicle_camera)
-    cam = optical_pose(T_vehicle_camera)[:3, 3]
-    depth = np.linalg.norm(ground[:, :2] - cam[:2], axis=1)
-    fy = float(np.asarray(K)[1, 1])
-    with np.errstate(invalid='ignore', divide='ignore'):
-        small_h = fy * CONE_SIZE[1][1] / depth
-        big_h = fy * CONE_SIZE[CONE_BIG_ORANGE][1] / depth
+    small_h, big_h, valid = expected_heights(b, K, T_vehicle_camera)
     ok = valid & (aspect >= params.aspect_lo) & (aspect <= params.aspect_hi)
     ok &= (bh >= params.size_lo * small_h) & (bh <= params.size_hi * big_h)
     # Cones cut by the bottom edge have no base row: keep them when big.
