@@ -150,6 +150,10 @@ class SimClock:
             else:
                 self._next_due += period
 
+    def started(self) -> bool:
+        """Return True once every lockstep topic has delivered a message."""
+        return all(name in self.latest for name in self.topics)
+
     def missing(self) -> List[str]:
         """Return the lockstep topics without a command for the last frame."""
         if self._waiting_for is None:
@@ -167,8 +171,7 @@ class SimClock:
         message = None
         missing = self.missing()
         if missing:
-            started = all(name in self.latest for name in self.topics)
-            limit = self.lockstep_timeout if started else self.startup_timeout
+            limit = self.lockstep_timeout if self.started() else self.startup_timeout
             waited = wall - self._published_wall
             if limit == 0.0 or waited < limit:
                 return Decision(False, self.poll_period)
