@@ -3,19 +3,18 @@
 """
 In-process closed loop of the planner on the built-in simulator (no DDS).
 
-Per tick: the ground-truth cones still standing are put into the vehicle
-frame (REP-103, rear-axle origin) and cut to the sensor's range and field
-of view (emulating perception); every ``plan_period`` seconds the
-:class:`~path_planning.planner.Planner` turns them into (speed, yaw rate);
-the drive-by-wire emulation
+The backend is :class:`hil_bridge.sim.builtin_backend.BuiltinBackend`
+with no sensors. Every ``plan_period`` seconds the ground-truth cones still
+standing (``frame.cones``) are put into the vehicle frame (REP-103,
+rear-axle origin); the planner itself cuts them to the sensor's range and
+field of view (emulating perception) and turns them into (speed, yaw
+rate); the drive-by-wire emulation
 (:class:`hil_bridge.low_level_control.LowLevelController`) turns that into
-a CARLA-style control, the kinematic vehicle model
-(:class:`hil_bridge.sim.vehicle_model.VehicleModel`) moves the car and the
-referee (:class:`hil_bridge.sim.referee.Referee`) counts cone hits,
-off-courses and lap times.
+a CARLA-style control; the backend's vehicle model moves the car and its
+referee counts cone hits, off-courses and lap times.
 
-``python -m path_planning.closed_loop [--seed N] [--mode M]`` prints one
-lap for each mode.
+``python -m path_planning.closed_loop [--track-seed N] [--mode M]`` prints
+one lap for each mode on ``ci_trackdrive``.
 """
 
 import argparse
@@ -25,9 +24,8 @@ from typing import Any, Dict, List, Optional
 
 from hil_bridge.config import node_params
 from hil_bridge.low_level_control import LLCParams, LowLevelController
-from hil_bridge.sim.referee import Box, Referee
-from hil_bridge.sim.tracks import random_track
-from hil_bridge.sim.vehicle_model import VehicleModel
+from hil_bridge.scenario import load_scenario
+from hil_bridge.sim.builtin_backend import BuiltinBackend
 from hil_bridge.vehicle_profile import load_vehicle_profile
 import numpy as np
 from path_planning.planner import Planner, PlannerConfig
@@ -78,79 +76,96 @@ def cones_in_vehicle_frame(cone_xy: np.ndarray, x: float, y: float,
                      -s * rel[:, 0] + c * rel[:, 1]], axis=1)
 
 
-def run_lap(config: PlannerConfig, track: Any = None, seed: int = 3,
+def run_lap(config: PlannerConfig, scenario: Any = None, seed: int = 0,
             dt: float = 0.02, plan_period: float = 0.1,
-            timeout: float = 150.0, keep_trace: bool = False) -> LapResult:
+            dropout: float = 0.0, noise: float = 0.0,
+            keep_trace: bool = False) -> LapResult:
     """
-    Drive one lap of ``track`` (default ``random_track(seed)``).
+    Drive ``scenario`` (default ``ci_trackdrive``) on the built-in backend.
 
-    ``dt`` the simulation step and ``plan_period`` the planning period
-    (s). Stops at the end of the lap or after ``timeout`` sim seconds.
+    ``seed`` seeds the backend; ``dt`` the simulation step and
+    ``plan_period`` the planning period (s). Imperfect perception:
+    each cycle every cone is missed with probability ``dropout`` and the
+    others get Gaussian position noise of ``noise`` m (seeded by
+    ``seed``). Runs until the referee ends the mission (laps done, DNF or
+    the scenario's timeout).
     """
+    if not (0.0 <= dropout < 1.0 and noise >= 0.0):
+        raise ValueError('run_lap: dropout must be in [0, 1), noise >= 0')
+    rng = np.random.default_rng(seed)
     import time
-    trk = track if track is not None else random_track(
-        seed, length=(200.0, 230.0))
-    profile = load_vehicle_profile('fs_car')
-    model = VehicleModel(profile, trk.car_start)
+    scn = scenario if scenario is not None else load_scenario('ci_trackdrive')
+    backend = BuiltinBackend(seed, render_cameras=False)
+    frame = backend.setup(scn, [])
+    profile = load_vehicle_profile(scn.ego.profile)
     llc = LowLevelController(profile, LLCParams())
-    cones = trk.cones
-    cones.knocked[:] = False
-    referee = Referee(trk.mission or 'trackdrive', cones, trk, laps=1,
-                      timeout=timeout, wheelbase=profile.wheelbase,
-                      track_width=profile.track_width)
     planner = Planner(config)
-    t = 0.0
     next_plan = 0.0
     cmd = None
     modes: Dict[str, int] = {}
     max_ms = 0.0
     distance = 0.0
     trace: List[Any] = []
-    while not referee.finished:
-        st = model.state
-        if t >= next_plan - 1e-9:
-            up = ~cones.knocked
-            rel = cones_in_vehicle_frame(cones.xy[up], st.x, st.y, st.yaw)
-            t0 = time.perf_counter()
-            out = planner.plan(t, rel, cones.class_id[up], st.v)
-            max_ms = max(max_ms, (time.perf_counter() - t0) * 1e3)
-            modes[out.mode] = modes.get(out.mode, 0) + 1
-            cmd = (out.speed, out.yaw_rate, t)
-            next_plan += plan_period
-            if keep_trace:
-                trace.append((t, st.x, st.y, st.yaw, st.v, out.mode,
-                              out.speed, out.delta, out.reason))
-        control, _source = llc.update(t, st.v, cmd=cmd)
-        cmd = None
-        model.apply_control(control)
-        new = model.step(dt)
-        t += dt
-        distance += abs(new.v) * dt
-        c, s = math.cos(new.yaw), math.sin(new.yaw)
-        off = profile.box_offset
-        referee.update(t, Box(new.x + off * c, new.y + off * s, new.yaw,
-                              profile.length, profile.width,
-                              vx=new.v * c, vy=new.v * s,
-                              box_offset=off), new.v)
-    r = referee.result
+    try:
+        while backend.result.status == 'running':
+            t = frame.sim_time
+            ego = frame.ego
+            speed = ego.speed
+            if t >= next_plan - 1e-9:
+                cones = frame.cones
+                up = ~cones.knocked
+                if dropout > 0.0:
+                    up &= rng.random(len(cones)) >= dropout
+                rel = cones_in_vehicle_frame(cones.xy[up], ego.pose.x,
+                                             ego.pose.y, ego.pose.yaw)
+                if noise > 0.0:
+                    rel = rel + rng.normal(0.0, noise, rel.shape)
+                t0 = time.perf_counter()
+                out = planner.plan(t, rel, cones.class_id[up], speed)
+                max_ms = max(max_ms, (time.perf_counter() - t0) * 1e3)
+                modes[out.mode] = modes.get(out.mode, 0) + 1
+                cmd = (out.speed, out.yaw_rate, t)
+                next_plan += plan_period
+                if keep_trace:
+                    trace.append((t, ego.pose.x, ego.pose.y, ego.pose.yaw,
+                                  speed, out.mode, out.speed, out.delta,
+                                  out.reason))
+            control, _source = llc.update(t, speed, cmd=cmd)
+            cmd = None
+            backend.apply_control(control)
+            frame = backend.step(dt)
+            distance += abs(frame.ego.speed) * dt
+        r = backend.result
+    finally:
+        backend.teardown()
     return LapResult(mode=config.mode, status=r.status, reason=r.reason,
                      lap_time=r.best_lap, cones_hit=r.cones_hit,
-                     off_courses=r.off_courses, sim_time=t, distance=distance,
-                     modes=modes, max_plan_ms=max_ms, trace=trace)
+                     off_courses=r.off_courses, sim_time=frame.sim_time,
+                     distance=distance, modes=modes, max_plan_ms=max_ms,
+                     trace=trace)
 
 
 def main(argv: Optional[List[str]] = None) -> None:
     """Print one lap per mode on a generated track."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[1])
-    parser.add_argument('--seed', type=int, default=3)
+    parser.add_argument('--scenario', default='ci_trackdrive')
+    parser.add_argument('--track-seed', type=int, default=None,
+                        help='override the generated track seed')
     parser.add_argument('--mode', action='append', default=None)
+    parser.add_argument('--dropout', type=float, default=0.0,
+                        help='probability of missing each cone per cycle')
+    parser.add_argument('--noise', type=float, default=0.0,
+                        help='cone position noise (m, std dev)')
     args = parser.parse_args(argv)
-    track = random_track(args.seed, length=(200.0, 230.0))
-    print(f'track random_{args.seed}: {track.length:.1f} m')
+    overrides = {} if args.track_seed is None else {'seed': args.track_seed}
+    scn = load_scenario(args.scenario, **overrides)
+    length = scn.track.length if scn.track is not None else 0.0
+    print(f'scenario {scn.name}: track {length:.1f} m')
     print(f'{"mode":<11} {"status":<9} {"lap s":>7} {"cones":>5} '
           f'{"OC":>3} {"plan ms max":>11}  modes')
     for mode in args.mode or ['cone_drive', 'midline', 'auto']:
-        res = run_lap(default_config(mode), track)
+        res = run_lap(default_config(mode), scn, dropout=args.dropout,
+                      noise=args.noise)
         lap = f'{res.lap_time:7.2f}' if res.lap_time is not None else '      -'
         print(f'{mode:<11} {res.status:<9} {lap} {res.cones_hit:>5} '
               f'{res.off_courses:>3} {res.max_plan_ms:>11.2f}  {res.modes}')
