@@ -311,9 +311,12 @@ def load_scenario(name_or_path: str, **overrides: Any) -> Scenario:
         raise w.error(('actors',), 'expected a list')
     actors = [_actor(w, ('actors', i), a, False, track)
               for i, a in enumerate(actors_raw)]
-    roles = [ego.role_name] + [a.role_name for a in actors]
-    if len(set(roles)) != len(roles):
-        raise w.error(('actors',), f'role names must be unique: {roles}')
+    seen = {ego.role_name}
+    for i, a in enumerate(actors):
+        if a.role_name in seen:
+            raise w.error(('actors', i, 'role_name'), f'role name '
+                          f'{a.role_name!r} is used twice')
+        seen.add(a.role_name)
     default_laps = DEFAULT_LAPS.get(mission, 1)
     laps = _number(w, ('laps',), data.get('laps', default_laps), lo=1,
                    integer=True)
