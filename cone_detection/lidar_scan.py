@@ -78,7 +78,8 @@ class ScanConeParams:
     ``surface_tol``), i.e. pieces of a wall seen at grazing incidence, for
     steps up to ``surface_max_step``; ``reject_slivers``: reject clusters
     whose adjacent neighbours on both sides are nearer (seen through a gap,
-    like a piece of wall between two cones);
+    like a piece of wall between two cones; off by default because looking
+    down a row of track cones gives exactly that pattern);
     ``refine``: move the centre from the surface
     to the cone axis (False = the paper's centre point).
     """
@@ -100,7 +101,7 @@ class ScanConeParams:
     reject_surface: bool = True
     surface_tol: float = 0.1
     surface_max_step: float = 2.0
-    reject_slivers: bool = True
+    reject_slivers: bool = False
     refine: bool = True
 
     def __post_init__(self) -> None:
@@ -309,16 +310,21 @@ def _on_surface(c: Dict[str, np.ndarray], first: np.ndarray,
     flag = (has_prev & has_next & short & even & (along > 0.0)
             & (along < 1.0) & (off < params.surface_tol))
     # One side only (the end of a wall at the range limit): extend the line
-    # through the two previous points by at most three of their steps.
+    # through the two previous points by at most three of their steps, the
+    # steps all short and even (a plane at grazing incidence).
     prev2 = np.maximum(first - 2, 0)
     has_prev2 = has_prev & (first >= 2) & (order[prev] - order[prev2] <= gap)
+    step_p = np.hypot(x[prev] - x[prev2], y[prev] - y[prev2])
     along, off = _off_line(c, prev2, prev, mid)
-    flag |= (has_prev2 & (step_in <= params.surface_max_step) & (along > 1.0)
+    flag |= (has_prev2 & (step_in <= params.surface_max_step)
+             & (step_p <= params.surface_max_step) & (along > 1.0)
              & (along <= 4.0) & (off < params.surface_tol))
     nxt2 = np.minimum(last + 2, m - 1)
     has_next2 = has_next & (last <= m - 3) & (order[nxt2] - order[nxt] <= gap)
+    step_n = np.hypot(x[nxt2] - x[nxt], y[nxt2] - y[nxt])
     along, off = _off_line(c, nxt2, nxt, mid)
-    flag |= (has_next2 & (step_out <= params.surface_max_step) & (along > 1.0)
+    flag |= (has_next2 & (step_out <= params.surface_max_step)
+             & (step_n <= params.surface_max_step) & (along > 1.0)
              & (along <= 4.0) & (off < params.surface_tol))
     if params.reject_slivers:
         # Seen through a gap between two nearer objects: a sliver of
