@@ -301,7 +301,7 @@ def skidpad_track(entry_length: float = 15.0, exit_length: float = 20.0,
 def random_track(seed: int, length: Tuple[float, float] = (250.0, 450.0),
                  width: float = 3.0, cone_spacing: float = 4.0,
                  min_radius: float = 5.0, control_points: Tuple[int, int] =
-                 (8, 13), car_start_offset: float = 6.0,
+                 (10, 16), car_start_offset: float = 6.0,
                  mission: str = 'trackdrive', max_tries: int = 500) -> Track:
     """
     Generate a closed autocross/trackdrive track from ``seed``.
@@ -350,7 +350,7 @@ def _random_centerline(rng: np.random.Generator, lo: float, hi: float,
                        n_lo: int, n_hi: int) -> Optional[np.ndarray]:
     n = int(rng.integers(n_lo, n_hi + 1))
     ang = (np.arange(n) + rng.uniform(-0.35, 0.35, n)) * (2 * math.pi / n)
-    rad = rng.uniform(0.45, 1.0, n)
+    rad = rng.uniform(0.3, 1.0, n)
     pts = np.column_stack([rad * np.cos(ang), rad * np.sin(ang)])
     try:
         tck, _u = splprep([np.append(pts[:, 0], pts[0, 0]),
