@@ -222,6 +222,7 @@ class CameraRenderer:
     """
 
     texture_metres = 8.0     # ground texture tile size (m)
+    ground_downscale = 2     # ground composed at 1/2 resolution, resized
     haze_distance = 120.0    # ground fades into haze over this distance (m)
 
     def __init__(self, width: int, height: int, fov_deg: float,
@@ -306,7 +307,18 @@ class CameraRenderer:
             row0 = max(0, row0)
         else:
             row0 = self.height
-        return base, weight3, row0
+        # The ground is composed at 1/ground_downscale resolution.
+        roi_h = self.height - row0
+        small = (max(1, -(-self.width // self.ground_downscale)),
+                 max(1, -(-roi_h // self.ground_downscale)))
+        if roi_h > 0:
+            ground_base = cv2.resize(base[row0:], small,
+                                     interpolation=cv2.INTER_AREA)
+            ground_weight = cv2.resize(weight3[row0:], small,
+                                       interpolation=cv2.INTER_AREA)
+        else:
+            ground_base = ground_weight = None
+        return base, row0, ground_base, ground_weight
 
     def _background_for(self, T_wo: np.ndarray, ground_z: float) -> tuple:
         up_optical = T_wo[:3, :3] @ np.array([0.0, 0.0, 1.0])
@@ -323,7 +335,9 @@ class CameraRenderer:
         return self._background
 
     def _ground(self, img: np.ndarray, T_wo: np.ndarray, ground_z: float,
-                base: np.ndarray, weight: np.ndarray, row0: int) -> None:
+                row0: int, ground_base: np.ndarray,
+                ground_weight: np.ndarray) -> None:
+        """Draw the textured ground into ``img`` rows ``row0`` and below."""
         if row0 >= self.height:
             return
         if self._lit_texture is None:
@@ -335,16 +349,29 @@ class CameraRenderer:
         px_per_m = tex.shape[1] / self.texture_metres
         x0 = self.texture_metres * math.floor(cam[0] / self.texture_metres)
         y0 = self.texture_metres * math.floor(cam[1] / self.texture_metres)
+        # Texture pixel -> ground point relative to the camera -> image.
         S = np.array([[1.0 / px_per_m, 0.0, x0 - cam[0]],
                       [0.0, 1.0 / px_per_m, y0 - cam[1]],
                       [0.0, 0.0, ground_z - cam[2]]])
-        shift = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, -row0], [0.0, 0.0, 1.0]])
-        M = shift @ self.K @ R_ow @ S
-        warped = cv2.warpPerspective(tex, M, (self.width, self.height - row0),
+        roi_h = self.height - row0
+        small_w, small_h = ground_base.shape[1], ground_base.shape[0]
+        sx, sy = small_w / self.width, small_h / roi_h
+        # Full-resolution ROI pixel -> pixel of the smaller ground image
+        # (pixel centres aligned as cv2.resize does).
+        A = np.array([[sx, 0.0, 0.5 * sx - 0.5],
+                      [0.0, sy, 0.5 * sy - 0.5 - sy * row0],
+                      [0.0, 0.0, 1.0]])
+        M = A @ self.K @ R_ow @ S
+        warped = cv2.warpPerspective(tex, M, (small_w, small_h),
                                      flags=cv2.INTER_LINEAR,
                                      borderMode=cv2.BORDER_WRAP)
-        warped = cv2.multiply(warped, weight[row0:], scale=1.0 / 255.0)
-        cv2.add(warped, base[row0:], dst=img[row0:])
+        warped = cv2.multiply(warped, ground_weight, scale=1.0 / 255.0)
+        warped = cv2.add(warped, ground_base)
+        if (small_w, small_h) == (self.width, roi_h):
+            img[row0:] = warped
+        else:
+            img[row0:] = cv2.resize(warped, (self.width, roi_h),
+                                    interpolation=cv2.INTER_LINEAR)
 
     # -- objects ---------------------------------------------------------
     def _cone_polygons(self, world: WorldGeometry, T_wo: np.ndarray,
@@ -506,9 +533,13 @@ class CameraRenderer:
         check_world(world)
         T_wo = world_to_optical(T_world_camera)
         g = float(world.ground_z)
-        base, weight, row0 = self._background_for(T_wo, g)
-        img = base.copy()
-        self._ground(img, T_wo, g, base, weight, row0)
+        base, row0, ground_base, ground_weight = self._background_for(T_wo, g)
+        if row0 < self.height:
+            img = np.empty_like(base)
+            img[:row0] = base[:row0]
+            self._ground(img, T_wo, g, row0, ground_base, ground_weight)
+        else:
+            img = base.copy()
         light = self._lighting.factor()
         sun = self._lighting.sun()
         items = self._cone_polygons(world, T_wo, light, sun)
