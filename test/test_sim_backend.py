@@ -236,3 +236,39 @@ def test_knocked_cone_leaves_the_sensor_world() -> None:
     assert not probes['a'].calls[-1][4][idx]
     assert probes['a'].calls[-2][4][idx]
     assert be.result.penalty_time == pytest.approx(2.0 * len(hits))
+
+
+def test_scripted_actors() -> None:
+    """Constant speed, braking at a time, following the centre line."""
+    from hil_bridge.sim.actors import ScriptedActor
+    size = np.array([4.0, 2.0, 1.5])
+    a = ScriptedActor('a', Pose(yaw=math.pi / 2), size,
+                      {'type': 'constant_speed', 'speed': 5.0}, 5.0)
+    b = ScriptedActor('b', Pose(), size,
+                      {'type': 'brake', 'at_time': 1.0, 'decel': 5.0}, 10.0)
+    track = T.random_track(2)
+    start = track.centerline[10]
+    c = ScriptedActor('c', Pose(x=start[0], y=start[1]), size,
+                      {'type': 'constant_speed', 'speed': 4.0,
+                       'path': 'centerline'}, 0.0,
+                      centerline=track.centerline, closed=True)
+    p = ScriptedActor('p', Pose(x=3.0), size, {'type': 'parked'}, 7.0)
+    dt = 0.01
+    for k in range(1, 401):
+        for actor in (a, b, c, p):
+            actor.step(k * dt, dt)
+    assert a.x == pytest.approx(0.0, abs=1e-9)
+    assert a.y == pytest.approx(20.0)
+    assert b.v == 0.0 and b.x == pytest.approx(10.0 + 100.0 / 10.0,
+                                               abs=0.1)
+    # c accelerated at 3 m/s^2 to 4 m/s, then held it: about 13.3 m
+    s = T._arc_length(track.centerline, True)
+    from scipy.spatial import cKDTree
+    d, i = cKDTree(track.centerline).query([c.x, c.y])
+    assert d < 0.26          # on the polyline, vertices 0.5 m apart
+    assert s[i] - s[10] == pytest.approx(16.0 - 8.0 / 3.0, abs=0.6)
+    assert (p.x, p.v) == (3.0, 0.0)
+    with pytest.raises(ValueError, match='behaviour.type'):
+        ScriptedActor('x', Pose(), size, {'type': 'teleport'})
+    with pytest.raises(ValueError, match='decel'):
+        ScriptedActor('x', Pose(), size, {'type': 'brake', 'at_time': 1.0})

@@ -195,3 +195,16 @@ def test_aeb_stop_finishes_and_timeout() -> None:
     assert len(ends) == 1 and ends[0].data['status'] == 'timeout'
     with pytest.raises(ValueError, match='laps'):
         Referee('autocross', _cones(np.zeros((0, 2))), laps=0)
+
+
+def test_skidpad_four_timed_laps() -> None:
+    """Skidpad: entry starts the clock, each circle lap is one lap."""
+    track = T.skidpad_track()
+    ref = Referee('skidpad', track.cones, track, laps=4, timeout=1000.0)
+    events = _drive_centerline(track, ref, 8.0, 1.0, dt=0.01)
+    laps = [e.data['lap_time'] for e in events if e.kind == 'lap']
+    circle = 2 * math.pi * 9.125 / 8.0
+    assert len(laps) == 4
+    np.testing.assert_allclose(laps, circle, rtol=0.01)
+    assert ref.result.status == 'finished'
+    assert ref.result.cones_hit == 0 and ref.result.off_courses == 0

@@ -142,16 +142,27 @@ class ScriptedActor:
         if b['type'] in ('static', 'parked'):
             return
         v0 = self.v
+        cruise = dt        # part of the step before braking starts
         if b['type'] == 'brake' and t >= b['at_time'] - 1e-9:
+            if not self.braking:
+                cruise = min(max(b['at_time'] - (t - dt), 0.0), dt)
+            else:
+                cruise = 0.0
             self.braking = True
-        if self.braking:
-            self.v = max(0.0, self.v - b['decel'] * dt)
-        else:
+        ds = 0.0
+        if cruise > 0.0:
             dv = self.target_speed - self.v
-            lim = self.accel * dt
-            self.v += min(max(dv, -lim), lim)
+            lim = self.accel * cruise
+            v1 = self.v + min(max(dv, -lim), lim)
+            ds += 0.5 * (self.v + v1) * cruise
+            self.v = v1
+        rest = dt - cruise
+        if rest > 0.0:
+            v1 = max(0.0, self.v - b['decel'] * rest)
+            t_stop = self.v / b['decel']
+            ds += 0.5 * (self.v + v1) * min(rest, t_stop)
+            self.v = v1
         self.a = (self.v - v0) / dt
-        ds = 0.5 * (v0 + self.v) * dt
         yaw0 = self.yaw
         if self._path is not None:
             self._s += ds
