@@ -228,3 +228,26 @@ def test_make_sensor_camera_from_rig() -> None:
     bad = SensorSpec('c', 'sensor.camera.rgb', Pose(), {'fov': 180.0})
     with pytest.raises(ValueError, match="'c'.*fov"):
         make_sensor(bad)
+
+
+def test_bad_render_input() -> None:
+    """NaN poses, malformed worlds and non-specs raise ValueError."""
+    renderer = cam.CameraRenderer(W, H, 90.0)
+    w = world([(5.0, 0.0)], [CONE_BLUE])
+    with pytest.raises(ValueError, match='T_world_camera'):
+        renderer.render(w, np.full((4, 4), np.nan))
+    w.cone_xy = np.array([[np.nan, 0.0]])
+    with pytest.raises(ValueError, match='cone_xy'):
+        renderer.render(w, pose_to_matrix(0.0, 0.0, 1.0))
+    with pytest.raises(ValueError, match='SensorSpec'):
+        make_sensor({'blueprint': 'sensor.camera.rgb'})
+
+
+def test_camera_below_ground_and_looking_up() -> None:
+    """Degenerate poses still give a valid image (sky only)."""
+    renderer = cam.CameraRenderer(W, H, 90.0)
+    w = world([(5.0, 0.0)], [CONE_BLUE])
+    img = renderer.render(w, pose_to_matrix(0.0, 0.0, -1.0))
+    assert img.shape == (H, W, 3)
+    up = renderer.render(w, pose_to_matrix(0.0, 0.0, 1.0, 0.0, -1.5, 0.0))
+    assert np.all(up[..., 0].astype(int) > up[..., 2].astype(int))

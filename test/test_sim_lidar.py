@@ -248,3 +248,16 @@ def test_bad_input() -> None:
     assert lid.scan(enclosure(), np.eye(4), 0.0, rng).shape == (0, 4)
     with pytest.raises(ValueError, match='channels'):
         make_sensor(SensorSpec('l', LIDAR, Pose(), {'channels': 0}))
+
+
+def test_pitched_sensor_hits_ground() -> None:
+    """A lidar pitched down by p from height z hits the ground at z / sin p."""
+    lid = lidar(channels=1, upper_fov=0.0, lower_fov=0.0, range=30.0,
+                horizontal_fov=2.0, rotation_frequency=10.0,
+                points_per_second=100)
+    pitch = 0.1
+    pts = lid.scan(WorldGeometry(),
+                   pose_to_matrix(0.0, 0.0, 1.0, 0.0, pitch, 0.0), 0.1,
+                   np.random.default_rng(0))
+    assert pts.shape[0] == 10
+    np.testing.assert_allclose(pts[:, 0], 1.0 / math.sin(pitch), rtol=2e-4)

@@ -327,8 +327,7 @@ class CameraRenderer:
         key = (tuple(np.round(up_optical, 6)), round(height_m, 4))
         if key != self._background_key:
             if height_m <= 0.0:
-                # Camera at or below the ground: only sky is visible.
-                up_optical = up_optical.copy()
+                # Camera at or below the ground: drawn as if just above it.
                 height_m = 1e-3
             self._background = self._bake_background(up_optical, height_m)
             self._background_key = key
