@@ -439,10 +439,12 @@ def test_scripted_behaviours(fake: Any, server: Any) -> None:
             speeds.append(frame.actors[0].velocity[0])
         log = [v for f, i, v in server.target_velocity_log if i == target_id]
         assert log[0] == pytest.approx((3.0, 0.0, 0.0))   # initial speed
-        # Constant until at_time 0.1 s, then 4 m/s^2 * 0.05 s per frame.
+        # Set before each tick: the speed at the tick's end time (0.05 ..
+        # 0.25 s): constant until at_time 0.1 s, then 4 m/s^2 (the built-in
+        # simulator's ScriptedActor profile).
         assert [v[0] for v in log[1:]] == pytest.approx(
-            [3.0, 2.8, 2.6, 2.4, 2.2])
-        assert speeds == pytest.approx([3.0, 2.8, 2.6, 2.4, 2.2])
+            [3.0, 3.0, 2.8, 2.6, 2.4])
+        assert speeds == pytest.approx([3.0, 3.0, 2.8, 2.6, 2.4])
     finally:
         backend.teardown()
 
