@@ -231,7 +231,7 @@ def test_make_sensor_camera_from_rig() -> None:
 
 
 def test_bad_render_input() -> None:
-    """NaN poses, malformed worlds and non-specs raise ValueError."""
+    """Non-finite poses, malformed worlds and non-specs raise ValueError."""
     renderer = cam.CameraRenderer(W, H, 90.0)
     w = world([(5.0, 0.0)], [CONE_BLUE])
     with pytest.raises(ValueError, match='T_world_camera'):
