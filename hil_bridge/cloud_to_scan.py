@@ -28,8 +28,9 @@ Edge cases, on purpose:
 * +-inf coordinates fail the range (or height) test and are dropped, as
   upstream; an empty cloud gives a scan of only +inf (or the fill value).
 
-Vectorised: one pass of masks, ``sqrt``/``arctan2`` on the survivors and
-``np.minimum.at`` for the per-bin minimum (well under 2 ms per 100k points
+Vectorised: ``sqrt``/``arctan2`` on all points, one combined mask (rejects
+go to a spare bin instead of being copied out) and ``np.minimum.at`` for
+the per-bin minimum (well under 2 ms per 100k points
 on one core with numpy >= 1.25).
 """
 
@@ -126,22 +127,24 @@ def points_to_ranges(xyz: np.ndarray, params: ScanParams) -> np.ndarray:
     out = np.full(n, params.fill_value, dtype=np.float64)
     if pts.shape[0] == 0:
         return out.astype(np.float32)
+    x = pts[:, 0].astype(np.float64)
+    y = pts[:, 1].astype(np.float64)
     z = pts[:, 2]
-    # NaN fails every comparison, so NaN x/y/z drop out of the masks below
-    keep = (z >= params.min_height) & (z <= params.max_height)
-    x = pts[keep, 0].astype(np.float64)
-    y = pts[keep, 1].astype(np.float64)
     r = np.sqrt(x * x + y * y)
-    ok = (r >= params.range_min) & (r <= params.range_max)
-    x, y, r = x[ok], y[ok], r[ok]
     a = np.arctan2(y, x)
-    a_min = params.scan_angles['angle_min']
-    a_max = params.scan_angles['angle_max']
-    inc = params.scan_angles['angle_increment']
-    ok = (a >= a_min) & (a <= a_max)
-    idx = ((a[ok] - a_min) / inc).astype(np.intp)
-    np.minimum(idx, n - 1, out=idx)  # the angle_max edge case: last bin
-    np.minimum.at(out, idx, r[ok])
+    ang = params.scan_angles
+    a_min, a_max, inc = ang['angle_min'], ang['angle_max'], ang['angle_increment']
+    # NaN fails every comparison, so NaN x/y/z drop out here; one combined
+    # mask and a spare bin n for the rejects avoid copying the survivors
+    valid = (z >= params.min_height) & (z <= params.max_height)
+    valid &= (r >= params.range_min) & (r <= params.range_max)
+    valid &= (a >= a_min) & (a <= a_max)
+    # np.minimum: the angle_max edge case (index n) goes into the last bin
+    out = np.append(out, math.inf)
+    with np.errstate(invalid='ignore'):  # NaNs only reach the spare bin
+        fidx = np.where(valid, np.minimum((a - a_min) / inc, n - 1), float(n))
+        np.minimum.at(out, fidx.astype(np.intp), r)
+    out = out[:n]
     return out.astype(np.float32)
 
 
