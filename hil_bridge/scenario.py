@@ -303,6 +303,8 @@ def load_scenario(name_or_path: str, **overrides: Any) -> Scenario:
     track = None
     if data.get('track') is not None:
         track = _track(w, data['track'], path, mission)
+    elif mission in DEFAULT_LAPS:
+        raise w.error(('track',), f'mission {mission!r} needs a track')
     if 'ego' not in data:
         raise w.error(('ego',), 'missing')
     ego = _actor(w, ('ego',), data['ego'], True, track)

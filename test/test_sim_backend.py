@@ -272,3 +272,16 @@ def test_scripted_actors() -> None:
         ScriptedActor('x', Pose(), size, {'type': 'teleport'})
     with pytest.raises(ValueError, match='decel'):
         ScriptedActor('x', Pose(), size, {'type': 'brake', 'at_time': 1.0})
+
+
+def test_acceleration_run_full_throttle() -> None:
+    """Full throttle down the acceleration track: finished in 3.5-6 s."""
+    be = BuiltinBackend()
+    be.setup(load_scenario('acceleration'), [])
+    be.apply_control(VehicleControl(throttle=1.0))
+    while not be.referee.finished:
+        be.step(0.01)
+    r = be.result
+    print(f'acceleration: 75 m in {r.lap_times[0]:.2f} s')
+    assert r.status == 'finished' and r.cones_hit == 0
+    assert 3.5 < r.lap_times[0] < 6.0

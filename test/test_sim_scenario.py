@@ -104,6 +104,7 @@ def test_good_file_with_obstacle(tmp_path: Path) -> None:
     ('    pose: {x: 10.0, y: 5.0}', '    pose: {x: 10.0, q: 5.0}', 13,
      'actors.1.pose'),
     ('name: t', 'name: t\nlaps: 0', 2, 'laps'),
+    ('mission: aeb', 'mission: autocross', 1, 'track'),
     ('name: t', 'name: t\ncolour: red', 2, 'colour'),
     ('  - role_name: box', '  - role_name: lead', 11,
      'actors.1.role_name'),

@@ -25,9 +25,9 @@ Call :meth:`Referee.update` once per step with the ego state (REP-103
 Missions: FS missions (``acceleration``, ``skidpad``, ``autocross``,
 ``trackdrive``) finish after ``laps`` timed laps (a lap starts when the
 front bumper crosses the ``start`` line forwards and ends at the ``finish``
-line, after at least ``min_lap_distance``, default half a lap); other
-missions (e.g. ``aeb``) finish when the ego has driven and then stands still for
-``stop_time`` seconds. Any collision with a vehicle or obstacle is a DNF;
+line, after at least ``min_lap_distance``, default half a lap); ``aeb``
+finishes when the ego has driven and then stands still for ``stop_time``
+seconds; ``free`` only ends by collision or timeout. Any collision with a vehicle or obstacle is a DNF;
 so is a stall (standing still for ``stall_time`` after having moved)
 in an FS mission. The mission times out at ``timeout``.
 """
@@ -278,7 +278,8 @@ class Referee:
             events.append(self._end(t, 'DNF', 'collision'))
         elif self.fs and r.laps >= r.laps_required:
             events.append(self._end(t, 'finished', 'laps completed'))
-        elif (not self.fs and self._moved and self._still_since is not None
+        elif (self.mission == 'aeb' and self._moved
+              and self._still_since is not None
               and t - self._still_since >= self.stop_time):
             events.append(self._end(t, 'finished', 'stopped'))
         elif (self.fs and self._moved and self._still_since is not None
