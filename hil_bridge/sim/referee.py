@@ -27,9 +27,10 @@ Missions: FS missions (``acceleration``, ``skidpad``, ``autocross``,
 front bumper crosses the ``start`` line forwards and ends at the ``finish``
 line, after at least ``min_lap_distance``, default half a lap); ``aeb``
 finishes when the ego has driven and then stands still for ``stop_time``
-seconds; ``free`` only ends by collision or timeout. Any collision with a vehicle or obstacle is a DNF;
-so is a stall (standing still for ``stall_time`` after having moved)
-in an FS mission. The mission times out at ``timeout``.
+seconds; ``free`` only ends by collision or timeout. Any collision with a
+vehicle or obstacle is a DNF; so is a stall (standing still for
+``stall_time`` after having moved) in an FS mission. The mission times out
+at ``timeout``.
 """
 
 from dataclasses import dataclass, field
