@@ -294,9 +294,11 @@ class BuiltinBackend(Backend):
     # ---------------------------------------------------------- results
     @property
     def result(self) -> RefereeResult:
-        """Return the referee's summary of the run so far."""
-        self._check_ready()
-        return self.referee.result
+        """Return the referee's summary of the run (also after teardown)."""
+        referee = getattr(self, 'referee', None)
+        if referee is None:
+            raise BackendError('BuiltinBackend: call setup() first')
+        return referee.result
 
     @property
     def ego_state(self) -> ActorState:
