@@ -71,6 +71,7 @@ _SCALE = float(1 << _SHIFT)
 _ARC = 7                       # points per half circle of a cone band
 _NEAR = 0.05                   # near clipping distance (m)
 _LOD_PX = 6.0                  # cones shorter than this are one polygon
+_CONE_DIM = 0.8                # colour factor of a cone's shadowed side
 
 
 def intrinsics(width: int, height: int, fov_deg: float) -> np.ndarray:
@@ -393,6 +394,7 @@ class CameraRenderer:
         keep = up & (dist < self.draw_distance) & (depth_c > -0.6)
         out: List[tuple] = []
         fx = self.K[0, 0]
+        sun_az = math.atan2(sun[1], sun[0])
         for cls in np.unique(cls_all[keep]):
             idx = np.flatnonzero(keep & (cls_all == cls))
             bands = CONE_BANDS.get(int(cls), CONE_BANDS[CONE_ORANGE])
@@ -401,58 +403,67 @@ class CameraRenderer:
             radii = rb[0] - (rb[0] - rt[0]) * fr             # (B+1,)
             heights = world.ground_z + h[0] * fr             # (B+1,)
             phi = np.arctan2(-rel[idx, 1], -rel[idx, 0])     # cone -> camera
-            base_ang = np.linspace(-0.5 * math.pi, 0.5 * math.pi, _ARC)
-            front = phi[:, None] + base_ang[None, :]         # (C, P)
-            back = front + math.pi
             nb = len(bands)
-            # Points (C, B, 2P, 3): lower front arc then upper back arc.
-            ang = np.concatenate(
-                (np.broadcast_to(front[:, None, :], (idx.size, nb, _ARC)),
-                 np.broadcast_to(back[:, None, :], (idx.size, nb, _ARC))),
-                axis=2)
-            rad = np.concatenate(
-                (np.broadcast_to(radii[None, :nb, None], (idx.size, nb, _ARC)),
-                 np.broadcast_to(radii[None, 1:, None], (idx.size, nb, _ARC))),
-                axis=2)
-            zz = np.concatenate(
-                (np.broadcast_to(heights[None, :nb, None],
-                                 (idx.size, nb, _ARC)),
-                 np.broadcast_to(heights[None, 1:, None],
-                                 (idx.size, nb, _ARC))), axis=2)
-            pts = np.stack((xy[idx, 0, None, None] + rad * np.cos(ang),
-                            xy[idx, 1, None, None] + rad * np.sin(ang),
-                            zz), axis=-1)
-            pc = pts @ R.T + tvec
-            depth = pc[..., 2]
-            ok = depth.reshape(idx.size, -1).min(axis=1) > _NEAR
+            n = idx.size
+            half = np.linspace(-0.5 * math.pi, 0.5 * math.pi, _ARC)
+            # Sunlit part of the visible front half, relative to phi.
+            delta = np.angle(np.exp(1j * (sun_az - phi)))
+            lo = np.maximum(-0.5 * math.pi, delta - 0.5 * math.pi)
+            hi = np.minimum(0.5 * math.pi, delta + 0.5 * math.pi)
+            frac = np.linspace(0.0, 1.0, _ARC)
+            lit_arc = lo[:, None] + (hi - lo)[:, None] * frac[None, :]
+            # Angles (C, 4P): silhouette = lower front arc + upper back arc;
+            # lit face = lower lit arc + upper lit arc reversed.
+            ang = phi[:, None] + np.concatenate(
+                (np.broadcast_to(half, (n, _ARC)),
+                 np.broadcast_to(half + math.pi, (n, _ARC)),
+                 lit_arc, lit_arc[:, ::-1]), axis=1)
+            lower = np.r_[np.ones(_ARC), np.zeros(_ARC), np.ones(_ARC),
+                          np.zeros(_ARC)].astype(bool)
+            rad = np.where(lower[None, :], radii[:nb, None],
+                           radii[1:, None])                  # (B, 4P)
+            zz = np.where(lower[None, :], heights[:nb, None],
+                          heights[1:, None])                 # (B, 4P)
+            ca = np.cos(ang)[:, None, :]
+            sa = np.sin(ang)[:, None, :]
+            px = xy[idx, 0, None, None] + rad[None] * ca     # (C, B, 4P)
+            py = xy[idx, 1, None, None] + rad[None] * sa
+            pz = np.broadcast_to(zz[None], px.shape)
+            cx_ = R[0, 0] * px + R[0, 1] * py + R[0, 2] * pz + tvec[0]
+            cy_ = R[1, 0] * px + R[1, 1] * py + R[1, 2] * pz + tvec[1]
+            depth = R[2, 0] * px + R[2, 1] * py + R[2, 2] * pz + tvec[2]
+            ok = depth.reshape(n, -1).min(axis=1) > _NEAR
             with np.errstate(divide='ignore', invalid='ignore'):
-                u = fx * pc[..., 0] / depth + self.K[0, 2]
-                v = self.K[1, 1] * pc[..., 1] / depth + self.K[1, 2]
-            uf = u.reshape(idx.size, -1)
-            vf = v.reshape(idx.size, -1)
+                u = fx * cx_ / depth + self.K[0, 2]
+                v = self.K[1, 1] * cy_ / depth + self.K[1, 2]
+            uf = u.reshape(n, -1)
+            vf = v.reshape(n, -1)
             ok &= ((uf.max(axis=1) >= -1) & (uf.min(axis=1) <= self.width)
                    & (vf.max(axis=1) >= -1) & (vf.min(axis=1) <= self.height))
-            # Sunlit side brighter: facing of the visible half towards sun.
-            facing = np.cos(phi - math.atan2(sun[1], sun[0]))
-            shade = 0.8 + 0.2 * np.clip(facing, 0.0, 1.0) * math.cos(
-                math.asin(min(1.0, max(-1.0, sun[2]))))
             colours = np.array([b[2] for b in bands])          # (B, 3)
-            body = np.array(CONE_BODY.get(int(cls), _ORANGE))
+            dim = np.clip(colours * light * _CONE_DIM, 0, 255).tolist()
+            bright = np.clip(colours * light, 0, 255).tolist()
+            body = tuple(np.clip(np.array(CONE_BODY.get(int(cls), _ORANGE))
+                                 * light * 0.5 * (1.0 + _CONE_DIM), 0,
+                                 255).tolist())
+            has_lit = (hi - lo) > 0.05
             px_h = fx * h[0] / np.maximum(dist[idx], 1e-3)
             poly = np.round(np.stack((u, v), axis=-1) * _SCALE)
             poly = np.clip(poly, -2e8, 2e8).astype(np.int32)
+            sil = poly[:, :, :2 * _ARC]
+            lit_poly = poly[:, :, 2 * _ARC:]
             for j in np.flatnonzero(ok):
-                lit = light * shade[j]
                 if px_h[j] < _LOD_PX:
-                    whole = np.concatenate((poly[j, 0, :_ARC],
-                                            poly[j, nb - 1, _ARC:]))
-                    col = tuple(np.clip(body * lit, 0, 255).tolist())
-                    out.append((dist[idx[j]], [(whole, col)]))
-                else:
-                    cols = np.clip(colours * lit, 0, 255).tolist()
-                    out.append((dist[idx[j]],
-                                [(poly[j, k], tuple(cols[k]))
-                                 for k in range(nb)]))
+                    whole = np.concatenate((sil[j, 0, :_ARC],
+                                            sil[j, nb - 1, _ARC:]))
+                    out.append((dist[idx[j]], [(whole, body)]))
+                    continue
+                polys = []
+                for k in range(nb):
+                    polys.append((sil[j, k], tuple(dim[k])))
+                    if has_lit[j]:
+                        polys.append((lit_poly[j, k], tuple(bright[k])))
+                out.append((dist[idx[j]], polys))
         return out
 
     def _box_polygons(self, world: WorldGeometry, T_wo: np.ndarray,
