@@ -49,7 +49,7 @@ from hil_bridge import frames
 from hil_bridge.backend import (ActorState, Backend, BackendError,
                                 CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE,
                                 CONE_UNKNOWN, CONE_YELLOW, ConeArray, Event,
-                                Frame, SensorReading, SensorSpec,
+                                Frame, Pose, SensorReading, SensorSpec,
                                 VehicleControl)
 import numpy as np
 
@@ -303,6 +303,7 @@ class _ActorSlot:
     actor: Any
     size: np.ndarray
     box_offset: float
+    frame_offset: float = 0.0
     script: Any = None
     path: str = 'line'
 
@@ -495,8 +496,7 @@ class CarlaBackend(Backend):
         if self._ready or self._spawned_ids:
             raise BackendError('CarlaBackend.setup called twice; call '
                                'teardown first')
-        if self._client is None:
-            self.connect()
+        self.connect()
         try:
             self._apply_world_settings()
             self._spawn_ego(scenario.ego)
@@ -569,21 +569,39 @@ class CarlaBackend(Backend):
                 '(occupied spawn point or outside the map?)')
         return self._register(actor)
 
-    def _box(self, actor: Any, spec: Any) -> Tuple[np.ndarray, float]:
-        """Return (length, width, height) and box x offset of an actor."""
+    def _geometry(self, actor: Any, spec: Any
+                  ) -> Tuple[np.ndarray, float, float]:
+        """
+        Return an actor's box size, box offset and vehicle-frame offset.
+
+        Size (length, width, height) comes from CARLA's bounding box (else
+        the spec). With a vehicle profile the reported vehicle frame is the
+        profile's (rear axle on the ground, as in the built-in simulator):
+        ``frame_offset`` is its x in the CARLA actor frame (m) and
+        ``box_offset`` the profile's; without one the actor origin is the
+        vehicle frame and ``box_offset`` the bounding box's x.
+        """
         bbox = getattr(actor, 'bounding_box', None)
         if bbox is not None:
             ext = bbox.extent
-            return (np.array([2.0 * ext.x, 2.0 * ext.y, 2.0 * ext.z]),
-                    float(bbox.location.x))
-        size = np.asarray(getattr(spec, 'size', np.zeros(3)), np.float64)
-        return size.reshape(3), 0.0
+            size = np.array([2.0 * ext.x, 2.0 * ext.y, 2.0 * ext.z])
+            centre = float(bbox.location.x)
+        else:
+            size = np.asarray(getattr(spec, 'size', np.zeros(3)),
+                              np.float64).reshape(3)
+            centre = 0.0
+        if getattr(spec, 'profile', ''):
+            from hil_bridge.vehicle_profile import load_vehicle_profile
+            box_offset = load_vehicle_profile(spec.profile).box_offset
+            return size, box_offset, centre - box_offset
+        return size, centre, 0.0
 
     def _spawn_ego(self, spec: Any) -> None:
         vehicle = self._spawn_vehicle_like(spec, self.role_name)
         self._ego = vehicle
-        size, offset = self._box(vehicle, spec)
-        self._ego_slot = _ActorSlot(self.role_name, vehicle, size, offset)
+        size, offset, frame_offset = self._geometry(vehicle, spec)
+        self._ego_slot = _ActorSlot(self.role_name, vehicle, size, offset,
+                                    frame_offset)
         if spec.profile:
             from hil_bridge.vehicle_profile import load_vehicle_profile
             self._max_steer = load_vehicle_profile(spec.profile).max_steer
@@ -636,8 +654,13 @@ class CarlaBackend(Backend):
                         f'multiple of fixed_delta_seconds {self._dt}: it '
                         'will not tick at regular frames')
             slot = _SensorSlot(sid, spec.blueprint, kind, period)
+            # Mounts are relative to the vehicle frame, CARLA attaches to the
+            # actor origin.
+            m = spec.mount
+            mount = Pose(m.x + self._ego_slot.frame_offset, m.y, m.z,
+                         m.roll, m.pitch, m.yaw)
             sensor = self._register(world.spawn_actor(
-                bp, self._transform(spec.mount), attach_to=self._ego))
+                bp, self._transform(mount), attach_to=self._ego))
             slot.actor = sensor
             self._sensors.append(slot)
             periods[sid] = period
@@ -717,13 +740,13 @@ class CarlaBackend(Backend):
                 raise BackendError(f'{role}: spawning {spec.blueprint} '
                                    'failed (occupied or outside the map?)')
             self._register(actor)
-        size, offset = self._box(actor, spec)
+        size, offset, frame_offset = self._geometry(actor, spec)
         track = getattr(scenario, 'track', None)
         script = ScriptedActor(
             role, spec.pose, size, behaviour, spec.initial_speed, offset,
             centerline=getattr(track, 'centerline', None),
             closed=bool(getattr(track, 'closed', False)))
-        slot = _ActorSlot(role, actor, size, offset, script,
+        slot = _ActorSlot(role, actor, size, offset, frame_offset, script,
                           behaviour['path'])
         self._actor_slots.append(slot)
         if spec.initial_speed and behaviour['type'] not in ('static',
@@ -921,9 +944,15 @@ class CarlaBackend(Backend):
         R = frames.rotation_matrix(pose.roll, pose.pitch, pose.yaw)
         w = frames.carla_to_ros_angular_velocity(actor.get_angular_velocity())
         a = frames.carla_to_ros_velocity(actor.get_acceleration())
+        v = frames.carla_to_ros_velocity(actor.get_velocity())
+        if slot.frame_offset:
+            # From the actor origin to the vehicle frame (rear axle).
+            r = R[:, 0] * slot.frame_offset
+            pose.x, pose.y, pose.z = pose.x + r[0], pose.y + r[1], \
+                pose.z + r[2]
+            v = v + np.cross(w, r)
         return ActorState(
-            role_name=slot.role_name, pose=pose,
-            velocity=frames.carla_to_ros_velocity(actor.get_velocity()),
+            role_name=slot.role_name, pose=pose, velocity=v,
             angular_velocity=R.T @ w, acceleration=R.T @ a,
             size=slot.size.copy(), box_offset=slot.box_offset,
             steer_angle=steer)

@@ -19,7 +19,8 @@ from hil_bridge.backend import (BackendError, CONE_BIG_ORANGE, CONE_BLUE,
 from hil_bridge.carla_backend import (camera_intrinsics, CarlaBackend,
                                       FrameAssembler)
 from hil_bridge.rig import carla_attributes, load_rig, parse_rig
-from hil_bridge.scenario import ActorSpec, Scenario
+from hil_bridge.scenario import ActorSpec, load_scenario, Scenario
+from hil_bridge.vehicle_profile import load_vehicle_profile
 import numpy as np
 import pytest
 
@@ -27,6 +28,10 @@ import fake_carla  # noqa: I100 - test helper next to this file
 
 CONE_SMALL = 'static.prop.trafficcone01'
 CONE_BIG = 'static.prop.constructioncone'
+#: The fake model3's box centre is 0.05 m ahead of its origin; the profile's
+#: rear axle is box_offset behind the box centre.
+BOX_OFFSET = load_vehicle_profile('passenger_car').box_offset
+FRAME_OFFSET = 0.05 - BOX_OFFSET
 
 
 def small_rig(lidar_tick: float = 0.0, right_tick: float = 0.0) -> List[Any]:
@@ -123,11 +128,15 @@ def test_setup_spawns_the_aeb_tutorial(fake: Any, server: Any) -> None:
         assert sensors[0][2]['image_size_x'] == '1288'
         assert sensors[2][2]['channels'] == '1'
         assert sensors[2][2]['horizontal_fov'] == '270.0'
-        # Mount poses in UE4: left camera (REP-103 y = +0.06) has y = -0.06.
+        # Mount poses in UE4: left camera (REP-103 y = +0.06) has y = -0.06;
+        # x is relative to the vehicle frame (rear axle), CARLA attaches to
+        # the actor origin: shifted by FRAME_OFFSET.
         left = sensors[0][3].location
-        assert (left.x, left.y, left.z) == pytest.approx((0.5, -0.06, 1.0))
+        assert (left.x, left.y, left.z) == pytest.approx(
+            (0.5 + FRAME_OFFSET, -0.06, 1.0))
         lidar = sensors[2][3].location
-        assert (lidar.x, lidar.y, lidar.z) == pytest.approx((1.2, 0.0, 0.2))
+        assert (lidar.x, lidar.y, lidar.z) == pytest.approx(
+            (1.2 + FRAME_OFFSET, 0.0, 0.2))
         assert len(spawned(server, 'sensor.other.collision')) == 1
         # World settings: synchronous, fixed step.
         assert server.settings.synchronous_mode is True
@@ -184,7 +193,13 @@ def test_frames_are_rep103(fake: Any, server: Any) -> None:
         # Ego state in REP-103: moving forward at 5.5 m/s, y = -28.
         assert ego.role_name == 'ego_vehicle'
         assert ego.pose.y == pytest.approx(-28.0)
-        assert ego.pose.x == pytest.approx(5.5 * 0.05 * 3, abs=1e-3)
+        # Reported at the vehicle frame (rear axle): the box centre is
+        # box_offset ahead, at the actor's box centre.
+        assert ego.box_offset == pytest.approx(BOX_OFFSET)
+        assert ego.pose.x == pytest.approx(5.5 * 0.05 * 3 + FRAME_OFFSET,
+                                           abs=1e-3)
+        assert ego.pose.x + ego.box_offset == pytest.approx(
+            5.5 * 0.05 * 3 + 0.05, abs=1e-3)
         assert np.allclose(ego.velocity, [5.5, 0.0, 0.0])
         assert ego.size == pytest.approx([2 * 2.3958, 2 * 1.0816,
                                           2 * 0.7443])
@@ -203,9 +218,13 @@ def test_left_turn_is_positive_yaw(fake: Any, server: Any) -> None:
         assert ego.angular_velocity[2] > 0.1          # left: +z in REP-103
         assert ego.pose.yaw > 0.05 and ego.pose.y > -28.0
         assert ego.steer_angle > 0.0                   # REP-103: left > 0
-        heading = np.array([math.cos(ego.pose.yaw), math.sin(ego.pose.yaw)])
-        assert np.allclose(ego.velocity[:2] / np.linalg.norm(
-            ego.velocity[:2]), heading, atol=1e-6)
+        # The fake turns about the actor origin, moving along its heading;
+        # the vehicle frame (rear axle, FRAME_OFFSET along x) gets the
+        # lateral velocity omega x r.
+        c, s = math.cos(ego.pose.yaw), math.sin(ego.pose.yaw)
+        lateral = -s * ego.velocity[0] + c * ego.velocity[1]
+        assert lateral == pytest.approx(ego.angular_velocity[2] *
+                                        FRAME_OFFSET, rel=1e-6)
         last = server.control_log[-1][2]
         assert (last.throttle, last.steer) == pytest.approx((0.5, -0.5))
     finally:
@@ -596,3 +615,31 @@ def test_fake_matches_the_real_api() -> None:
         own = {n for n in vars(fake_cls) if not n.startswith('_')} - helpers
         missing = [n for n in own if not hasattr(real_cls, n)]
         assert not missing, f'{fake_cls.__name__}: {missing}'
+
+
+def test_aeb_tutorial_yaml_runs_unchanged(fake: Any, server: Any) -> None:
+    """config/scenarios/aeb_tutorial.yaml spawns exactly the tutorial."""
+    scenario = load_scenario('aeb_tutorial')
+    backend = make_backend(fake)
+    try:
+        frame = backend.setup(scenario, small_rig())
+        ego = spawned(server, 'vehicle.tesla.model3')
+        target = spawned(server, 'vehicle.lincoln.mkz_2020')
+        assert len(ego) == 1 and len(target) == 1
+        for entry, x in ((ego[0], 0.0), (target[0], 50.0)):
+            loc = entry[3].location
+            assert (loc.x, loc.y, loc.z) == pytest.approx((x, 28.0, 1.0))
+        v = [v for f, i, v in server.target_velocity_log if i == ego[0][0]]
+        assert v == [pytest.approx((5.5, 0.0, 0.0))]
+        # A left turn in REP-103 is a positive y: the target is straight
+        # ahead, 50 m box centre to box centre (both mid-size profiles).
+        gap = (frame.actors[0].pose.x + frame.actors[0].box_offset) - \
+            (frame.ego.pose.x + frame.ego.box_offset)
+        assert gap == pytest.approx(50.0 - 5.5 * 0.05, abs=1e-3)
+        assert frame.actors[0].pose.y == pytest.approx(-28.0)
+        for _ in range(3):
+            frame = backend.step(0.05)
+        assert frame.ego.velocity[0] == pytest.approx(5.5)
+    finally:
+        backend.teardown()
+    assert server.actors == {}
