@@ -64,12 +64,13 @@ DETECTORS = ('lidar', 'lidar3d', 'vision', 'fused')
 MIN_CLOUD_POINTS = 3
 
 #: The multi-channel lidar used for ``--detector lidar3d`` (replaces the
-#: rig's lidar): 16 channels +2..-14 deg, 0.2 deg horizontal, 20 m, on the
+#: rig's lidar): 32 channels +2..-14 deg (0.52 deg apart), 180 deg at 0.2 deg
+#: horizontal, 20 m, on the
 #: nose at 0.5 m.
 LIDAR3D_ATTRIBUTES = {
-    'channels': 16, 'range': 20.0, 'points_per_second': 432000,
+    'channels': 32, 'range': 20.0, 'points_per_second': 576000,
     'rotation_frequency': 20.0, 'upper_fov': 2.0, 'lower_fov': -14.0,
-    'horizontal_fov': 360.0, 'noise_stddev': 0.0,
+    'horizontal_fov': 180.0, 'noise_stddev': 0.0,
     'dropoff_general_rate': 0.0, 'dropoff_intensity_limit': 1.0,
     'dropoff_zero_intensity': 0.0, 'atmosphere_attenuation_rate': 0.004,
 }
