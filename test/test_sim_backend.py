@@ -285,3 +285,19 @@ def test_acceleration_run_full_throttle() -> None:
     print(f'acceleration: 75 m in {r.lap_times[0]:.2f} s')
     assert r.status == 'finished' and r.cones_hit == 0
     assert 3.5 < r.lap_times[0] < 6.0
+
+
+def test_camera_noise_is_seeded() -> None:
+    """Pixel noise: same seed -> same image, other seed -> other image."""
+    cam = SensorSpec('cam', 'sensor.camera.rgb', Pose(x=0.5, z=1.0),
+                     {'image_size_x': 160, 'image_size_y': 120, 'fov': 90.0})
+    sc = load_scenario('ci_trackdrive')
+    imgs = []
+    for seed, noise in ((1, 10.0), (1, 10.0), (2, 10.0), (1, 0.0)):
+        be = BuiltinBackend(seed=seed, camera_noise_stddev=noise)
+        be.setup(sc, [cam])
+        imgs.append(be.step(0.05).sensors['cam'].data.astype(np.int16))
+    np.testing.assert_array_equal(imgs[0], imgs[1])
+    assert not np.array_equal(imgs[0], imgs[2])
+    diff = imgs[0] - imgs[3]
+    assert 5.0 < diff.std() < 15.0

@@ -7,6 +7,8 @@ import math
 from hil_bridge.backend import Pose, VehicleControl
 from hil_bridge.sim.vehicle_model import VehicleModel
 from hil_bridge.vehicle_profile import load_vehicle_profile
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import numpy as np
 import pytest
 
@@ -205,3 +207,26 @@ def test_ground_truth_odometry_and_imu() -> None:
     assert s.acceleration[1] == pytest.approx(m.state.v * m.state.yaw_rate)
     assert s.box_offset == pytest.approx(FS.length / 2 - FS.rear_overhang)
     np.testing.assert_allclose(s.size, [FS.length, FS.width, FS.height])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(
+    st.floats(allow_nan=True, allow_infinity=True, width=32),
+    st.floats(allow_nan=True, allow_infinity=True, width=32),
+    st.floats(allow_nan=True, allow_infinity=True, width=32),
+    st.booleans(), st.booleans(),
+    st.floats(min_value=1e-4, max_value=0.2)), min_size=1, max_size=60))
+def test_any_command_sequence_stays_finite(commands) -> None:
+    """Arbitrary (even NaN) commands keep the state finite and in limits."""
+    m = VehicleModel(FS, initial_speed=5.0)
+    for thr, steer, brake, hand, rev, dt in commands:
+        m.apply_control(VehicleControl(throttle=thr, steer=steer,
+                                       brake=brake, hand_brake=hand,
+                                       reverse=rev))
+        s = m.step(dt)
+        values = [s.x, s.y, s.yaw, s.v, s.yaw_rate, s.steer, s.ax, s.ay]
+        assert all(math.isfinite(v) for v in values)
+        assert abs(s.steer) <= FS.max_steer + 1e-12
+        assert abs(s.v) <= FS.top_speed + 1e-6
+        assert abs(s.ay) <= FS.max_lat_accel + 1e-6
+        assert 0.0 <= s.brake <= 1.0

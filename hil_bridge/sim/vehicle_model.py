@@ -158,8 +158,9 @@ class VehicleModel:
         # lateral: kinematic curvature, limited by grip
         kappa = math.tan(steer) / p.wheelbase
         v_mid = 0.5 * (v + v1)
-        if v_mid * v_mid * abs(kappa) > p.max_lat_accel:
-            kappa = math.copysign(p.max_lat_accel / (v_mid * v_mid), kappa)
+        v_ref = max(abs(v_mid), abs(v1))
+        if v_ref * v_ref * abs(kappa) > p.max_lat_accel:
+            kappa = math.copysign(p.max_lat_accel / (v_ref * v_ref), kappa)
         yaw_rate = v_mid * kappa
         ds = v_mid * dt
         dyaw = yaw_rate * dt
