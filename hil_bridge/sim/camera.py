@@ -18,8 +18,8 @@ A frame is drawn with OpenCV in this order:
 2. cones and vehicle boxes, far to near (painter's algorithm): a cone is a
    stack of frustum bands in its Formula Student colours (blue with a white
    stripe, yellow with a black stripe, small orange with two white stripes,
-   big orange with two wide white stripes), a box shows its visible faces
-   shaded by the sun;
+   big orange with two wide white stripes; the sunlit side of each band
+   brighter), a box shows its visible faces shaded by the sun;
 3. optional Gaussian pixel noise.
 
 :class:`Lighting` scales every colour (brightness, per-channel tint) and
