@@ -294,7 +294,7 @@ class BridgeNode(Node):
         self.control, self.source = control, source
         return control
 
-    def result(self, reason: str) -> Dict[str, Any]:
+    def result(self, reason: str, status: str = '') -> Dict[str, Any]:
         """Return the referee summary of the run, with the bridge's counters."""
         out: Dict[str, Any] = {}
         res = getattr(self.backend, 'result', None)
@@ -307,6 +307,8 @@ class BridgeNode(Node):
                     for k, val in ev.data.items():
                         out.setdefault(k, val)
         out.setdefault('status', 'running')
+        if status:
+            out['status'] = status
         out.update({'scenario': self.scenario.name, 'end_reason': reason,
                     'sim_time': None if frame is None else frame.sim_time,
                     'frames': None if frame is None else frame.frame,
@@ -401,9 +403,10 @@ class BridgeNode(Node):
                 return self.finish('duration')
         return self.finish('shutdown')
 
-    def finish(self, reason: str) -> int:
+    def finish(self, reason: str, status: str = '') -> int:
         """Print the referee result line and return exit code 0."""
-        print(RESULT_PREFIX + json.dumps(self.result(reason), default=str), flush=True)
+        print(RESULT_PREFIX + json.dumps(self.result(reason, status), default=str),
+              flush=True)
         return EXIT_OK
 
 
@@ -437,7 +440,7 @@ def main(args: Optional[List[str]] = None) -> int:
             code = node.run()
         except BackendError as err:
             node.get_logger().error(f'{err}; exiting')
-            node.finish('backend_lost')
+            node.finish('backend_lost', status='error')
             code = EXIT_BACKEND
         except KeyboardInterrupt:
             code = node.finish('shutdown')

@@ -411,3 +411,70 @@ def test_frame_messages_units_and_frames() -> None:
     assert static[('ego_vehicle', 'ego_vehicle/lidar')].transform.translation.z == 0.2
     dyn = conv.transforms(frame)
     assert dyn[0].child_frame_id == 'ego_vehicle' and dyn[0].header.frame_id == 'map'
+
+
+def test_carla_unreachable_exits_3(ros_domain: int) -> None:
+    """No CARLA server: a message naming host and port, exit code 3."""
+    proc = start_bridge(backend='carla', port=2999, timeout=0.5, reconnect_timeout=0.0,
+                        scenario='aeb_tutorial')
+    rc, out = finish(proc, timeout=60.0)
+    assert rc == 3, out[-2000:]
+    assert 'localhost:2999' in out
+    assert referee_result(out)['status'] == 'error'
+
+
+@pytest.mark.dds
+def test_backend_lost_mid_run_brakes_retries_and_raises(rclpy_context, tmp_path: Path) -> None:
+    """A backend that fails mid-run: brake commanded, retried, then BackendError."""
+    import numpy as np
+    from rclpy.parameter import Parameter
+
+    from hil_bridge.backend import (ActorState, Backend, BackendError, Frame, Pose,
+                                    SensorReading)
+    from hil_bridge.bridge_node import BridgeNode
+
+    class Flaky(Backend):
+        """Works for three steps, then the 'server' is gone."""
+
+        def __init__(self) -> None:
+            self.n = 0
+            self.controls: List[Any] = []
+            self.steps_tried = 0
+
+        def _frame(self) -> Frame:
+            pts = np.zeros((4, 4), np.float32)
+            return Frame(self.n, self.n * 0.05, ActorState('ego_vehicle', Pose()),
+                         sensors={'lidar': SensorReading('lidar', 'sensor.lidar.ray_cast',
+                                                         self.n, self.n * 0.05, pts)})
+
+        def setup(self, scenario: Any, rig: Any) -> Frame:
+            return self._frame()
+
+        def apply_control(self, control: Any) -> None:
+            self.controls.append(control)
+
+        def step(self, dt: float) -> Frame:
+            self.steps_tried += 1
+            if self.n >= 3:
+                raise BackendError('connection reset by peer')
+            self.n += 1
+            return self._frame()
+
+        def teardown(self) -> None:
+            pass
+
+    rig = tmp_path / 'lidar_rig.yaml'
+    rig.write_text('sensors:\n' + LIDAR_RIG, encoding='utf-8')
+    backend = Flaky()
+    node = BridgeNode(backend=backend, context=rclpy_context, parameter_overrides=[
+        Parameter('scenario', value='acceleration'), Parameter('rig', value=str(rig)),
+        Parameter('reconnect_timeout', value=0.6), Parameter('real_time_factor', value=0.0)])
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(BackendError, match='connection reset'):
+            node.run()
+        assert time.monotonic() - t0 >= 0.6
+    finally:
+        node.destroy_node()
+    assert backend.steps_tried >= 3 + 2      # retried
+    assert backend.controls[-1].brake == 1.0 and backend.controls[-1].throttle == 0.0
