@@ -4,10 +4,11 @@
 rviz2 MarkerArray of cones: one cylinder per cone, coloured by class.
 
 Used by the lidar, vision and fusion nodes. Each source gets its own
-namespace (``ns``), so rviz can show or hide them one by one; every array
-starts with a DELETEALL marker for that namespace so cones that disappeared
-do not linger. Positions are the cone base centres (m) in ``frame_id``; the
-cylinder stands on the ground, its height and diameter those of the cone
+namespace (``ns``), so rviz can show or hide them one by one. Cones that
+disappeared are removed with DELETE markers for the ids beyond the current
+count (``previous_count``) and by the markers' ``lifetime``; no DELETEALL,
+which older rviz versions apply to every namespace of the display.
+Positions are the cone base centres (m) in ``frame_id``; the cylinder stands on the ground, its height and diameter those of the cone
 class (big orange larger). Class ids are the contract's
 (``hil_bridge.backend.CONE_*``); unknown ids are drawn grey.
 """
@@ -31,15 +32,16 @@ CLASS_COLOURS: Dict[int, Tuple[float, float, float, float]] = {
 def cone_markers(xyz: np.ndarray, class_id: np.ndarray, stamp: Any,
                  frame_id: str, ns: str = 'cones',
                  confidence: Optional[np.ndarray] = None,
-                 lifetime: float = 0.5) -> Any:
+                 lifetime: float = 0.5, previous_count: int = 0) -> Any:
     """
     Return a ``visualization_msgs/MarkerArray`` for cones.
 
     ``xyz`` (N, 3) or (N, 2) cone base centres in ``frame_id`` (m);
     ``class_id`` (N,) contract ids; ``stamp`` a ``builtin_interfaces/Time``
     or seconds (float); ``confidence`` (N,) in [0, 1] scales the alpha (at
-    least 0.3); ``lifetime`` (s) lets rviz drop markers of a dead node.
-    Raises ``ValueError`` for mismatched or non-finite arrays.
+    least 0.3); ``lifetime`` (s) lets rviz drop markers of a dead node;
+    ids ``len(xyz) .. previous_count - 1`` get DELETE markers. Raises
+    ``ValueError`` for mismatched or non-finite arrays.
     """
     from builtin_interfaces.msg import Duration, Time
     from visualization_msgs.msg import Marker, MarkerArray
@@ -66,12 +68,6 @@ def cone_markers(xyz: np.ndarray, class_id: np.ndarray, stamp: Any,
         stamp = stamp_from_sec(float(stamp))
     life = Duration(sec=int(lifetime), nanosec=int((lifetime % 1.0) * 1e9))
     out = MarkerArray()
-    clear = Marker()
-    clear.header.stamp = stamp
-    clear.header.frame_id = frame_id
-    clear.ns = ns
-    clear.action = Marker.DELETEALL
-    out.markers.append(clear)
     z0 = pts[:, 2] if pts.shape[1] == 3 else np.zeros(pts.shape[0])
     for i in range(pts.shape[0]):
         cid = int(cls[i])
@@ -94,4 +90,12 @@ def cone_markers(xyz: np.ndarray, class_id: np.ndarray, stamp: Any,
         m.color.a = float(a * conf[i])
         m.lifetime = life
         out.markers.append(m)
+    for i in range(pts.shape[0], int(previous_count)):
+        gone = Marker()
+        gone.header.stamp = stamp
+        gone.header.frame_id = frame_id
+        gone.ns = ns
+        gone.id = i
+        gone.action = Marker.DELETE
+        out.markers.append(gone)
     return out

@@ -9,16 +9,17 @@ import pytest
 
 
 def test_one_cylinder_per_cone_coloured_by_class() -> None:
-    """DELETEALL first, then a cylinder per cone with class colour/size."""
+    """A cylinder per cone with class colour/size; stale ids deleted."""
     from visualization_msgs.msg import Marker
     xyz = np.array([[1.0, 2.0, 0.0], [3.0, -1.0, 0.0], [5.0, 0.0, 0.0]])
     cls = np.array([CONE_BLUE, CONE_BIG_ORANGE, 9], dtype=np.uint8)
     arr = cone_markers(xyz, cls, 12.5, 'ego_vehicle', ns='lidar',
-                       confidence=np.array([1.0, 0.5, 0.0]))
-    assert arr.markers[0].action == Marker.DELETEALL
-    assert arr.markers[0].ns == 'lidar'
-    cones = arr.markers[1:]
-    assert len(cones) == 3
+                       confidence=np.array([1.0, 0.5, 0.0]), previous_count=5)
+    cones = arr.markers[:3]
+    gone = arr.markers[3:]
+    assert [m.id for m in gone] == [3, 4]
+    assert all(m.action == Marker.DELETE and m.ns == 'lidar' for m in gone)
+    assert all(m.action == Marker.ADD for m in cones)
     assert all(m.type == Marker.CYLINDER and m.ns == 'lidar' for m in cones)
     assert [m.id for m in cones] == [0, 1, 2]
     assert cones[0].header.frame_id == 'ego_vehicle'
@@ -36,11 +37,11 @@ def test_one_cylinder_per_cone_coloured_by_class() -> None:
 
 
 def test_empty_and_2d_input() -> None:
-    """No cones gives only the DELETEALL; (N, 2) input stands on z = 0."""
+    """No cones gives no markers; (N, 2) input stands on z = 0."""
     assert len(cone_markers(np.zeros((0, 3)), np.zeros(0), 0.0, 'm')
-               .markers) == 1
+               .markers) == 0
     arr = cone_markers(np.array([[1.0, 1.0]]), [0], 0.0, 'm')
-    assert arr.markers[1].pose.position.z == pytest.approx(0.325 / 2)
+    assert arr.markers[0].pose.position.z == pytest.approx(0.325 / 2)
 
 
 def test_bad_input() -> None:
