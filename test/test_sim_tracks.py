@@ -217,3 +217,13 @@ def test_good_small_csv_loads(tmp_path: Path) -> None:
     assert not track.closed
     assert track.width == pytest.approx(3.0)
     assert np.abs(track.centerline[:, 1]).max() < 1e-9
+
+
+def test_headerless_csv(tmp_path: Path) -> None:
+    """Files without the header line use the standard column order."""
+    path = tmp_path / 'nohdr.csv'
+    path.write_text(GOOD.split('\n', 1)[1] + 'blue,1.0,nan,0,0,0,0\n')
+    with pytest.raises(ValueError, match=f'{path}:6: field .y.'):
+        T.load_track_csv(str(path))
+    path.write_text(GOOD.split('\n', 1)[1])
+    assert len(T.load_track_csv(str(path)).cones) == 4

@@ -16,6 +16,7 @@ cone (tags ``blue``, ``yellow``, ``orange``, ``big_orange``) plus one
 
 import csv
 from dataclasses import dataclass, field
+import itertools
 import math
 import os
 from typing import Dict, List, Optional, Tuple
@@ -579,7 +580,8 @@ def load_track_csv(path: str, mission: str = '', width: float = 0.0
     Errors name the file, line and field (missing columns or values,
     unknown tags, non-numeric or non-finite numbers, overlapping cones,
     no cones). Without a ``car_start`` row the car starts at the origin
-    heading +x. The centre line is rebuilt from the cone pairs (for
+    heading +x; a file without the header line is read in the standard
+    column order. The centre line is rebuilt from the cone pairs (for
     ``mission='skidpad'`` the standard layout is placed at ``car_start``);
     timing lines are put at the big orange cones. ``width`` 0 means
     "measure it from the cones".
@@ -618,13 +620,20 @@ def _read_rows(path: str) -> Tuple[List[Tuple[Tuple[float, float], int, int]],
             raise ValueError(f'{path}:1: empty file (expected header '
                              f'{",".join(CSV_HEADER)})')
         header = [h.strip() for h in header]
+        first_row = None
+        if header and (header[0] in CONE_TAGS or header[0] == 'car_start'):
+            # no header line (some FSDS files): the standard column order
+            first_row = header
+            header = list(CSV_HEADER)
         for name in CSV_HEADER[:3]:
             if name not in header:
                 raise ValueError(f'{path}:1: header misses field {name!r} '
                                  f'(expected {",".join(CSV_HEADER)})')
         col = {name: header.index(name) for name in CSV_HEADER
                if name in header}
-        for row in reader:
+        rows_iter = reader if first_row is None else \
+            itertools.chain([first_row], reader)
+        for row in rows_iter:
             line = reader.line_num
             if not row or all(c.strip() == '' for c in row):
                 continue
