@@ -8,9 +8,10 @@ namespace (``ns``), so rviz can show or hide them one by one. Cones that
 disappeared are removed with DELETE markers for the ids beyond the current
 count (``previous_count``) and by the markers' ``lifetime``; no DELETEALL,
 which older rviz versions apply to every namespace of the display.
-Positions are the cone base centres (m) in ``frame_id``; the cylinder stands on the ground, its height and diameter those of the cone
-class (big orange larger). Class ids are the contract's
-(``hil_bridge.backend.CONE_*``); unknown ids are drawn grey.
+Positions are the cone base centres (m) in ``frame_id``; the cylinder
+stands on the ground, its height and diameter those of the cone class (big
+orange larger). Class ids are the contract's (``hil_bridge.backend.CONE_*``);
+unknown ids are drawn grey.
 """
 
 from typing import Any, Dict, Optional, Tuple
