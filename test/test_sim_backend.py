@@ -114,6 +114,7 @@ def test_real_sensors_and_render_switch() -> None:
 def test_bad_sensor_and_bad_calls() -> None:
     """Bad rigs fail at set-up; bad dt and early calls raise."""
     be = BuiltinBackend()
+    assert be.result is None
     with pytest.raises(BackendError):
         be.step(0.01)
     with pytest.raises(BackendError):

@@ -293,12 +293,14 @@ class BuiltinBackend(Backend):
 
     # ---------------------------------------------------------- results
     @property
-    def result(self) -> RefereeResult:
-        """Return the referee's summary of the run (also after teardown)."""
+    def result(self) -> Optional[RefereeResult]:
+        """
+        Return the referee's summary of the run (also after teardown).
+
+        None before the first ``setup``.
+        """
         referee = getattr(self, 'referee', None)
-        if referee is None:
-            raise BackendError('BuiltinBackend: call setup() first')
-        return referee.result
+        return None if referee is None else referee.result
 
     @property
     def ego_state(self) -> ActorState:
