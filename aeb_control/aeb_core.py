@@ -21,7 +21,7 @@ of the input it was computed from.
 
 from dataclasses import dataclass, field, fields
 import math
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 from aeb_control.corridor import (closest_in_corridor, Corridor,
                                   mount_transform, predict_corridor,
@@ -78,6 +78,8 @@ class AebParams:
     use_obstacle_decel: bool = True
     odom_timeout: float = 0.3
     empty_cloud_is_blind: bool = True
+    use_steering: bool = True
+    steering_timeout: float = 0.3
     staging: StagingParams = field(default_factory=StagingParams)
     fixed: FixedTtcParams = field(default_factory=FixedTtcParams)
 
@@ -179,28 +181,55 @@ class AebCore:
         self.speed = 0.0
         self.yaw_rate = 0.0
         self.odom_t: Optional[float] = None
+        self.pose: Tuple[float, float, float] = (0.0, 0.0, 0.0)
         self.cloud_t: Optional[float] = None
+        self.first_t: Optional[float] = None
         self.driver_throttle = 0.0
         self.driver_brake = 0.0
+        self.steer_kappa: Optional[float] = None
+        self.steer_t: Optional[float] = None
         self.brake_since: Optional[float] = None
         self.last: Optional[BrakeDecision] = None
 
     # Inputs -------------------------------------------------------------
-    def update_odometry(self, t: float, speed: float,
-                        yaw_rate: float) -> bool:
+    def update_odometry(self, t: float, speed: float, yaw_rate: float,
+                        pose: Optional[Sequence[float]] = None) -> bool:
         """
         Store the ego state: time (s), speed (m/s), yaw rate (rad/s).
 
-        Returns False (and keeps the previous state) for non-finite input,
-        so a NaN speed never reaches the decision; a lasting lack of valid
-        odometry ends in the stale state.
+        ``pose`` (x m, y m, yaw rad) in a world-fixed frame (``odom`` or
+        ``map``) when known; otherwise it is dead-reckoned from speed and
+        yaw rate. Returns False (and keeps the previous state) for
+        non-finite input, so a NaN speed never reaches the decision; a
+        lasting lack of valid odometry ends in the stale state.
         """
         if not all(math.isfinite(v) for v in (t, speed, yaw_rate)):
             return False
+        if pose is not None and not all(math.isfinite(float(v))
+                                        for v in pose):
+            pose = None
+        self._seen(t)
+        if pose is not None:
+            self.pose = (float(pose[0]), float(pose[1]), float(pose[2]))
+        elif self.odom_t is not None and t > self.odom_t:
+            self.pose = self._pose_at(t)
         self.odom_t = float(t)
         self.speed = float(speed)
         self.yaw_rate = float(yaw_rate)
         return True
+
+    def _pose_at(self, t: float) -> Tuple[float, float, float]:
+        """Return the pose extrapolated from the last odometry to ``t``."""
+        x, y, yaw = self.pose
+        dt = 0.0 if self.odom_t is None else max(t - self.odom_t, 0.0)
+        mid = yaw + 0.5 * self.yaw_rate * dt
+        return (x + self.speed * dt * math.cos(mid),
+                y + self.speed * dt * math.sin(mid),
+                yaw + self.yaw_rate * dt)
+
+    def _seen(self, t: float) -> None:
+        if self.first_t is None:
+            self.first_t = float(t)
 
     def set_driver(self, throttle: float, brake: float) -> None:
         """Set the driver's pedals (0..1; NaN counts as released)."""
@@ -208,18 +237,40 @@ class AebCore:
             else 0.0
         self.driver_brake = float(brake) if math.isfinite(brake) else 0.0
 
-    def corridor(self) -> Corridor:
+    def set_steering(self, t: float, kappa: float) -> None:
+        """
+        Set the curvature (1/m, > 0 left) the commanded steering asks for.
+
+        ``kappa = tan(delta) / wheelbase`` from the applied control; a
+        corridor along it is intersected with the yaw-rate corridor for
+        ``steering_timeout`` s (see :meth:`corridors`). NaN clears it.
+        """
+        if math.isfinite(kappa) and math.isfinite(t):
+            self.steer_kappa, self.steer_t = float(kappa), float(t)
+        else:
+            self.steer_kappa = self.steer_t = None
+
+    def corridor(self, yaw_rate: Optional[float] = None) -> Corridor:
         """Return the corridor predicted from the current ego state."""
         p = self.params
-        kappa_guess = (self.yaw_rate / self.speed
+        yaw_rate = self.yaw_rate if yaw_rate is None else yaw_rate
+        kappa_guess = (yaw_rate / self.speed
                        if abs(self.speed) > 1.0 else 0.0)
         extra = 0.5 * p.front * p.front * min(abs(kappa_guess), 0.25)
         return predict_corridor(
-            self.speed, self.yaw_rate,
+            self.speed, yaw_rate,
             half_width=0.5 * p.vehicle_width + p.width_margin + extra,
             front=p.front, horizon_time=p.horizon_time,
             min_length=p.min_length, max_length=p.max_length,
             z_min=p.z_min, z_max=p.z_max)
+
+    def steering_corridor(self, t: float) -> Optional[Corridor]:
+        """Return the corridor of the commanded steering (None if stale)."""
+        if self.steer_kappa is None or self.steer_t is None or \
+                t - self.steer_t > self.params.steering_timeout or \
+                not self.params.use_steering:
+            return None
+        return self.corridor(self.steer_kappa * self.speed)
 
     def update_cloud(self, t: float, points: np.ndarray) -> BrakeDecision:
         """
@@ -232,16 +283,24 @@ class AebCore:
         """
         if not math.isfinite(t):
             raise ValueError(f'update_cloud: stamp is not finite: {t}')
+        self._seen(t)
         pts = to_vehicle_frame(points, self.rot, self.trans)
         corridor = self.corridor()
-        hit = closest_in_corridor(pts, corridor, self.params.min_points,
-                                  self.params.cluster_depth,
-                                  self.params.voxel_size)
-        usable = pts.shape[0] > 0 and (
-            not self.params.empty_cloud_is_blind
-            or bool(np.isfinite(pts).all(axis=1).any()))
+        finite = np.isfinite(pts).all(axis=1)
+        usable = bool(finite.any()) or (
+            pts.shape[0] > 0 and not self.params.empty_cloud_is_blind)
+        if usable and self.last is not None and self.cloud_t is not None \
+                and not _covers_front(pts[finite]):
+            # A partial sweep (lidar rotating slower than the frame rate)
+            # that missed the front: no news about the corridor.
+            self.cloud_t = float(t)
+            return self._record(_restamp(self.last, t))
         if usable:
             self.cloud_t = float(t)
+        hit = closest_in_corridor(pts, corridor, self.params.min_points,
+                                  self.params.cluster_depth,
+                                  self.params.voxel_size,
+                                  self.steering_corridor(t))
         return self._decide(t, hit.distance, None, None, hit.point,
                             corridor)
 
@@ -305,12 +364,14 @@ class AebCore:
     # Decisions ----------------------------------------------------------
     def input_age(self, t: float) -> float:
         """Return the age (s) of the stalest input the decision needs."""
-        if self.cloud_t is None or self.odom_t is None:
-            return math.inf
-        odom_age = t - self.odom_t
+        if self.first_t is None:
+            self.first_t = float(t)
+        cloud_t = self.first_t if self.cloud_t is None else self.cloud_t
+        odom_t = self.first_t if self.odom_t is None else self.odom_t
+        odom_age = t - odom_t
         if odom_age <= self.params.odom_timeout:
             odom_age = 0.0
-        return max(t - self.cloud_t, odom_age, 0.0)
+        return max(t - cloud_t, odom_age, 0.0)
 
     def check_stale(self, t: float) -> Optional[BrakeDecision]:
         """
@@ -362,7 +423,15 @@ class AebCore:
         p = self.params
         v_e = self.speed
         if obj_speed is None:
-            est = self.tracker.update(t, distance, v_e)
+            position = direction = None
+            if point is not None and distance is not None:
+                x, y, yaw = self._pose_at(t)
+                c, s = math.cos(yaw), math.sin(yaw)
+                position = np.array([x + c * point[0] - s * point[1],
+                                     y + s * point[0] + c * point[1]])
+                heading = yaw + corridor.kappa * (distance + corridor.front)
+                direction = np.array([math.cos(heading), math.sin(heading)])
+            est = self.tracker.update(t, distance, v_e, position, direction)
             valid = est is not None and est.valid
             v_o = est.speed if est is not None else 0.0
             a_o = est.decel if (est is not None and p.use_obstacle_decel) \
@@ -411,6 +480,55 @@ class AebCore:
         """Return the last-point-to-brake TTC (s) for a static target."""
         return last_point_to_brake(closing_speed, self.params.dead_time,
                                    self.params.staging.max_decel)[1]
+
+
+def resolve_params(values: Dict[str, Any]) -> AebParams:
+    """
+    Turn node parameters (``config/aeb_controller.yaml``) into AebParams.
+
+    Reads the vehicle profile (``vehicle_profile``: width, front bumper,
+    ``max_decel`` and ``dead_time`` when those are 0) and the lidar mount
+    from the rig file (``rig``, ``lidar_id``). Raises ``ValueError`` for a
+    missing lidar or an invalid value.
+    """
+    from hil_bridge.rig import load_rig
+    from hil_bridge.vehicle_profile import load_vehicle_profile
+    vals = dict(values)
+    profile = load_vehicle_profile(str(vals.get('vehicle_profile',
+                                                'passenger_car')))
+    vals['vehicle_width'] = profile.width
+    vals['front'] = profile.length - profile.rear_overhang
+    if float(vals.get('max_decel', 0.0)) <= 0.0:
+        vals['max_decel'] = profile.max_decel
+    if float(vals.get('dead_time', 0.0)) <= 0.0:
+        vals['dead_time'] = (profile.brake_dead_time
+                             + 0.5 * profile.brake_ramp_time)
+    if float(vals.get('fixed_ttc_decel', 0.0)) <= 0.0:
+        vals['fixed_ttc_decel'] = vals['max_decel']
+    rig_name = str(vals.get('rig', ''))
+    if rig_name:
+        lidar_id = str(vals.get('lidar_id', 'lidar'))
+        specs = [s for s in load_rig(rig_name) if s.sensor_id == lidar_id]
+        if not specs:
+            raise ValueError(f'rig {rig_name!r} has no sensor {lidar_id!r}')
+        m = specs[0].mount
+        vals.update(mount_x=m.x, mount_y=m.y, mount_z=m.z,
+                    mount_roll=m.roll, mount_pitch=m.pitch, mount_yaw=m.yaw)
+    return AebParams.from_dict(vals)
+
+
+def _covers_front(pts: np.ndarray) -> bool:
+    """Return True when the cloud has points in the front +-45 deg."""
+    x, y = pts[:, 0], pts[:, 1]
+    return bool(np.any((x > 0.0) & (np.abs(y) < x)))
+
+
+def _restamp(decision: BrakeDecision, t: float) -> BrakeDecision:
+    """Return a copy of ``decision`` stamped ``t``."""
+    out = BrakeDecision(**{f.name: getattr(decision, f.name)
+                           for f in fields(BrakeDecision)})
+    out.stamp = float(t)
+    return out
 
 
 def _box_outlines(xy: np.ndarray, yaw: np.ndarray, size: np.ndarray,

@@ -189,7 +189,8 @@ class CorridorHit:
 
 def closest_in_corridor(points_vehicle: np.ndarray, corridor: Corridor,
                         min_points: int = 3, cluster_depth: float = 1.0,
-                        voxel_size: float = 0.0) -> CorridorHit:
+                        voxel_size: float = 0.0,
+                        also: Optional[Corridor] = None) -> CorridorHit:
     """
     Find the closest obstacle inside ``corridor``.
 
@@ -197,7 +198,9 @@ def closest_in_corridor(points_vehicle: np.ndarray, corridor: Corridor,
     ignored. Noise rejection: the obstacle is the nearest point that has at
     least ``min_points`` corridor points (distinct voxels of ``voxel_size``
     m when > 0) within ``cluster_depth`` m behind it along the path, so a
-    lone spurious return (dust, rain) does not trigger the brake.
+    lone spurious return (dust, rain) does not trigger the brake. With
+    ``also`` (a second prediction, e.g. from the commanded steering) a
+    point must lie in both corridors; distances are along ``corridor``.
     """
     pts = np.asarray(points_vehicle)
     if pts.ndim != 2 or pts.shape[1] < 3:
@@ -220,6 +223,11 @@ def closest_in_corridor(points_vehicle: np.ndarray, corridor: Corridor,
     inside = ((np.abs(d) <= corridor.half_width)
               & (s >= corridor.front - corridor.body_tolerance)
               & (s <= reach))
+    if also is not None and np.any(inside):
+        s2, d2 = arc_coordinates(also.kappa, cand[:, 0], cand[:, 1])
+        inside &= ((np.abs(d2) <= also.half_width)
+                   & (s2 >= also.front - also.body_tolerance)
+                   & (s2 <= also.front + also.length))
     if not np.any(inside):
         return CorridorHit(None, None, 0.0, 0)
     cand, s, d = cand[inside], s[inside], d[inside]

@@ -67,12 +67,14 @@ class ObstacleTracker:
         self._samples: Deque[Tuple[float, float]] = deque(
             maxlen=max(int(decel_window), self.window))
         self._last: Optional[Tuple[float, float, float]] = None
+        self._last_pos: Optional[np.ndarray] = None
         self._estimate: Optional[ObstacleEstimate] = None
 
     def reset(self) -> None:
         """Forget the tracked obstacle."""
         self._samples.clear()
         self._last = None
+        self._last_pos = None
         self._estimate = None
 
     @property
@@ -81,12 +83,19 @@ class ObstacleTracker:
         return self._estimate
 
     def update(self, t: float, distance: Optional[float],
-               ego_speed: float) -> Optional[ObstacleEstimate]:
+               ego_speed: float, position: Optional[np.ndarray] = None,
+               direction: Optional[np.ndarray] = None
+               ) -> Optional[ObstacleEstimate]:
         """
         Add one frame: time (s), obstacle distance (m) or None, ego speed.
 
-        Returns the new estimate, or None when there is no obstacle.
-        Raises ``ValueError`` for non-finite time or ego speed.
+        With ``position`` (2,) of the obstacle point in a world-fixed frame
+        (m, e.g. ``odom``) and ``direction`` (2,) the unit path tangent
+        there, a sample is the point's displacement along the path over
+        the frame time instead: the same quantity, but unaffected by the
+        corridor bending while the ego turns (a static obstacle then
+        stays static). Returns the new estimate, or None when there is no
+        obstacle. Raises ``ValueError`` for non-finite time or ego speed.
         """
         if not (math.isfinite(t) and math.isfinite(ego_speed)):
             raise ValueError(f'ObstacleTracker.update: time {t} and ego '
@@ -94,8 +103,14 @@ class ObstacleTracker:
         if distance is None or not math.isfinite(distance):
             self.reset()
             return None
+        pos = None
+        if position is not None and direction is not None:
+            pos = np.asarray(position, dtype=np.float64).reshape(2)
+            if not np.all(np.isfinite(pos)):
+                pos = None
         if self._last is not None:
             t0, d0, v0 = self._last
+            p0 = self._last_pos
             dt = t - t0
             if dt <= 0.0 or dt > self.max_gap:
                 if dt <= 0.0 and dt > -1e-9 and self._estimate is not None:
@@ -104,15 +119,24 @@ class ObstacleTracker:
             else:
                 speed_now = (self._estimate.speed if self._estimate
                              is not None and self._estimate.valid else 0.0)
-                predicted = d0 + (speed_now - 0.5 * (v0 + ego_speed)) * dt
-                if abs(distance - predicted) > self.jump_distance:
+                if pos is not None and p0 is not None:
+                    step = pos - p0
+                    jump = float(np.hypot(*(step - speed_now * dt * np.asarray(
+                        direction, dtype=np.float64).reshape(2))))
+                    sample = float(step @ np.asarray(
+                        direction, dtype=np.float64).reshape(2)) / dt
+                else:
+                    predicted = d0 + (speed_now - 0.5 * (v0 + ego_speed)) * dt
+                    jump = abs(distance - predicted)
+                    sample = 0.5 * (v0 + ego_speed) + (distance - d0) / dt
+                if jump > self.jump_distance:
                     self.reset()
                 else:
-                    sample = 0.5 * (v0 + ego_speed) + (distance - d0) / dt
                     sample = float(np.clip(sample, -self.max_speed,
                                            self.max_speed))
                     self._samples.append((t, sample))
         self._last = (float(t), float(distance), float(ego_speed))
+        self._last_pos = pos
         recent = [s for _, s in list(self._samples)[-self.window:]]
         valid = len(recent) >= self.min_samples
         speed = float(np.median(recent)) if valid else 0.0

@@ -152,13 +152,15 @@ def test_pipeline_nan_odometry_ignored_and_empty_cloud_is_blind() -> None:
     assert core.update_odometry(0.0, 10.0, 0.0)
     assert not core.update_odometry(0.05, math.nan, 0.0)
     assert core.speed == 10.0
-    d = core.update_cloud(0.0, np.zeros((0, 4), np.float32))
-    assert d.stage == 'stale'          # never had a usable cloud
-    core.update_cloud(0.05, np.array([[50.0, 20.0, 0.0]], np.float32))
-    assert core.check_stale(0.1) is None
+    for k in range(8):                 # never a usable cloud
+        d = core.update_cloud(0.05 * k, np.zeros((0, 4), np.float32))
+    assert d.stage == 'stale'
+    core.update_odometry(0.4, 10.0, 0.0)
+    core.update_cloud(0.4, np.array([[50.0, 2.0, 0.0]], np.float32))
+    assert core.check_stale(0.45) is None
     for k in range(10):
-        core.update_odometry(0.1 + 0.05 * k, 10.0, 0.0)
-        d = core.update_cloud(0.1 + 0.05 * k, np.full((10, 4), np.nan))
+        core.update_odometry(0.5 + 0.05 * k, 10.0, 0.0)
+        d = core.update_cloud(0.5 + 0.05 * k, np.full((10, 4), np.nan))
     assert d.stage == 'stale' and d.decel > 0.0
-    stale = core.check_stale(1.0)
-    assert stale is not None and stale.decel > 0.0 and stale.stamp == 1.0
+    stale = core.check_stale(1.5)
+    assert stale is not None and stale.decel > 0.0 and stale.stamp == 1.5
