@@ -252,3 +252,25 @@ def test_malformed_world_rejected(field: str, value) -> None:
     setattr(world, field, value)
     with pytest.raises(ValueError, match=f'world.{field}'):
         geo.cast_rays(world, np.zeros(3), np.array([[1.0, 0.0, 0.0]]))
+
+
+def test_cast_rays_vertical_onto_box_and_near_corner() -> None:
+    """Vertical rays onto a box and rays from beside its corner are right."""
+    rng = np.random.default_rng(4)
+    world = random_world(rng, 20)
+    t, kind, index = geo.cast_rays(world, np.array([8.0, 3.0, 5.0]),
+                                   np.array([[0.0, 0.0, -1.0]]))
+    assert kind[0] == geo.HIT_BOX and index[0] == 0
+    assert t[0] == pytest.approx(5.0 - 1.5)
+    origin = np.array([10.5, 3.0, 1.0])        # just off box 0's side
+    d = rng.normal(size=(2000, 3))
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    t, kind, _ = geo.cast_rays(world, origin, d, 50.0)
+    up = np.flatnonzero(world.cone_up)
+    tc, _ = geo.ray_cones(origin, d, world.cone_xy[up], world.cone_class[up])
+    tb, _ = geo.ray_boxes(origin, d, world.box_center, world.box_yaw,
+                          world.box_size)
+    dense = np.minimum(np.minimum(tc, tb), geo.ray_ground(origin, d))
+    dense[dense > 50.0] = np.inf
+    np.testing.assert_allclose(t, dense, rtol=1e-12)
+    assert (kind == geo.HIT_BOX).sum() > 100

@@ -187,34 +187,26 @@ def ray_cones(origins: np.ndarray, dirs: np.ndarray, cone_xy: np.ndarray,
     return tmin, np.where(np.isfinite(tmin), idx, -1)
 
 
-def ray_boxes(origins: np.ndarray, dirs: np.ndarray, box_center: np.ndarray,
-              box_yaw: np.ndarray, box_size: np.ndarray
-              ) -> Tuple[np.ndarray, np.ndarray]:
+def ray_box_pairs(o: np.ndarray, d: np.ndarray, center: np.ndarray,
+                  yaw: np.ndarray, size: np.ndarray) -> np.ndarray:
     """
-    Return the nearest hit of every ray against yaw-oriented boxes (slab).
+    Return ``t`` of each ray against its own box (element-wise, slab).
 
-    ``box_center`` (M, 3) centres, ``box_yaw`` (M,) rad, ``box_size``
-    (M, 3) length, width, height (m). Returns ``t`` (N,) and box index
-    (N,), ``inf``/-1 for a miss. A ray from inside a box hits its exit.
+    ``o``, ``d`` (K, 3) rays; ``center`` (K, 3), ``yaw`` (K,), ``size``
+    (K, 3) length, width, height. ``inf`` where a ray misses; a ray from
+    inside hits its exit; a ray in a face's plane counts as hitting it.
     """
-    o, d = _rays(origins, dirs)
-    centers = np.asarray(box_center, dtype=np.float64).reshape(-1, 3)
-    yaws = np.asarray(box_yaw, dtype=np.float64).reshape(-1)
-    half = np.asarray(box_size, dtype=np.float64).reshape(-1, 3) / 2.0
-    n, m = d.shape[0], centers.shape[0]
-    if m == 0 or n == 0:
-        return np.full(n, np.inf), np.full(n, -1, dtype=np.int64)
-    c, s = np.cos(yaws), np.sin(yaws)
-    # Rays in each box's frame: (N, M, 3).
-    rel = o[:, None, :] - centers[None, :, :]
-    lo = np.empty((n, m, 3))
-    ld = np.empty((n, m, 3))
-    lo[..., 0] = c * rel[..., 0] + s * rel[..., 1]
-    lo[..., 1] = -s * rel[..., 0] + c * rel[..., 1]
-    lo[..., 2] = rel[..., 2]
-    ld[..., 0] = c * d[:, None, 0] + s * d[:, None, 1]
-    ld[..., 1] = -s * d[:, None, 0] + c * d[:, None, 1]
-    ld[..., 2] = d[:, None, 2]
+    half = size / 2.0
+    c, s = np.cos(yaw), np.sin(yaw)
+    rel = o - center
+    lo = np.empty_like(rel)
+    ld = np.empty_like(rel)
+    lo[:, 0] = c * rel[:, 0] + s * rel[:, 1]
+    lo[:, 1] = -s * rel[:, 0] + c * rel[:, 1]
+    lo[:, 2] = rel[:, 2]
+    ld[:, 0] = c * d[:, 0] + s * d[:, 1]
+    ld[:, 1] = -s * d[:, 0] + c * d[:, 1]
+    ld[:, 2] = d[:, 2]
     parallel = ld == 0.0
     inside = np.abs(lo) <= half
     safe = np.where(parallel, 1.0, ld)
@@ -225,13 +217,50 @@ def ray_boxes(origins: np.ndarray, dirs: np.ndarray, box_center: np.ndarray,
                     np.minimum(ta, tb))
     t_out = np.where(parallel, np.where(inside, np.inf, -np.inf),
                      np.maximum(ta, tb))
-    near = t_in.max(axis=2)
-    far = t_out.min(axis=2)
+    near = t_in.max(axis=1)
+    far = t_out.min(axis=1)
     hit = (near <= far) & (far > T_EPS)
-    t = np.where(hit, np.where(near > T_EPS, near, far), np.inf)
+    return np.where(hit, np.where(near > T_EPS, near, far), np.inf)
+
+
+def ray_boxes(origins: np.ndarray, dirs: np.ndarray, box_center: np.ndarray,
+              box_yaw: np.ndarray, box_size: np.ndarray
+              ) -> Tuple[np.ndarray, np.ndarray]:
+    """
+    Return the nearest hit of every ray against yaw-oriented boxes (slab).
+
+    ``box_center`` (M, 3) centres, ``box_yaw`` (M,) rad, ``box_size``
+    (M, 3) length, width, height (m). Returns ``t`` (N,) and box index
+    (N,), ``inf``/-1 for a miss. A ray from inside a box hits its exit.
+    No culling: use :func:`cast_rays` for a whole scene.
+    """
+    o, d = _rays(origins, dirs)
+    centers = np.asarray(box_center, dtype=np.float64).reshape(-1, 3)
+    yaws = np.asarray(box_yaw, dtype=np.float64).reshape(-1)
+    sizes = np.asarray(box_size, dtype=np.float64).reshape(-1, 3)
+    n, m = d.shape[0], centers.shape[0]
+    if m == 0 or n == 0:
+        return np.full(n, np.inf), np.full(n, -1, dtype=np.int64)
+    ri = np.repeat(np.arange(n), m)
+    bi = np.tile(np.arange(m), n)
+    t = ray_box_pairs(o[ri], d[ri], centers[bi], yaws[bi],
+                      sizes[bi]).reshape(n, m)
     idx = np.argmin(t, axis=1)
     tmin = t[np.arange(n), idx]
     return tmin, np.where(np.isfinite(tmin), idx, -1)
+
+
+def _nearest_pairs(n: int, ri: np.ndarray, oi: np.ndarray, tp: np.ndarray
+                   ) -> Tuple[np.ndarray, np.ndarray]:
+    """Reduce (ray, object, t) pairs to the nearest t and object per ray."""
+    hit = np.isfinite(tp)
+    ri, oi, tp = ri[hit], oi[hit], tp[hit]
+    best = np.full(n, np.inf)
+    np.minimum.at(best, ri, tp)
+    winner = tp == best[ri]
+    obj = np.full(n, -1, dtype=np.int64)
+    obj[ri[winner]] = oi[winner]
+    return best, obj
 
 
 def _azimuth_pairs(dirs: np.ndarray, rel_xy: np.ndarray, radius: np.ndarray
@@ -360,26 +389,27 @@ def cast_rays(world: WorldGeometry, origin: np.ndarray, dirs: np.ndarray,
             tp = ray_frustum_pairs(np.broadcast_to(o, (ri.size, 3)), d[ri],
                                    xy[ci], rb[ci], rt[ci], h[ci],
                                    world.ground_z)
-            hit = np.isfinite(tp)
-            ri, ci, tp = ri[hit], ci[hit], tp[hit]
-            tc = np.full(n, np.inf)
-            np.minimum.at(tc, ri, tp)
-            winner = tp == tc[ri]
-            cone_of_ray = np.full(n, -1, dtype=np.int64)
-            cone_of_ray[ri[winner]] = cones[ci[winner]]
+            tc, cone_of_ray = _nearest_pairs(n, ri, ci, tp)
             closer = tc < best
             best = np.where(closer, tc, best)
             kind[closer] = HIT_CONE
-            index[closer] = cone_of_ray[closer]
+            index[closer] = cones[cone_of_ray[closer]]
     boxes = visible_boxes(world, o, max_range)
     if boxes.size and n:
-        tb, bi = ray_boxes(o, d, np.asarray(world.box_center)[boxes],
-                           np.asarray(world.box_yaw)[boxes],
-                           np.asarray(world.box_size)[boxes])
-        closer = tb < best
-        best = np.where(closer, tb, best)
-        kind[closer] = HIT_BOX
-        index[closer] = boxes[bi[closer]]
+        centers = np.asarray(world.box_center, dtype=np.float64)[boxes]
+        yaws = np.asarray(world.box_yaw, dtype=np.float64)[boxes]
+        sizes = np.asarray(world.box_size, dtype=np.float64)[boxes]
+        # A box is seen within the azimuth window of its footprint circle.
+        ri, bi = _azimuth_pairs(d, centers[:, :2] - o[None, :2],
+                                0.5 * np.hypot(sizes[:, 0], sizes[:, 1]))
+        if ri.size:
+            tp = ray_box_pairs(np.broadcast_to(o, (ri.size, 3)), d[ri],
+                               centers[bi], yaws[bi], sizes[bi])
+            tb, box_of_ray = _nearest_pairs(n, ri, bi, tp)
+            closer = tb < best
+            best = np.where(closer, tb, best)
+            kind[closer] = HIT_BOX
+            index[closer] = boxes[box_of_ray[closer]]
     beyond = best > max_range
     best[beyond] = np.inf
     kind[beyond] = HIT_NONE
