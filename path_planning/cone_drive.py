@@ -71,12 +71,28 @@ What the paper leaves open, and how it is resolved here
   what "choose the largest" does when everything is tight.
 * Steady-state turn: the arc assumes the steering angle is held; steering
   dynamics are left to the low-level controller and the next cycle.
+
+Beyond the paper: the colour rule
+---------------------------------
+Algorithm 3 only avoids cones, so where cones are missing (a gap in a
+boundary, a cone not detected) an arc through the gap is "free" and the
+least-change rule happily leaves the track through it. When colours are
+known (``class_id`` given) a blue cone must stay on the left of the path
+and a yellow one on the right: a blue/yellow cone within the look-ahead
+also blocks every arc that passes it on the wrong side, when its offset
+from the rear-axle circle is at most ``side_reach`` (so far-away cones of
+another part of the track do not count). The offset is
+``e = (|k| (x^2 + y^2) - 2 s y) / (1 + sqrt(k^2 x^2 + (1 - k y)^2))`` (> 0
+away from the turning centre), the cone is on the right of the path iff
+``s e > 0``. Without ``class_id`` (or with unknown/orange cones) the
+algorithm is the paper's.
 """
 
 from dataclasses import dataclass, field
 import math
 from typing import Any, Optional
 
+from hil_bridge.backend import CONE_BLUE, CONE_YELLOW
 import numpy as np
 
 STATUS_OK = 'ok'
@@ -97,7 +113,9 @@ class ConeDriveParams:
     ``cone_radius`` base radius of a cone; ``front`` rear axle to front
     bumper; ``lookahead`` rear-axle arc length within which cones count;
     ``narrow_threshold`` width of a free range below or at which it is
-    "narrow"; ``n_grid`` steering samples; ``edge_tol`` edge refinement.
+    "narrow"; ``n_grid`` steering samples; ``edge_tol`` edge refinement;
+    ``side_reach`` how far (m) from the path a coloured cone on the wrong
+    side still blocks it (colour rule, see the module docstring).
     """
 
     wheelbase: float = 1.53
@@ -110,6 +128,7 @@ class ConeDriveParams:
     narrow_threshold: float = math.radians(2.0)
     n_grid: int = 201
     edge_tol: float = 1e-4
+    side_reach: float = 3.0
 
     def __post_init__(self) -> None:
         """Validate every field (ValueError naming the field)."""
@@ -119,7 +138,8 @@ class ConeDriveParams:
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f'ConeDriveParams.{name} must be finite and '
                                  f'> 0, got {value}')
-        for name in ('margin', 'cone_radius', 'front', 'narrow_threshold'):
+        for name in ('margin', 'cone_radius', 'front', 'narrow_threshold',
+                     'side_reach'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise ValueError(f'ConeDriveParams.{name} must be finite and '
@@ -202,14 +222,18 @@ def _as_cones(cones_xy: Any) -> np.ndarray:
 
 
 def blocked_mask(kappa: np.ndarray, cones_xy: np.ndarray,
-                 params: ConeDriveParams) -> np.ndarray:
+                 params: ConeDriveParams,
+                 side: Optional[np.ndarray] = None) -> np.ndarray:
     """
     Return which curvatures are blocked by any cone.
 
     ``kappa`` (M,) curvatures (1/m); ``cones_xy`` (N, 2) finite cone
     positions with ``x >= 0`` in the vehicle frame (m). Returns (M,) bool:
     True where some cone lies in the swept band within the look-ahead
-    (geometry in the module docstring).
+    (geometry in the module docstring). ``side`` (N,) optional: +1 for a
+    cone that must stay left of the path (blue), -1 right (yellow), 0 no
+    constraint; such a cone also blocks every arc that passes it on the
+    wrong side within ``side_reach`` metres and the look-ahead.
     """
     k = np.asarray(kappa, dtype=np.float64)[:, None]
     if cones_xy.shape[0] == 0:
@@ -221,13 +245,22 @@ def blocked_mask(kappa: np.ndarray, cones_xy: np.ndarray,
     sgn = np.where(k < 0.0, -1.0, 1.0)
     sy = sgn * y
     r2 = x * x + y * y
-    in_band = ak * (r2 - w * w - params.front ** 2) <= 2.0 * (w + sy)
-    in_band &= ak * (r2 - w * w) >= -2.0 * (w - sy)
+    blocked = ak * (r2 - w * w - params.front ** 2) <= 2.0 * (w + sy)
+    blocked &= ak * (r2 - w * w) >= -2.0 * (w - sy)
     straight = ak < 1e-9
     phi = np.arctan2(ak * x, 1.0 - k * y)
     s_arc = np.where(straight, x, phi / np.where(straight, 1.0, ak))
-    hit = in_band & (phi >= 0.0) & (s_arc <= params.lookahead)
-    return hit.any(axis=1)
+    ahead = (phi >= 0.0) & (s_arc <= params.lookahead)
+    if side is not None and np.any(side != 0):
+        # Signed offset from the rear-axle circle, > 0 away from its centre;
+        # sgn * e > 0 means the cone is on the right of the path.
+        e = (ak * r2 - 2.0 * sy) / (1.0 + np.sqrt(
+            (k * x) ** 2 + (1.0 - k * y) ** 2))
+        right = sgn * e
+        sd = np.asarray(side, dtype=np.float64)[None, :]
+        wrong = ((sd > 0.0) & (right > 0.0)) | ((sd < 0.0) & (right < 0.0))
+        blocked |= wrong & (np.abs(e) <= params.side_reach)
+    return (blocked & ahead).any(axis=1)
 
 
 def _runs(mask: np.ndarray) -> np.ndarray:
@@ -240,7 +273,7 @@ def _runs(mask: np.ndarray) -> np.ndarray:
 
 
 def _refine(lo_free: np.ndarray, hi_blocked: np.ndarray, cones: np.ndarray,
-            params: ConeDriveParams) -> np.ndarray:
+            params: ConeDriveParams, side: Optional[np.ndarray]) -> np.ndarray:
     """
     Bisect the steering edges between free and blocked samples.
 
@@ -255,32 +288,57 @@ def _refine(lo_free: np.ndarray, hi_blocked: np.ndarray, cones: np.ndarray,
     n_iter = max(0, int(math.ceil(math.log2(max(gap, 1e-12) / params.edge_tol))))
     for _ in range(n_iter):
         mid = 0.5 * (a + b)
-        hit = blocked_mask(np.tan(mid) / params.wheelbase, cones, params)
+        hit = blocked_mask(np.tan(mid) / params.wheelbase, cones, params,
+                           side)
         b = np.where(hit, mid, b)
         a = np.where(hit, a, mid)
     return a
 
 
-def steering_ranges(cones_xy: Any, params: ConeDriveParams
+def side_of(class_id: Any, n: int) -> Optional[np.ndarray]:
+    """
+    Return the colour rule's side per cone (+1 blue, -1 yellow, 0 other).
+
+    None when ``class_id`` is None; ValueError if it does not have ``n``
+    entries.
+    """
+    if class_id is None:
+        return None
+    cls = np.asarray(class_id).reshape(-1)
+    if cls.shape[0] != n:
+        raise ValueError(f'cone_drive: class_id has {cls.shape[0]} entries '
+                         f'for {n} cones')
+    return np.where(cls == CONE_BLUE, 1.0, np.where(cls == CONE_YELLOW, -1.0,
+                                                    0.0))
+
+
+def steering_ranges(cones_xy: Any, params: ConeDriveParams,
+                    class_id: Any = None
                     ) -> 'tuple[np.ndarray, np.ndarray, int, int]':
     """
     Return the free and blocked steering ranges for a set of cones.
 
-    ``cones_xy`` (N, 2) or (N, 3) cone positions in the vehicle frame (m).
-    Returns ``(free (K, 2), blocked (J, 2), n_used, n_dropped)`` with
-    intervals in radians, ascending; non-finite rows are dropped and
-    counted, cones behind the rear axle or out of reach are ignored.
+    ``cones_xy`` (N, 2) or (N, 3) cone positions in the vehicle frame (m);
+    ``class_id`` (N,) contract classes or None: with it, blue and yellow
+    cones also apply the colour rule. Returns ``(free (K, 2), blocked (J,
+    2), n_used, n_dropped)`` with intervals in radians, ascending;
+    non-finite rows are dropped and counted, cones behind the rear axle or
+    out of reach are ignored.
     """
     cones = _as_cones(cones_xy)
+    side = side_of(class_id, cones.shape[0])
     finite = np.isfinite(cones).all(axis=1)
     n_dropped = int(cones.shape[0] - np.count_nonzero(finite))
-    cones = cones[finite]
     reach = params.lookahead + params.reach
-    keep = (cones[:, 0] >= 0.0) & (
-        cones[:, 0] ** 2 + cones[:, 1] ** 2 <= reach * reach)
+    keep = finite.copy()
+    keep[finite] = (cones[finite, 0] >= 0.0) & (
+        cones[finite, 0] ** 2 + cones[finite, 1] ** 2 <= reach * reach)
     cones = cones[keep]
+    if side is not None:
+        side = side[keep]
     grid = np.linspace(-params.max_steer, params.max_steer, int(params.n_grid))
-    blocked = blocked_mask(np.tan(grid) / params.wheelbase, cones, params)
+    blocked = blocked_mask(np.tan(grid) / params.wheelbase, cones, params,
+                           side)
     free_runs = _runs(~blocked)
     blocked_runs = _runs(blocked)
     n_grid = grid.size
@@ -296,7 +354,7 @@ def steering_ranges(cones_xy: Any, params: ConeDriveParams
     free_side = np.concatenate([grid[starts[inner_lo]], grid[ends[inner_hi]]])
     blocked_side = np.concatenate([grid[starts[inner_lo] - 1],
                                    grid[ends[inner_hi] + 1]])
-    edges = _refine(free_side, blocked_side, cones, params)
+    edges = _refine(free_side, blocked_side, cones, params, side)
     n_lo = int(np.count_nonzero(inner_lo))
     lo_edges[inner_lo] = edges[:n_lo]
     hi_edges[inner_hi] = edges[n_lo:]
@@ -338,23 +396,27 @@ def select_range(free: np.ndarray, current: float, narrow_threshold: float
 
 
 def cone_drive(cones_xy: Any, current_delta: float,
-               params: ConeDriveParams) -> ConeDriveResult:
+               params: ConeDriveParams, class_id: Any = None
+               ) -> ConeDriveResult:
     """
     Run one CONEDRIVE cycle (the HIL paper's Algorithm 3, extended).
 
     ``cones_xy`` (N, 2) or (N, 3) cone positions in the vehicle frame (m,
     REP-103, rear-axle origin; NaN/inf rows are dropped and counted);
     ``current_delta`` the current steering angle (rad, > 0 left; clipped to
-    the steering range). Returns a :class:`ConeDriveResult`; with no free
-    range the status is ``'stop'`` and ``delta`` 0. The geometry and the
-    rules are in the module docstring.
+    the steering range); ``class_id`` (N,) contract classes or None (None:
+    Algorithm 3 as published; given: the colour rule for blue/yellow cones
+    as well). Returns a :class:`ConeDriveResult`; with no free range the
+    status is ``'stop'`` and ``delta`` 0. The geometry and the rules are in
+    the module docstring.
     """
     current = float(current_delta)
     if not math.isfinite(current):
         raise ValueError(f'cone_drive: current_delta must be finite, got '
                          f'{current_delta}')
     current = min(max(current, -params.max_steer), params.max_steer)
-    free, blocked, n_used, n_dropped = steering_ranges(cones_xy, params)
+    free, blocked, n_used, n_dropped = steering_ranges(cones_xy, params,
+                                                       class_id)
     index, rule = select_range(free, current, params.narrow_threshold)
     if index < 0:
         return ConeDriveResult(status=STATUS_STOP, delta=0.0, kappa=0.0,

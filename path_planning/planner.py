@@ -21,23 +21,32 @@ One cycle (:meth:`Planner.plan`):
    arc's curvature and the look-ahead as the clear distance. Mode
    ``midline``: :func:`path_planning.midline.midline` then
    :func:`path_planning.pure_pursuit.pure_pursuit`, speed from the path's
-   curvature profile and the pursuit arc; no midline -> stop. Mode ``auto``:
-   the midline when at least ``min_coloured`` blue and yellow cones are seen
-   and a midline of at least ``min_midline_length`` metres is found, else
-   cone drive.
-4. The speed follows the target within the acceleration and deceleration
+   curvature profile and the pursuit arc; with ``pursuit_check`` the
+   pursuit steering must lie in one of CONEDRIVE's free ranges, else the
+   nearest free angle is taken. When no midline is found
+   (a gap in the cones, the start line) that cycle falls back to cone
+   drive. Mode ``auto``: the midline only when at least ``min_coloured``
+   blue and yellow cones are seen and a midline of at least
+   ``min_midline_length`` metres is found, else cone drive. With
+   ``use_colours`` CONEDRIVE gets the cone colours (its colour rule).
+4. No free steering range with the comfort ``margin``: CONEDRIVE is run
+   again without it (the band is then the car's half width plus the cone
+   radius) at no more than ``narrow_speed``; still none: stop
+   (``reason = 'no_free_range'``).
+5. The speed follows the target within the acceleration and deceleration
    limits; a stop is immediate. The yaw rate is ``v * tan(delta) / L``
    with the commanded speed ``v`` (what the contract's ``cmd_vel`` carries).
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 import math
 from typing import Any, Mapping, Optional
 
 from hil_bridge.backend import CONE_BLUE, CONE_YELLOW
 import numpy as np
 from path_planning.cone_drive import (arc_points, cone_drive, ConeDriveParams,
-                                      ConeDriveResult, STATUS_STOP)
+                                      ConeDriveResult, STATUS_STOP,
+                                      steering_ranges)
 from path_planning.midline import midline, MidlineParams, MidlineResult
 from path_planning.pure_pursuit import (profile_speed, pure_pursuit,
                                         PursuitParams, PursuitResult)
@@ -56,7 +65,9 @@ class PlannerConfig:
     (rad, full angle) of the cones that count; ``min_coloured`` blue and
     yellow cones each needed for the midline in ``auto``;
     ``min_midline_length`` (m); ``max_dt`` longest step used by the rate
-    limiter (s).
+    limiter (s); ``use_colours`` gives CONEDRIVE the cone colours (its
+    colour rule); ``pursuit_check`` checks the pure-pursuit steering
+    against CONEDRIVE's free ranges.
     """
 
     mode: str = 'cone_drive'
@@ -69,6 +80,8 @@ class PlannerConfig:
     min_coloured: int = 3
     min_midline_length: float = 6.0
     max_dt: float = 0.5
+    use_colours: bool = True
+    pursuit_check: bool = True
 
     def __post_init__(self) -> None:
         """Validate the mode and the limits (ValueError naming the field)."""
@@ -100,7 +113,7 @@ class PlannerConfig:
             cone_radius=float(v['cone_radius']),
             lookahead=float(v['lookahead']),
             narrow_threshold=rad(float(v['narrow_threshold_deg'])),
-            n_grid=int(v['n_grid']))
+            n_grid=int(v['n_grid']), side_reach=float(v['side_reach']))
         sp = SpeedParams(max_speed=float(v['max_speed']),
                          min_speed=float(v['min_speed']),
                          a_lat_max=float(v['a_lat_max']),
@@ -121,7 +134,9 @@ class PlannerConfig:
                    pursuit=pp, sensor_range=float(v['sensor_range']),
                    sensor_fov=rad(float(v['sensor_fov_deg'])),
                    min_coloured=int(v['min_coloured']),
-                   min_midline_length=float(v['min_midline_length']))
+                   min_midline_length=float(v['min_midline_length']),
+                   use_colours=bool(v['use_colours']),
+                   pursuit_check=bool(v['pursuit_check']))
 
 
 @dataclass
@@ -158,6 +173,8 @@ class Planner:
 
     def __init__(self, config: PlannerConfig) -> None:
         self.config = config
+        #: CONEDRIVE without the comfort margin, tried before a stop.
+        self.tight = replace(config.cone_drive, margin=0.0)
         self.last_delta = 0.0
         self.last_speed = 0.0
         self.last_t: Optional[float] = None
@@ -252,38 +269,90 @@ class Planner:
             usable = (mid is not None and mid.ok
                       and mid.length >= cfg.min_midline_length)
             if usable:
-                return self._midline(t, dt, speed_est, mid, counts)
-            if cfg.mode == 'midline':
-                return self.stop(t, 'no_midline', midline=mid, **counts)
-        return self._cone_drive(t, dt, xy, mid, counts)
+                return self._midline(t, dt, speed_est, xy, cls, mid, counts)
+        return self._cone_drive(t, dt, xy, cls, mid, counts)
 
     def _cone_drive(self, t: float, dt: float, xy: np.ndarray,
-                    mid: Optional[MidlineResult], counts: dict) -> PlanOutput:
+                    cls: np.ndarray, mid: Optional[MidlineResult],
+                    counts: dict) -> PlanOutput:
         cfg = self.config
-        res = cone_drive(xy, self.last_delta, cfg.cone_drive)
+        colours = cls if cfg.use_colours else None
+        res = cone_drive(xy, self.last_delta, cfg.cone_drive, colours)
+        relaxed = False
+        if res.status == STATUS_STOP and cfg.cone_drive.margin > 0.0:
+            res = cone_drive(xy, self.last_delta, self.tight, colours)
+            relaxed = True
         if res.status == STATUS_STOP:
             return self.stop(t, 'no_free_range', cone_drive=res, midline=mid,
                              **counts)
         speed = command_speed(False, res.kappa, self.last_speed, dt, cfg.speed,
                               width=res.chosen_width,
                               clear=cfg.cone_drive.lookahead)
+        if relaxed:
+            speed = min(speed, max(cfg.speed.narrow_speed, cfg.speed.min_speed))
         out = PlanOutput(speed=0.0, yaw_rate=0.0, delta=0.0, kappa=0.0,
-                         mode='cone_drive', stop=False, reason=res.rule,
+                         mode='cone_drive', stop=False,
+                         reason=res.rule + ('_no_margin' if relaxed else ''),
                          path=arc_points(res.kappa, cfg.cone_drive.lookahead),
                          cone_drive=res, midline=mid, **counts)
         return self._finish(t, speed, res.delta, out)
 
     def _midline(self, t: float, dt: float, speed_est: float,
-                 mid: MidlineResult, counts: dict) -> PlanOutput:
+                 xy: np.ndarray, cls: np.ndarray, mid: MidlineResult,
+                 counts: dict) -> PlanOutput:
         cfg = self.config
         pp = pure_pursuit(mid.path, speed_est, cfg.pursuit)
+        delta = pp.delta
+        reason = 'pure_pursuit'
+        check = None
+        if cfg.pursuit_check:
+            colours = cls if cfg.use_colours else None
+            free, blocked, n_used, n_drop = steering_ranges(
+                xy, cfg.cone_drive, colours)
+            if free.shape[0] == 0 and cfg.cone_drive.margin > 0.0:
+                free, blocked, n_used, n_drop = steering_ranges(
+                    xy, self.tight, colours)
+                reason = 'pure_pursuit_no_margin'
+            if free.shape[0] == 0:
+                return self.stop(t, 'no_free_range', midline=mid, pursuit=pp,
+                                 **counts)
+            inside = (free[:, 0] <= delta) & (delta <= free[:, 1])
+            if not inside.any():
+                delta = nearest_free(free, delta)
+                reason = reason.replace('pure_pursuit', 'pure_pursuit_corrected')
+            check = ConeDriveResult(
+                status='ok', delta=delta,
+                kappa=math.tan(delta) / cfg.cone_drive.wheelbase,
+                free_ranges=free, blocked_ranges=blocked,
+                chosen=int(np.argmin(np.maximum(
+                    np.maximum(free[:, 0] - delta, delta - free[:, 1]), 0.0))),
+                rule=reason, n_cones=n_used, n_dropped=n_drop)
         sp = cfg.speed
         v_path = profile_speed(mid.path, sp.max_speed, sp.a_lat_max, sp.decel,
                                stop_at_end=True, end_margin=sp.stop_margin)
-        target = min(v_path, target_speed(pp.kappa, sp))
+        kappa = math.tan(delta) / cfg.cone_drive.wheelbase
+        target = min(v_path, target_speed(kappa, sp))
+        if reason.endswith('no_margin'):
+            target = min(target, max(sp.narrow_speed, sp.min_speed))
         speed = rate_limit(target, self.last_speed, dt, sp)
         path = np.vstack([np.zeros((1, 2)), mid.path])
         out = PlanOutput(speed=0.0, yaw_rate=0.0, delta=0.0, kappa=0.0,
-                         mode='midline', stop=False, reason='pure_pursuit',
-                         path=path, midline=mid, pursuit=pp, **counts)
-        return self._finish(t, speed, pp.delta, out)
+                         mode='midline', stop=False, reason=reason,
+                         path=path, cone_drive=check, midline=mid, pursuit=pp,
+                         **counts)
+        return self._finish(t, speed, delta, out)
+
+
+def nearest_free(free: np.ndarray, delta: float,
+                 inset: float = math.radians(0.5)) -> float:
+    """
+    Return the steering angle in a free range nearest to ``delta`` (rad).
+
+    ``free`` (K, 2) ascending ranges, K >= 1; the result lies at least
+    ``inset`` (or half the range width) inside the chosen range.
+    """
+    half = 0.5 * (free[:, 1] - free[:, 0])
+    pad = np.minimum(inset, half)
+    lo, hi = free[:, 0] + pad, free[:, 1] - pad
+    cand = np.clip(delta, lo, hi)
+    return float(cand[np.argmin(np.abs(cand - delta))])

@@ -65,6 +65,12 @@ PARAMS = [
               'are narrow (deg)', lo=0.0, hi=50.0),
     ParamSpec('n_grid', 'steering samples before edge refinement', lo=3,
               hi=5001),
+    ParamSpec('use_colours', 'CONEDRIVE colour rule: blue stays left of the '
+              'path, yellow right'),
+    ParamSpec('side_reach', 'colour rule only for cones this near the arc '
+              '(m)', lo=0.0, hi=20.0),
+    ParamSpec('pursuit_check', 'pure-pursuit steering must lie in a '
+              'CONEDRIVE free range'),
     ParamSpec('sensor_range', 'cones farther are ignored (m)', lo=0.5,
               hi=200.0),
     ParamSpec('sensor_fov_deg', 'full field of view of the cones (deg)',

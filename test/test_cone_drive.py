@@ -213,3 +213,44 @@ def test_arc_points() -> None:
     np.testing.assert_allclose(straight[:, 0], np.linspace(0, 5, 6))
     left = arc_points(0.5, math.pi / 0.5, 3)  # half a circle of R = 2
     np.testing.assert_allclose(left[-1], [0.0, 4.0], atol=1e-9)
+
+
+def test_colour_rule_blue_cone_blocks_passing_on_its_left() -> None:
+    # Blue cone at (5, 2): the band blocks k in [k_lo, k_hi] as above; the
+    # arcs with k > k_c = 2 y / (x^2 + y^2) pass it on its left (it is on
+    # their right). At full lock (R = 3.28 m) its offset from the circle is
+    # |(5, 2) - (0, R)| - R = 1.88 m <= side_reach and it is reached after
+    # 4.3 m <= look-ahead, so everything from k_lo to full lock is blocked.
+    x, y = 5.0, 2.0
+    w = P.band
+    d_lo = math.atan(P.wheelbase * 2.0 * (y - w) / (x * x + y * y - w * w))
+    r_min = P.wheelbase / math.tan(P.max_steer)
+    assert math.hypot(x, y - r_min) - r_min == pytest.approx(1.88, abs=0.01)
+    res = cone_drive([[x, y]], 0.0, P, class_id=[1])
+    np.testing.assert_allclose(res.blocked_ranges, [[d_lo, P.max_steer]],
+                               atol=TOL)
+    # Unknown or orange colours: the paper's rule only (band interval).
+    plain = cone_drive([[x, y]], 0.0, P, class_id=[3])
+    np.testing.assert_allclose(plain.blocked_ranges,
+                               cone_drive([[x, y]], 0.0, P).blocked_ranges)
+    # A yellow cone on the left blocks straight on, not full right lock.
+    yel = cone_drive([[x, y]], 0.0, P, class_id=[2])
+    assert yel.blocked_ranges[0, 0] < 0.0 < yel.blocked_ranges[0, 1]
+    assert yel.free_ranges[0, 0] == pytest.approx(-P.max_steer)
+
+
+def test_colour_rule_keeps_the_car_in_through_a_gap() -> None:
+    # Left boundary with a gap between x = 0.5 and 6; the car was steering
+    # 20 deg left. The paper's rule keeps 20 deg (the arc slips through the
+    # gap); with colours that range is blocked and the car goes straight.
+    xs = np.arange(0.0, 12.0, 2.0)
+    cones = np.concatenate([[[0.5, 1.6], [6.0, 1.6], [8.0, 1.6]],
+                            np.stack([xs, np.full_like(xs, -1.6)], 1)])
+    cls = np.array([1, 1, 1] + [2] * xs.size)
+    plain = cone_drive(cones, math.radians(20.0), P)
+    assert plain.delta > math.radians(10.0)
+    coloured = cone_drive(cones, math.radians(20.0), P, class_id=cls)
+    assert coloured.delta == pytest.approx(0.0, abs=TOL)
+    assert coloured.free_ranges.shape[0] == 1
+    with pytest.raises(ValueError, match='class_id'):
+        cone_drive(cones, 0.0, P, class_id=cls[:-1])
