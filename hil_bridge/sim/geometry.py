@@ -256,10 +256,15 @@ def _nearest_pairs(n: int, ri: np.ndarray, oi: np.ndarray, tp: np.ndarray
     hit = np.isfinite(tp)
     ri, oi, tp = ri[hit], oi[hit], tp[hit]
     best = np.full(n, np.inf)
-    np.minimum.at(best, ri, tp)
-    winner = tp == best[ri]
     obj = np.full(n, -1, dtype=np.int64)
-    obj[ri[winner]] = oi[winner]
+    if ri.size:
+        # Sort by ray, then t: the first pair of each ray is its nearest
+        # (no ufunc.at, which is slow on the older numpy of ROS distros).
+        order = np.lexsort((tp, ri))
+        rs = ri[order]
+        first = order[np.concatenate(([True], rs[1:] != rs[:-1]))]
+        best[ri[first]] = tp[first]
+        obj[ri[first]] = oi[first]
     return best, obj
 
 
