@@ -332,13 +332,29 @@ class BridgeNode(Node):
                 time.sleep(1.0)
 
     def _tick(self, frame: Frame) -> Optional[Frame]:
-        """Apply the control and advance one frame (retrying a lost backend)."""
+        """
+        Run the controller, apply its control and advance one frame.
+
+        Synchronous: control from ``frame``, then ``step``. Asynchronous:
+        poll ``latest()`` and control from the new frame (None: nothing
+        new). A lost backend is retried for ``reconnect_timeout`` with the
+        brake commanded, then ``BackendError`` is raised.
+        """
         deadline: Optional[float] = None
+        controlled = False
         while True:
             try:
-                self.backend.apply_control(self.control)
                 if self.mode == 'async':
-                    return self.backend.latest()
+                    new = self.backend.latest()
+                    if new is not None:
+                        if deadline is None:
+                            self.control_step(new)
+                        self.backend.apply_control(self.control)
+                    return new
+                if not controlled:
+                    self.control_step(frame)
+                    controlled = True
+                self.backend.apply_control(self.control)
                 return self.backend.step(self.dt)
             except BackendError as err:
                 if deadline is None:
@@ -380,7 +396,6 @@ class BridgeNode(Node):
                 continue
             if decision.message:
                 self.get_logger().warning(decision.message)
-            self.control_step(frame)
             new = self._tick(frame)
             if new is None:  # asynchronous, nothing new yet
                 time.sleep(0.001)

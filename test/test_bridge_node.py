@@ -478,3 +478,61 @@ def test_backend_lost_mid_run_brakes_retries_and_raises(rclpy_context, tmp_path:
         node.destroy_node()
     assert backend.steps_tried >= 3 + 2      # retried
     assert backend.controls[-1].brake == 1.0 and backend.controls[-1].throttle == 0.0
+
+
+@pytest.mark.dds
+def test_async_mode_publishes_what_the_world_gives(rclpy_context, tmp_path: Path) -> None:
+    """Asynchronous: the bridge polls latest(), controls once per new frame."""
+    import numpy as np
+    from rclpy.parameter import Parameter
+
+    from hil_bridge.backend import ActorState, Backend, Frame, Pose
+    from hil_bridge.bridge_node import BridgeNode
+
+    class World(Backend):
+        """A world running on its own: a new frame every third poll."""
+
+        synchronous = False
+
+        def __init__(self) -> None:
+            self.polls = 0
+            self.n = 0
+            self.controls: List[Any] = []
+
+        def _frame(self) -> Frame:
+            return Frame(self.n, self.n * 0.05, ActorState(
+                'ego_vehicle', Pose(x=self.n * 0.1), velocity=np.array([2.0, 0.0, 0.0])))
+
+        def setup(self, scenario: Any, rig: Any) -> Frame:
+            return self._frame()
+
+        def apply_control(self, control: Any) -> None:
+            self.controls.append(control)
+
+        def step(self, dt: float) -> Frame:
+            raise AssertionError('asynchronous mode must not tick the world')
+
+        def latest(self) -> Optional[Frame]:
+            self.polls += 1
+            if self.polls % 3:
+                return None
+            self.n += 1
+            return self._frame()
+
+        def teardown(self) -> None:
+            pass
+
+    rig = tmp_path / 'lidar_rig.yaml'
+    rig.write_text('sensors:\n' + LIDAR_RIG, encoding='utf-8')
+    world = World()
+    node = BridgeNode(backend=world, context=rclpy_context, parameter_overrides=[
+        Parameter('scenario', value='acceleration'), Parameter('rig', value=str(rig)),
+        Parameter('synchronous_mode', value=False), Parameter('duration', value=0.5)])
+    try:
+        assert node.mode == 'async'
+        assert node.run() == 0
+    finally:
+        node.destroy_node()
+    assert world.n == 10 and world.polls == 30
+    assert len(world.controls) == 10   # one control per new frame
+    assert node.frame.sim_time == pytest.approx(0.5)
