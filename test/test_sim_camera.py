@@ -251,3 +251,20 @@ def test_camera_below_ground_and_looking_up() -> None:
     assert img.shape == (H, W, 3)
     up = renderer.render(w, pose_to_matrix(0.0, 0.0, 1.0, 0.0, -1.5, 0.0))
     assert np.all(up[..., 0].astype(int) > up[..., 2].astype(int))
+
+
+def test_noise_stddev_can_change() -> None:
+    """Setting noise_stddev on a renderer changes the noise it adds."""
+    T = pose_to_matrix(0.0, 0.0, 1.0)
+    w = world([(5.0, 1.0)], [CONE_BLUE])
+    renderer = cam.CameraRenderer(W, H, 90.0)
+    clean = renderer.render(w, T).astype(float)
+    ok = (clean > 70) & (clean < 185)
+    for sigma in (5.0, 15.0):
+        renderer.noise_stddev = sigma
+        noisy = renderer.render(w, T, np.random.default_rng(1)).astype(float)
+        assert (noisy - clean)[ok].std() == pytest.approx(sigma, rel=0.05)
+    renderer.noise_stddev = 0.0
+    np.testing.assert_array_equal(renderer.render(w, T), clean)
+    with pytest.raises(ValueError, match='noise_stddev'):
+        renderer.noise_stddev = math.nan

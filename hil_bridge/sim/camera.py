@@ -234,10 +234,8 @@ class CameraRenderer:
         self.width = int(width)
         self.height = int(height)
         self.fov_deg = float(fov_deg)
-        noise = float(noise_stddev)
-        if not (math.isfinite(noise) and noise >= 0.0):
-            raise ValueError(f'noise_stddev must be >= 0, got {noise_stddev}')
-        self.noise_stddev = noise
+        self._noise_bank: Optional[np.ndarray] = None
+        self.noise_stddev = noise_stddev
         dd = float(draw_distance)
         if not (math.isfinite(dd) and dd > 0.0):
             raise ValueError(f'draw_distance must be > 0, got {draw_distance}')
@@ -248,7 +246,6 @@ class CameraRenderer:
         self._lit_texture: Optional[np.ndarray] = None
         self._background_key: Optional[tuple] = None
         self._background: Optional[tuple] = None
-        self._noise_bank: Optional[np.ndarray] = None
         # The background is smooth (sky gradient, haze that reaches the sky
         # colour at the horizon), so it is baked on a grid 4x coarser and
         # resized; a pixel of the grid maps to full-resolution coordinates
@@ -261,6 +258,20 @@ class CameraRenderer:
             np.broadcast_arrays((u[None, :] - self.K[0, 2]) / self.K[0, 0],
                                 (v[:, None] - self.K[1, 2]) / self.K[1, 1],
                                 np.ones((1, 1))), axis=-1)
+
+    @property
+    def noise_stddev(self) -> float:
+        """Return the pixel noise standard deviation (0 = no noise)."""
+        return self._noise_stddev
+
+    @noise_stddev.setter
+    def noise_stddev(self, value: float) -> None:
+        noise = float(value)
+        if not (math.isfinite(noise) and noise >= 0.0):
+            raise ValueError(f'noise_stddev must be >= 0, got {value}')
+        if getattr(self, '_noise_stddev', None) != noise:
+            self._noise_bank = None
+        self._noise_stddev = noise
 
     @property
     def lighting(self) -> Lighting:
