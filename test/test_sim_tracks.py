@@ -227,3 +227,11 @@ def test_headerless_csv(tmp_path: Path) -> None:
         T.load_track_csv(str(path))
     path.write_text(GOOD.split('\n', 1)[1])
     assert len(T.load_track_csv(str(path)).cones) == 4
+
+
+def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """The CLI exports a track and checks a file (exit 0 when legal)."""
+    out = tmp_path / 'cli.csv'
+    assert T.main(['random', '--seed', '4', '--out', str(out)]) == 0
+    assert T.main(['check', str(out)]) == 0
+    assert 'violation' not in capsys.readouterr().out

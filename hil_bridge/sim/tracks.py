@@ -872,3 +872,47 @@ def make_track(spec: Dict, source: str = '') -> Track:
         return skidpad_track(**params)
     raise ValueError(f'unknown track generator {gen!r} (expected random, '
                      'acceleration or skidpad)')
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """
+    Generate, export or check tracks from the command line.
+
+    ``python -m hil_bridge.sim.tracks random --seed 3 --out t.csv``,
+    ``... acceleration|skidpad --out t.csv``, ``... check t.csv
+    [--mission trackdrive]``. Prints the length, cone count and rule
+    violations; returns 1 when there are violations.
+    """
+    import argparse
+    parser = argparse.ArgumentParser(prog='python -m hil_bridge.sim.tracks')
+    parser.add_argument('what', choices=['random', 'acceleration', 'skidpad',
+                                         'check'])
+    parser.add_argument('file', nargs='?', help='CSV file to check')
+    parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--mission', default='trackdrive')
+    parser.add_argument('--out', help='write the track as CSV here')
+    args = parser.parse_args(argv)
+    if args.what == 'check':
+        if not args.file:
+            parser.error('check needs a CSV file')
+        track = load_track_csv(args.file, mission=args.mission)
+    elif args.what == 'random':
+        track = random_track(args.seed, mission=args.mission)
+    elif args.what == 'acceleration':
+        track = acceleration_track()
+    else:
+        track = skidpad_track()
+    problems = check_track_rules(track, tolerance=0.3 if args.what ==
+                                 'check' else 0.02)
+    print(f'{track.name}: {track.length:.1f} m, {len(track.cones)} cones, '
+          f'closed={track.closed}, width={track.width} m')
+    for p in problems:
+        print(f'  violation: {p}')
+    if args.out:
+        save_track_csv(track, args.out)
+        print(f'wrote {args.out}')
+    return 1 if problems else 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
