@@ -931,6 +931,19 @@ class CarlaBackend(Backend):
         """Return the newest complete frame (asynchronous mode) or None."""
         if not self._ready or self._assembler is None:
             return None
+        if not self._assembler.periods:
+            # No sensors: a frame is complete as soon as the server made it.
+            world = self._world
+            try:
+                snapshot = world.get_snapshot()
+            except RuntimeError as exc:
+                raise self._lost('get_snapshot', exc) from exc
+            if int(snapshot.frame) <= self._assembler.emitted:
+                return None
+            self._assembler.emitted = int(snapshot.frame)
+            return self._build(int(snapshot.frame),
+                               float(snapshot.timestamp.elapsed_seconds), {},
+                               [])
         found = self._assembler.newest_complete(self.sensor_timeout)
         if found is None:
             return None

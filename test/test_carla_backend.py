@@ -407,6 +407,44 @@ def test_async_latest_returns_the_newest_complete_frame(
         backend.teardown()
 
 
+def test_async_without_sensors(fake: Any, server: Any) -> None:
+    backend = make_backend(fake, synchronous=False, fixed_delta_seconds=0.0,
+                           collision_sensor=False)
+    with backend:
+        frame = backend.setup(aeb_scenario(), [])
+        assert frame.frame == 0 and frame.sensors == {}
+        assert backend.latest() is None
+        server.advance()
+        server.advance()
+        assert backend.latest().frame == 2
+        assert backend.step(0.05).frame == 3
+    assert server.actors == {}
+
+
+def test_malformed_sensor_data_is_dropped(
+        fake: Any, server: Any, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    make_image = fake_carla.FakeServer._image
+
+    def bad_image(self: Any, sensor: Any) -> Any:
+        image = make_image(self, sensor)
+        if sensor.attributes['role_name'] == 'rgb_left':
+            image.width += 1                 # raw_data no longer matches
+        return image
+    backend = make_backend(fake, sensor_timeout=0.1)
+    try:
+        backend.setup(aeb_scenario(), small_rig())
+        monkeypatch.setattr(fake_carla.FakeServer, '_image', bad_image)
+        with caplog.at_level(logging.ERROR):
+            frame = backend.step(0.05)
+        assert set(frame.sensors) == {'rgb_right', 'lidar'}
+        assert backend.stats['bad_data'] == 1
+        assert any('rgb_left' in r.getMessage() and 'malformed' in
+                   r.getMessage() for r in caplog.records)
+    finally:
+        backend.teardown()
+
+
 # --------------------------------------------------------------------------
 # cones and other actors
 
