@@ -288,7 +288,10 @@ class BridgeNode(Node):
         cmd, brake, joy = self._take_inputs()
         control, source = self.llc.update(frame.sim_time, frame.ego.speed, cmd, brake, joy)
         for text in self.llc.drain_messages():
-            self._warn(text.split(':')[0], text)
+            if text.startswith('joy ignored'):  # raised once by the controller
+                self.get_logger().error(text)
+            else:
+                self._warn(text.split(':')[0], text)
         if source != self.source:
             self.get_logger().info(f'control source: {self.source} -> {source}')
         self.control, self.source = control, source
