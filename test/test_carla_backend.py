@@ -284,12 +284,12 @@ def test_sync_waits_for_a_late_sensor(fake: Any, server: Any) -> None:
 
 def test_timeout_names_the_sensor_and_drops_stale_data(
         fake: Any, server: Any, caplog: pytest.LogCaptureFixture) -> None:
-    backend = make_backend(fake, sensor_timeout=0.2)
+    backend = make_backend(fake, sensor_timeout=0.5)
     try:
         backend.setup(aeb_scenario(), small_rig())
         late = server.frame + 1
         server.sensor_delay['lidar'] = \
-            lambda f: 0.5 if f == late else 0.0
+            lambda f: 1.0 if f == late else 0.0
         with caplog.at_level(logging.WARNING):
             frame = backend.step(0.05)
         assert 'lidar' not in frame.sensors
@@ -298,7 +298,7 @@ def test_timeout_names_the_sensor_and_drops_stale_data(
         assert warn and warn[0].data['missing_sensors'] == ['lidar']
         assert any('lidar' in r.getMessage() and 'did not deliver' in
                    r.getMessage() for r in caplog.records)
-        time.sleep(0.5)                      # the late data arrives now
+        time.sleep(0.8)                      # the late data arrives now
         frame2 = backend.step(0.05)
         assert frame2.sensors['lidar'].frame == frame2.frame
         assert backend._assembler.stats['stale'] >= 1
@@ -308,7 +308,7 @@ def test_timeout_names_the_sensor_and_drops_stale_data(
 
 def test_dead_sensor_is_no_longer_awaited(
         fake: Any, server: Any, caplog: pytest.LogCaptureFixture) -> None:
-    backend = make_backend(fake, sensor_timeout=0.15, max_missed=2)
+    backend = make_backend(fake, sensor_timeout=0.6, max_missed=2)
     try:
         backend.setup(aeb_scenario(), small_rig())
         server.sensor_delay['rgb_right'] = None      # never delivers
@@ -318,7 +318,7 @@ def test_dead_sensor_is_no_longer_awaited(
             t0 = time.monotonic()
             frame = backend.step(0.05)
             fast = time.monotonic() - t0
-        assert fast < 0.12
+        assert fast < 0.5                            # did not wait 0.6 s
         assert set(frame.sensors) == {'rgb_left', 'lidar'}
         assert any('no longer waiting' in r.getMessage()
                    for r in caplog.records)
@@ -332,7 +332,7 @@ def test_dead_sensor_is_no_longer_awaited(
 
 def test_sensors_at_different_rates(fake: Any, server: Any) -> None:
     # dt 0.05: rgb_left every frame, lidar every 2nd, rgb_right every 3rd.
-    backend = make_backend(fake, sensor_timeout=1.0)
+    backend = make_backend(fake, sensor_timeout=3.0)
     try:
         frame = backend.setup(aeb_scenario(),
                               small_rig(lidar_tick=0.1, right_tick=0.15))
@@ -344,7 +344,7 @@ def test_sensors_at_different_rates(fake: Any, server: Any) -> None:
             assert all(r.frame == frame.frame
                        for r in frame.sensors.values())
             assert not [e for e in frame.events if e.kind == 'warning']
-        assert time.monotonic() - t0 < 1.0           # nobody waited 1 s
+        assert time.monotonic() - t0 < 2.5           # nobody waited 3 s
         assert [('lidar' in s) for s in seen] == [True, False, True, False,
                                                   True, False, True]
         assert [('rgb_right' in s) for s in seen] == [True, False, False,
