@@ -431,7 +431,7 @@ def test_malformed_sensor_data_is_dropped(
         if sensor.attributes['role_name'] == 'rgb_left':
             image.width += 1                 # raw_data no longer matches
         return image
-    backend = make_backend(fake, sensor_timeout=0.1)
+    backend = make_backend(fake, sensor_timeout=0.5)
     try:
         backend.setup(aeb_scenario(), small_rig())
         monkeypatch.setattr(fake_carla.FakeServer, '_image', bad_image)
