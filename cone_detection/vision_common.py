@@ -190,8 +190,15 @@ def localise(masks: np.ndarray, boxes: np.ndarray, K: np.ndarray, T_vehicle_came
 
 
 def nms(boxes: np.ndarray, scores: np.ndarray, score_threshold: float,
-        iou_threshold: float) -> np.ndarray:
-    """Return the indices kept by non-maximum suppression (cv2.dnn.NMSBoxes)."""
+        iou_threshold: float, contain: float = 1.0) -> np.ndarray:
+    """
+    Return the indices kept by non-maximum suppression (cv2.dnn.NMSBoxes).
+
+    Boxes scoring at most ``score_threshold`` are dropped first. With
+    ``contain`` < 1, a box whose overlap covers more than that share of
+    the smaller of it and a stronger kept box is suppressed as well (a
+    window on part of a cone inside the window on the whole cone).
+    """
     b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
     s = np.asarray(scores, np.float64).reshape(-1)
     cand = np.flatnonzero(s > score_threshold)
@@ -202,7 +209,22 @@ def nms(boxes: np.ndarray, scores: np.ndarray, score_threshold: float,
     # NMSBoxes wants non-negative scores: shift them by the threshold.
     keep = cv2.dnn.NMSBoxes(rects.tolist(), (s[cand] - score_threshold).tolist(),
                             0.0, float(iou_threshold))
-    return cand[np.asarray(keep, dtype=np.int64).reshape(-1)]
+    kept = cand[np.asarray(keep, dtype=np.int64).reshape(-1)]
+    if contain < 1.0 and kept.size > 1:
+        kept = kept[np.argsort(-s[kept], kind='stable')]
+        kb = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)[kept]
+        iw = np.clip(np.minimum(kb[:, None, 2], kb[None, :, 2]) -
+                     np.maximum(kb[:, None, 0], kb[None, :, 0]), 0, None)
+        ih = np.clip(np.minimum(kb[:, None, 3], kb[None, :, 3]) -
+                     np.maximum(kb[:, None, 1], kb[None, :, 1]), 0, None)
+        area = (kb[:, 2] - kb[:, 0]) * (kb[:, 3] - kb[:, 1])
+        inside = (iw * ih) / np.maximum(np.minimum(area[:, None], area[None, :]), 1e-9)
+        alive = np.ones(kept.size, dtype=bool)
+        for i in range(kept.size):
+            if alive[i]:
+                alive[i + 1:] &= inside[i, i + 1:] < contain
+        kept = kept[alive]
+    return kept
 
 
 def hue_masks(image_bgr: np.ndarray, thresholds: HueThresholds = DEFAULT_THRESHOLDS,

@@ -53,11 +53,11 @@ class FastParams:
     relative to the two parts' summed heights, under which stacked parts
     of one colour (split by a stripe) are one cone (:func:`merge_stacked`);
     ``split_ratio``: boxes taller than this times the expected cone height
-    are also carved into cone-sized boxes (:func:`carve`); ``proposal_blur``: Gaussian blur (odd, proposal
-    pixels; 0 = none) against pixel noise before the hue masks;
-    ``roi_margin``: rows
+    are also carved into cone-sized boxes (:func:`carve`);
+    ``proposal_blur``: Gaussian blur (odd, proposal pixels; 0 = none)
+    against pixel noise before the hue masks; ``roi_margin``: rows
     above the horizon still searched (image pixels); ``max_proposals``:
-    cap per image (largest first); ``nms_iou``, ``merge_distance``,
+    cap per image (largest first); ``nms_iou``, ``contain``, ``merge_distance``,
     ``hue_blur``, ``score_offset`` as in the reference mode.
     """
 
@@ -74,6 +74,7 @@ class FastParams:
     roi_margin: int = 8
     max_proposals: int = 80
     nms_iou: float = 0.3
+    contain: float = 0.7
     merge_distance: float = 0.4
     hue_blur: int = 5
     score_offset: float = 0.0
@@ -267,7 +268,7 @@ def detect_fast(image_bgr: np.ndarray, K: np.ndarray, T_vehicle_camera: np.ndarr
     feats = patch_features(model, extract_windows(grey, windows, model.hog.win_size))
     scores = model.decision(feats)
     threshold = model.threshold + params.score_offset
-    keep = nms(boxes, scores, threshold, params.nms_iou)
+    keep = nms(boxes, scores, threshold, params.nms_iou, params.contain)
     if keep.size == 0:
         return CameraDetections.empty()
     height, width = image_bgr.shape[:2]

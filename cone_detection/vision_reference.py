@@ -45,6 +45,8 @@ class ReferenceParams:
     ``scales``: pyramid levels (level pixels per image pixel); ``stride``:
     window step in level pixels; ``strip_rows``: window rows per HOG call;
     ``nms_iou``: overlap above which the weaker window is suppressed;
+    ``contain``: share of the smaller window covered by a stronger one
+    above which it is suppressed too;
     ``merge_distance``: ground distance (m) under which two detections of
     one colour are one cone; ``hue_blur``: Gaussian blur (odd pixels, 0 =
     none) before the hue threshold; ``score_offset``: added to the model
@@ -55,6 +57,7 @@ class ReferenceParams:
     stride: int = 4
     strip_rows: int = 16
     nms_iou: float = 0.3
+    contain: float = 0.7
     merge_distance: float = 0.4
     hue_blur: int = 3
     score_offset: float = 0.0
@@ -130,7 +133,7 @@ def detect_reference(image_bgr: np.ndarray, K: np.ndarray, T_vehicle_camera: np.
     threshold = model.threshold + params.score_offset
     grey = cv2.cvtColor(image_bgr, cv2.COLOR_BGR2GRAY)
     boxes, scores = scan_windows(model, grey, params, threshold)
-    keep = nms(boxes, scores, threshold, params.nms_iou)
+    keep = nms(boxes, scores, threshold, params.nms_iou, params.contain)
     if keep.size == 0:
         return CameraDetections.empty()
     boxes, scores = boxes[keep], scores[keep]

@@ -1,0 +1,231 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+``vision_cone_detector`` node: cones from the rig's cameras.
+
+Subscribes each configured camera's ``Image`` (or ``CompressedImage`` when
+``use_compressed`` is true) and ``CameraInfo`` (contract keys
+``camera_left*`` / ``camera_right*``), runs
+:class:`cone_detection.vision_pipeline.VisionConeDetector` on the newest
+image of each camera (older, unprocessed images are dropped), merges the
+cameras and publishes ``cones_vision`` (PointCloud2 with x, y, z,
+class_id, confidence in the vehicle frame ``{role}``, stamped with the
+first camera's image stamp) and ``vision_markers`` (MarkerArray).
+
+The mount poses come from the rig file (parameter ``rig``); intrinsics and
+image size from CameraInfo. Images before their CameraInfo are dropped
+with one warning; images in an unsupported encoding or of a size that
+differs from CameraInfo are dropped with an error (throttled), and the
+node keeps running. A missing or corrupt model file stops the node at
+start-up with an error naming the file and exit status 1::
+
+    python -m cone_detection.vision_node --ros-args \
+        --params-file config/vision_cone_detector.yaml
+"""
+
+import sys
+import time
+from typing import Any, Dict, List, Optional
+
+from cone_detection.ground_projection import pose_to_matrix
+from cone_detection.svm_model import DEFAULT_MODEL_PATH
+from cone_detection.vision_pipeline import merge_cameras, VisionConeDetector
+from hil_bridge import codecs
+from hil_bridge.contract import create_publisher, create_subscription, frame
+from hil_bridge.params import declare_params, ParamSpec
+import numpy as np
+import rclpy
+from rclpy.clock import Clock, ClockType
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from std_msgs.msg import Header
+
+NODE_NAME = 'vision_cone_detector'
+
+#: Rig camera id -> contract key prefix of its topics.
+CAMERA_KEYS = {'rgb_left': 'camera_left', 'rgb_right': 'camera_right'}
+
+PARAMS = [
+    ParamSpec('mode', 'fast (colour proposals + SVM) or reference (sliding window)',
+              choices=('fast', 'reference')),
+    ParamSpec('model_path', 'model JSON file; "" = the shipped model'),
+    ParamSpec('rig', 'sensor rig file (config/sensors) with the camera mounts'),
+    ParamSpec('cameras', 'rig camera ids to use (rgb_left, rgb_right); the first '
+              'one stamps the output'),
+    ParamSpec('role_name', 'vehicle role name in topics and frames'),
+    ParamSpec('use_compressed', 'subscribe the JPEG CompressedImage topics'),
+    ParamSpec('stereo_gate', 'merge gate between cameras (m, plus 3 % of range)',
+              lo=0.0, hi=5.0),
+    ParamSpec('sync_tolerance', 'largest stamp difference (s) of images merged '
+              'with the first camera', lo=0.0, hi=1.0),
+    ParamSpec('score_offset', 'added to the model decision threshold (higher = '
+              'fewer, surer cones)', lo=-5.0, hi=5.0),
+    ParamSpec('publish_markers', 'publish the MarkerArray'),
+    ParamSpec('error_throttle', 'seconds between repeated input error messages',
+              lo=0.0, hi=3600.0),
+]
+
+
+class _Camera:
+    """State of one subscribed camera."""
+
+    def __init__(self, sensor_id: str, T_vehicle_camera: np.ndarray) -> None:
+        self.sensor_id = sensor_id
+        self.T = T_vehicle_camera
+        self.K: Optional[np.ndarray] = None
+        self.size = (0, 0)
+        self.pending: Any = None
+        self.warned_info = False
+
+
+class VisionConeNode(Node):
+    """The vision cone detector node (see the module doc)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(NODE_NAME, **kwargs)
+        p = declare_params(self, PARAMS, NODE_NAME)
+        self.p = p
+        model_path = p['model_path'] or DEFAULT_MODEL_PATH
+        # Raises FileNotFoundError / ValueError naming the file.
+        self.detector = VisionConeDetector(model_path, mode=p['mode'],
+                                           score_offset=float(p['score_offset']),
+                                           stereo_gate=float(p['stereo_gate']))
+        from hil_bridge.rig import load_rig
+        rig = {s.sensor_id: s for s in load_rig(p['rig'])}
+        cam_ids = list(p['cameras'])
+        if not cam_ids:
+            raise ValueError('parameter cameras is empty')
+        role = p['role_name']
+        self.frame_id = frame('vehicle', role)
+        self.cameras: List[_Camera] = []
+        self._last_error: Dict[str, float] = {}
+        for cid in cam_ids:
+            if cid not in CAMERA_KEYS:
+                raise ValueError(f'camera {cid!r} has no contract topics; known: '
+                                 f'{sorted(CAMERA_KEYS)}')
+            if cid not in rig:
+                raise ValueError(f'camera {cid!r} is not in rig {p["rig"]!r}')
+            cam = _Camera(cid, pose_to_matrix(rig[cid].mount))
+            self.cameras.append(cam)
+            key = CAMERA_KEYS[cid]
+            image_key = key + '_compressed' if p['use_compressed'] else key
+            create_subscription(self, image_key, lambda msg, c=cam: self._on_image(c, msg),
+                                role=role)
+            create_subscription(self, key + '_info', lambda msg, c=cam: self._on_info(c, msg),
+                                role=role)
+        self.pub = create_publisher(self, 'cones_vision', role=role)
+        self.marker_pub = create_publisher(self, 'vision_markers', role=role) \
+            if p['publish_markers'] else None
+        self._last_stamp = -1.0
+        self.frames = 0
+        self.timer = self.create_timer(0.002, self._process,
+                                       clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.get_logger().info(f'model {model_path}, mode {p["mode"]}, cameras {cam_ids}')
+
+    def _error(self, key: str, text: str) -> None:
+        """Log an input error at most once per ``error_throttle`` seconds per key."""
+        now = time.monotonic()
+        if now - self._last_error.get(key, -1e18) >= float(self.p['error_throttle']):
+            self._last_error[key] = now
+            self.get_logger().error(text)
+
+    def _on_info(self, cam: _Camera, msg: Any) -> None:
+        try:
+            k, width, height = codecs.camera_info_to_k(msg)
+        except ValueError as err:
+            self._error(f'info/{cam.sensor_id}', f'{cam.sensor_id}: bad CameraInfo: {err}')
+            return
+        cam.K, cam.size = k, (int(width), int(height))
+
+    def _on_image(self, cam: _Camera, msg: Any) -> None:
+        cam.pending = msg
+
+    def _decode(self, cam: _Camera, msg: Any) -> Optional[np.ndarray]:
+        """Return the bgr8 image of a message, or None after an error/warning."""
+        if cam.K is None:
+            if not cam.warned_info:
+                cam.warned_info = True
+                self.get_logger().warning(
+                    f'{cam.sensor_id}: no CameraInfo yet, waiting (images dropped)')
+            return None
+        try:
+            if self.p['use_compressed']:
+                img = codecs.compressed_to_image(msg)
+            else:
+                img = codecs.msg_to_image(msg, 'bgr8')
+        except ValueError as err:
+            self._error(f'image/{cam.sensor_id}', f'{cam.sensor_id}: image dropped: {err}')
+            return None
+        if (img.shape[1], img.shape[0]) != cam.size:
+            self._error(f'size/{cam.sensor_id}',
+                        f'{cam.sensor_id}: image {img.shape[1]}x{img.shape[0]} does not '
+                        f'match CameraInfo {cam.size[0]}x{cam.size[1]}; dropped')
+            return None
+        return img
+
+    def _process(self) -> None:
+        """Detect on the newest image of the first camera (plus the others)."""
+        first = self.cameras[0]
+        msg = first.pending
+        if msg is None:
+            return
+        first.pending = None
+        stamp = codecs.sec_from_stamp(msg.header.stamp)
+        if stamp < self._last_stamp:
+            return
+        img = self._decode(first, msg)
+        if img is None:
+            return
+        results = []
+        try:
+            results.append(self.detector.detect(img, first.K, first.T))
+            for cam in self.cameras[1:]:
+                other = cam.pending
+                if other is None:
+                    continue
+                dt = abs(codecs.sec_from_stamp(other.header.stamp) - stamp)
+                if dt > float(self.p['sync_tolerance']):
+                    continue
+                cam.pending = None
+                oimg = self._decode(cam, other)
+                if oimg is not None:
+                    results.append(self.detector.detect(oimg, cam.K, cam.T))
+        except ValueError as err:
+            self._error('detect', f'detection failed: {err}')
+            return
+        xyz, cls, conf = merge_cameras(results, self.detector.stereo_gate)
+        ok = np.isfinite(xyz).all(axis=1)
+        xyz, cls, conf = xyz[ok], cls[ok], conf[ok]
+        self._last_stamp = stamp
+        header = Header(stamp=msg.header.stamp, frame_id=self.frame_id)
+        self.pub.publish(codecs.cones_to_cloud(xyz, cls, conf, header, self.frame_id))
+        if self.marker_pub is not None:
+            from cone_detection.markers import cone_markers
+            self.marker_pub.publish(cone_markers(xyz, cls, msg.header.stamp, self.frame_id,
+                                                 ns='vision', confidence=conf))
+        self.frames += 1
+
+
+def main(args: Optional[List[str]] = None) -> int:
+    """Run the node until SIGINT/SIGTERM; exit 1 when it cannot start."""
+    rclpy.init(args=args)
+    node = None
+    code = 0
+    try:
+        node = VisionConeNode()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except (FileNotFoundError, ValueError) as err:
+        print(f'[{NODE_NAME}] cannot start: {err}', file=sys.stderr, flush=True)
+        code = 1
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return code
+
+
+if __name__ == '__main__':
+    sys.exit(main())
