@@ -1,0 +1,212 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+r"""
+``cone_fusion``: lidar + vision cones -> ``/perception/cones``.
+
+Subscribes ``cones_lidar``, ``cones_vision`` and ``odometry``; publishes
+``cones`` (contract cone cloud, vehicle frame ``{role}``) and markers
+(namespace ``fused``; ``map`` for the cone map) on ``cone_markers``.
+
+On every lidar message the newest vision detection within
+``max_vision_age`` of its stamp is moved to the lidar stamp with the
+odometry poses (``align_with_odometry``) and fused
+(:func:`cone_detection.fusion.fuse`); the output has the lidar stamp. No
+vision (not running, too old, or ``use_vision`` false): lidar cones pass
+through as class unknown, so lidar-only operation works. No lidar message
+for ``lidar_timeout`` seconds (wall clock): vision cones are published
+instead, with their own stamp. With ``map_enabled`` the fused cones are
+accumulated in ``map`` (:class:`cone_detection.fusion.ConeMap`) and the
+confirmed map cones within ``map_publish_range`` are published instead.
+Malformed messages are reported and dropped. Run::
+
+    python -m cone_detection.fusion_node --ros-args \
+        --params-file config/cone_fusion.yaml
+"""
+
+import time
+from typing import Any, Dict, List, Optional
+
+from cone_detection.fusion import (align, ConeMap, ConeSet, fuse,
+                                   FusionParams, PoseHistory, VisionBuffer)
+from cone_detection.markers import cone_markers
+from hil_bridge import codecs, contract
+from hil_bridge.frames import quaternion_to_euler
+from hil_bridge.params import declare_params, ParamSpec
+import numpy as np
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+
+NODE_NAME = 'cone_fusion'
+
+PARAMS: List[ParamSpec] = [
+    ParamSpec('role_name', 'ego role name: topic and frame names'),
+    ParamSpec('use_vision', 'fuse vision colours (false: lidar only)'),
+    ParamSpec('gate', 'largest lidar-vision distance of a pair (m)',
+              lo=0.01, hi=5.0),
+    ParamSpec('keep_vision_only', 'publish vision cones without lidar match'),
+    ParamSpec('vision_only_scale', 'confidence factor of those', lo=0.0,
+              hi=1.0),
+    ParamSpec('max_vision_age', 'largest |t_vision - t_lidar| (s)', lo=0.0,
+              hi=5.0),
+    ParamSpec('align_with_odometry', 'move vision cones to the lidar stamp'),
+    ParamSpec('lidar_timeout', 'wall seconds without lidar before vision '
+              'cones are passed on', lo=0.01, hi=60.0),
+    ParamSpec('map_enabled', 'accumulate and publish a cone map'),
+    ParamSpec('map_merge_radius', 'map duplicate merge radius (m)',
+              lo=0.01, hi=5.0),
+    ParamSpec('map_min_observations', 'sightings before a map cone counts',
+              lo=1, hi=1000),
+    ParamSpec('map_publish_range', 'map cones published within (m)',
+              lo=0.1, hi=1000.0),
+    ParamSpec('publish_markers', 'publish cone markers'),
+]
+
+
+class ConeFusionNode(Node):
+    """Fuses lidar and vision cones; optional cone map."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        """Declare parameters and create the topics."""
+        super().__init__(NODE_NAME, **kwargs)
+        v = declare_params(self, PARAMS, NODE_NAME)
+        self.v = v
+        role = str(v['role_name'])
+        self.vehicle_frame = contract.frame('vehicle', role)
+        self.map_frame = contract.frame('map', role)
+        self.params = FusionParams(gate=float(v['gate']),
+                                   keep_vision_only=bool(
+                                       v['keep_vision_only']),
+                                   vision_only_scale=float(
+                                       v['vision_only_scale']),
+                                   max_vision_age=float(v['max_vision_age']))
+        self.vision = VisionBuffer()
+        self.poses = PoseHistory()
+        self.map: Optional[ConeMap] = (
+            ConeMap(float(v['map_merge_radius']),
+                    int(v['map_min_observations']))
+            if v['map_enabled'] else None)
+        self.pub = contract.create_publisher(self, 'cones', role)
+        self.marker_pub = (contract.create_publisher(self, 'cone_markers',
+                                                     role)
+                           if v['publish_markers'] else None)
+        contract.create_subscription(self, 'cones_lidar', self._on_lidar,
+                                     role)
+        if v['use_vision']:
+            contract.create_subscription(self, 'cones_vision',
+                                         self._on_vision, role)
+        contract.create_subscription(self, 'odometry', self._on_odom, role)
+        self._last_lidar = -1e18
+        self._logged: Dict[str, float] = {}
+        self._markers: Dict[str, int] = {}
+        self.published = 0
+        self.get_logger().info(
+            f'fusing {"lidar + vision" if v["use_vision"] else "lidar only"}'
+            f', map {"on" if self.map else "off"}, publishing '
+            f'{self.pub.topic_name} in {self.vehicle_frame}')
+
+    def _bad(self, what: str, err: Exception) -> None:
+        """Log a dropped message, each kind of error at most every 5 s."""
+        key = f'{what}: {str(err)[:40]}'
+        now = time.monotonic()
+        if now - self._logged.get(key, -1e9) >= 5.0:
+            self._logged[key] = now
+            self.get_logger().error(f'bad {what} dropped: {err}')
+
+    def _decode(self, msg: Any, what: str) -> Optional[ConeSet]:
+        if msg.header.frame_id and msg.header.frame_id != self.vehicle_frame:
+            self._bad(what, ValueError(
+                f'frame {msg.header.frame_id!r}, expected '
+                f'{self.vehicle_frame!r}'))
+            return None
+        try:
+            xyz, cls, conf = codecs.cloud_to_cones(msg)
+            return ConeSet(xyz, cls, conf)
+        except ValueError as err:
+            self._bad(what, err)
+            return None
+
+    def _on_odom(self, msg: Any) -> None:
+        p = msg.pose.pose
+        q = p.orientation
+        try:
+            _, _, yaw = quaternion_to_euler(q.x, q.y, q.z, q.w)
+        except ValueError as err:
+            self._bad('odometry', err)
+            return
+        self.poses.add(codecs.sec_from_stamp(msg.header.stamp),
+                       p.position.x, p.position.y, float(yaw))
+
+    def _on_vision(self, msg: Any) -> None:
+        cones = self._decode(msg, 'vision cones')
+        if cones is None:
+            return
+        t = codecs.sec_from_stamp(msg.header.stamp)
+        self.vision.add(t, cones)
+        if time.monotonic() - self._last_lidar > float(
+                self.v['lidar_timeout']):
+            scaled = ConeSet(cones.xyz, cones.class_id,
+                             cones.confidence * self.params.vision_only_scale)
+            self._publish(scaled, msg.header.stamp, t)
+
+    def _on_lidar(self, msg: Any) -> None:
+        lidar = self._decode(msg, 'lidar cones')
+        if lidar is None:
+            return
+        self._last_lidar = time.monotonic()
+        t = codecs.sec_from_stamp(msg.header.stamp)
+        vision = None
+        if self.v['use_vision']:
+            found = self.vision.newest_within(t, self.params.max_vision_age)
+            if found is not None:
+                t_v, cones = found
+                poses = self.poses if self.v['align_with_odometry'] else None
+                vision = align(cones, t_v, t, poses)
+        self._publish(fuse(lidar, vision, self.params), msg.header.stamp, t)
+
+    def _publish(self, cones: ConeSet, stamp: Any, t: float) -> None:
+        if self.map is not None:
+            pose = self.poses.at(t)
+            if pose is not None:
+                self.map.update_from_vehicle(cones, *pose)
+                cones = self.map.cones_in_vehicle(
+                    *pose, max_range=float(self.v['map_publish_range']))
+                self._markers_out(self.map.cones(), stamp, self.map_frame,
+                                  'map')
+        cloud = codecs.cones_to_cloud(cones.xyz.astype(np.float32),
+                                      cones.class_id, cones.confidence, t,
+                                      self.vehicle_frame)
+        cloud.header.stamp = stamp
+        self.pub.publish(cloud)
+        self.published += 1
+        self._markers_out(cones, stamp, self.vehicle_frame, 'fused')
+
+    def _markers_out(self, cones: ConeSet, stamp: Any, frame_id: str,
+                     ns: str) -> None:
+        if self.marker_pub is None:
+            return
+        self.marker_pub.publish(cone_markers(
+            cones.xyz, cones.class_id, stamp, frame_id, ns=ns,
+            confidence=cones.confidence,
+            previous_count=self._markers.get(ns, 0)))
+        self._markers[ns] = len(cones)
+
+
+def main(args: Optional[list] = None) -> None:
+    """Run the node until SIGINT/SIGTERM."""
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = ConeFusionNode()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+
+
+if __name__ == '__main__':
+    main()
