@@ -27,14 +27,16 @@ after set-up (frame 0, t = 0); the server's absolute values are in
 ``carla_frame``/``carla_time``.
 
 Every actor spawned is destroyed on ``teardown`` (also on a failed set-up,
-and on SIGINT/SIGTERM once :meth:`CarlaBackend.install_signal_handlers` is
-called), in one ``apply_batch_sync`` of ``carla.command.DestroyActor``.
+at interpreter exit, and on SIGINT/SIGTERM once
+:meth:`CarlaBackend.install_signal_handlers` is called), in one
+``apply_batch_sync`` of ``carla.command.DestroyActor``.
 
 The ``carla`` module is imported on first use, so this module loads where
 the CARLA client is not installed; tests pass a fake module as
 ``carla_module``.
 """
 
+import atexit
 from collections import deque
 from dataclasses import dataclass, field
 import logging
@@ -497,6 +499,8 @@ class CarlaBackend(Backend):
             raise BackendError('CarlaBackend.setup called twice; call '
                                'teardown first')
         self.connect()
+        # Also tear down when the interpreter exits without a teardown.
+        atexit.register(self.teardown)
         try:
             self._apply_world_settings()
             self._spawn_ego(scenario.ego)
@@ -1018,6 +1022,7 @@ class CarlaBackend(Backend):
         that could not be destroyed are logged).
         """
         with self._teardown_lock:
+            atexit.unregister(self.teardown)
             for slot in self._sensors:
                 sensor = slot.actor
                 try:

@@ -681,3 +681,16 @@ def test_aeb_tutorial_yaml_runs_unchanged(fake: Any, server: Any) -> None:
     finally:
         backend.teardown()
     assert server.actors == {}
+
+
+def test_interpreter_exit_tears_down(fake: Any, server: Any,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    registered = []
+    monkeypatch.setattr('atexit.register', registered.append)
+    monkeypatch.setattr('atexit.unregister', lambda f: registered.remove(f)
+                        if f in registered else None)
+    backend = make_backend(fake)
+    backend.setup(aeb_scenario(), small_rig())
+    assert registered == [backend.teardown]
+    registered[0]()                                  # what atexit would do
+    assert server.actors == {} and registered == []
