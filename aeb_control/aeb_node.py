@@ -1,0 +1,382 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+r"""
+``aeb_controller``: the time-to-collision emergency brake as a ROS 2 node.
+
+Perception mode (default): every ``lidar`` PointCloud2 (x, y, z in the
+lidar frame; mount pose from the rig file) is run through
+:class:`aeb_control.aeb_core.AebCore` with the newest ``odometry``
+(nav_msgs/Odometry, twist in the vehicle frame; optional ``imu`` yaw
+rate). Ground-truth mode: on every ego ``odometry`` the other actors'
+``/carla/<role>/odometry`` (``actor_roles``) are used instead of the cloud.
+
+Outputs, each decision: ``brake_request`` (geometry_msgs/AccelStamped,
+``linear.x = -decel`` m/s^2, 0 = release) **stamped with the header stamp
+of the input it was computed from** (the bridge's lockstep matches on it),
+``aeb_status`` (DiagnosticArray: state, ttc, distance, closing speed,
+required deceleration, ...) and ``aeb_markers`` (corridor outline and the
+closest obstacle point, frame ``{role}``). A timer (``check_period``, sim
+time) requests a stop when the inputs go stale. The driver's pedals come
+from ``/joy`` (mapping ``joy_preset`` of
+:data:`hil_bridge.low_level_control.JOY_PRESETS`): a manual brake, or a
+throttle kick-down while the takeover button is held, releases the AEB.
+The commanded steering (``applied_control`` angular.z, CARLA sign) gives
+a second corridor the obstacle must also lie in.
+
+Run::
+
+    python -m aeb_control.aeb_node --ros-args \
+        --params-file config/aeb_controller.yaml
+"""
+
+import math
+import signal
+from typing import Any, Dict, List, Optional
+
+from aeb_control.aeb_core import AebCore, BrakeDecision, resolve_params
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import AccelStamped, Point
+from hil_bridge import codecs
+from hil_bridge.contract import create_publisher, create_subscription, frame
+from hil_bridge.low_level_control import JOY_PRESETS
+from hil_bridge.params import declare_params, ParamSpec
+from hil_bridge.vehicle_profile import load_vehicle_profile
+import numpy as np
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from visualization_msgs.msg import Marker, MarkerArray
+
+NODE_NAME = 'aeb_controller'
+
+_R = ParamSpec
+PARAMS: List[ParamSpec] = [
+    _R('role_name', 'ego role name ({role} of the contract topics)'),
+    _R('strategy', 'ttc_staged (staged, physics based) or fixed_ttc '
+       '(tutorial: full brake while 0 < TTC < 3 s)',
+       choices=('ttc_staged', 'fixed_ttc')),
+    _R('mode', 'perception (lidar) or ground_truth (actor odometry)',
+       choices=('perception', 'ground_truth')),
+    _R('actor_roles', 'ground_truth: role names of the other actors'),
+    _R('actor_size', 'ground_truth: length, width, height of an actor (m)'),
+    _R('actor_box_offset', 'ground_truth: box centre ahead of the pose (m)',
+       -10.0, 10.0),
+    _R('vehicle_profile', 'config/vehicles profile of the ego'),
+    _R('rig', 'sensor rig file (lidar mount pose)'),
+    _R('lidar_id', 'sensor id of the lidar in the rig'),
+    _R('width_margin', 'corridor margin per side (m)', 0.0, 3.0),
+    _R('horizon_time', 'corridor length = speed * horizon_time (s)',
+       0.1, 20.0),
+    _R('min_length', 'shortest corridor (m)', 0.0, 200.0),
+    _R('max_length', 'longest corridor (m)', 1.0, 300.0),
+    _R('z_min', 'points at or below this height are ground/low (m)',
+       -1.0, 3.0),
+    _R('z_max', 'points above this height are overhead (m)', 0.0, 10.0),
+    _R('min_points', 'points an obstacle needs within cluster_depth',
+       1, 1000),
+    _R('cluster_depth', 'depth along the path of one obstacle (m)',
+       0.0, 20.0),
+    _R('voxel_size', 'count distinct voxels of this size (m, 0 = off)',
+       0.0, 5.0),
+    _R('dead_time', 'brake dead time + half the ramp (s, 0 = profile)',
+       0.0, 2.0),
+    _R('latency', 'sensor + processing latency (s)', 0.0, 1.0),
+    _R('stop_margin', 'distance to keep to the obstacle (m)', 0.0, 10.0),
+    _R('speed_window', 'frames in the obstacle speed median', 1, 100),
+    _R('min_samples', 'speed samples before an obstacle counts', 1, 100),
+    _R('decel_window', 'speed samples in the obstacle decel fit', 2, 200),
+    _R('jump_distance', 'obstacle jump that resets the track (m)',
+       0.1, 50.0),
+    _R('use_obstacle_decel', 'account for a braking obstacle'),
+    _R('odom_timeout', 'odometry older than this is stale (s)', 0.01, 10.0),
+    _R('empty_cloud_is_blind', 'empty / all-NaN clouds do not count as '
+       'fresh lidar input'),
+    _R('use_steering', 'intersect with the commanded-steering corridor'),
+    _R('steering_timeout', 'older applied_control is ignored (s)',
+       0.01, 10.0),
+    _R('max_decel', 'maximum deceleration (m/s^2, 0 = profile)', 0.0, 20.0),
+    _R('warn_ratio', 'warning when a_td >= ratio * max_decel', 0.0, 1.0),
+    _R('partial_ratio', 'partial braking from this ratio', 0.0, 1.0),
+    _R('full_ratio', 'full braking from this ratio', 0.0, 1.0),
+    _R('hysteresis', 'ratio a stage must fall below its entry', 0.0, 0.5),
+    _R('partial_gain', 'partial decel = gain * a_td', 1.0, 3.0),
+    _R('partial_min', 'least partial deceleration (m/s^2)', 0.1, 20.0),
+    _R('warn_ttc', 'warning when TTC <= this (s)', 0.0, 10.0),
+    _R('standstill_speed', 'below this nothing new starts (m/s)', 0.0, 5.0),
+    _R('stop_speed', 'braking turns into hold below this (m/s)', 0.0, 5.0),
+    _R('hold_time', 'hold at standstill before release (s)', 0.0, 30.0),
+    _R('hold_decel', 'deceleration requested while holding (m/s^2)',
+       0.1, 20.0),
+    _R('release_time', 'delay before a stage goes down (s)', 0.0, 10.0),
+    _R('driver_brake', 'driver brake pedal that overrides (0..1)', 0.0, 1.0),
+    _R('kickdown', 'driver throttle that overrides (0..1)', 0.0, 1.0),
+    _R('stale_timeout', 'no usable input for this long -> stop (s)',
+       0.01, 10.0),
+    _R('stale_decel', 'stop deceleration when blind (m/s^2)', 0.1, 20.0),
+    _R('fixed_ttc_threshold', 'fixed_ttc: brake while TTC < this (s)',
+       0.1, 20.0),
+    _R('fixed_ttc_decel', 'fixed_ttc: deceleration (m/s^2, 0 = max)',
+       0.0, 20.0),
+    _R('fixed_ttc_lateral_gate', 'fixed_ttc: ignore actors further to the '
+       'side (m, 0 = off like the tutorial)', 0.0, 50.0),
+    _R('use_imu', 'take the yaw rate from the imu topic'),
+    _R('joy_preset', 'Joy mapping of the driver pedals',
+       choices=tuple(sorted(JOY_PRESETS))),
+    _R('joy_timeout', 'older Joy messages count as released (s)',
+       0.01, 60.0),
+    _R('check_period', 'stale-input check period (s, sim time)', 0.01, 5.0),
+    _R('publish_markers', 'publish the corridor markers'),
+]
+
+
+def _quat_yaw(q: Any) -> float:
+    """Return the yaw (rad) of a geometry_msgs Quaternion."""
+    return math.atan2(2.0 * (q.w * q.z + q.x * q.y),
+                      1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+
+
+class AebNode(Node):
+    """The AEB node; see the module docstring."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        """Declare parameters, build the pipeline, wire the topics."""
+        super().__init__(NODE_NAME, **kwargs)
+        self.values = declare_params(self, PARAMS, NODE_NAME)
+        v = self.values
+        self.role = str(v['role_name'])
+        self.params = resolve_params(v)
+        self.core = AebCore(self.params)
+        profile = load_vehicle_profile(str(v['vehicle_profile']))
+        self.max_steer = profile.max_steer
+        self.wheelbase = profile.wheelbase
+        self.joy_map = JOY_PRESETS[str(v['joy_preset'])]
+        self.frame_id = frame('vehicle', self.role)
+        self.pub_brake = create_publisher(self, 'brake_request', self.role)
+        self.pub_status = create_publisher(self, 'aeb_status', self.role)
+        self.pub_markers = create_publisher(self, 'aeb_markers', self.role)
+        self.actors: Dict[str, Dict[str, Any]] = {}
+        self.ego_pose = None
+        self.imu_yaw_rate: Optional[float] = None
+        self.joy_t: Optional[float] = None
+        self.bad_inputs = 0
+        create_subscription(self, 'odometry', self._on_odometry, self.role)
+        create_subscription(self, 'applied_control', self._on_applied,
+                            self.role)
+        create_subscription(self, 'joy', self._on_joy, self.role)
+        if bool(v['use_imu']):
+            create_subscription(self, 'imu', self._on_imu, self.role)
+        if self.params.mode == 'perception':
+            create_subscription(self, 'lidar', self._on_lidar, self.role)
+        else:
+            for role in list(v['actor_roles'] or []):
+                create_subscription(
+                    self, 'actor_odometry',
+                    lambda msg, r=role: self._on_actor(r, msg),
+                    self.role, actor=role)
+        self.timer = self.create_timer(float(v['check_period']),
+                                       self._on_timer)
+        self.get_logger().info(
+            f'aeb_controller: strategy {self.params.strategy}, mode '
+            f'{self.params.mode}, max_decel '
+            f'{self.params.staging.max_decel:g} m/s^2, dead time '
+            f'{self.params.dead_time:g} s')
+
+    # inputs ----------------------------------------------------------
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _warn_bad(self, what: str) -> None:
+        self.bad_inputs += 1
+        self.get_logger().warning(what, throttle_duration_sec=2.0)
+
+    def _on_odometry(self, msg: Any) -> None:
+        t = codecs.sec_from_stamp(msg.header.stamp)
+        tw = msg.twist.twist
+        yaw_rate = tw.angular.z if self.imu_yaw_rate is None \
+            else self.imu_yaw_rate
+        p = msg.pose.pose
+        pose = (p.position.x, p.position.y, _quat_yaw(p.orientation))
+        if not self.core.update_odometry(t, tw.linear.x, yaw_rate, pose):
+            self._warn_bad('odometry with NaN/inf speed or stamp ignored')
+            return
+        self.ego_pose = pose
+        if self.params.mode == 'ground_truth':
+            self._decide_ground_truth(t)
+
+    def _on_imu(self, msg: Any) -> None:
+        w = msg.angular_velocity.z
+        self.imu_yaw_rate = float(w) if math.isfinite(w) else None
+
+    def _on_applied(self, msg: Any) -> None:
+        steer = msg.twist.angular.z
+        delta = -steer * self.max_steer
+        self.core.set_steering(codecs.sec_from_stamp(msg.header.stamp),
+                               math.tan(delta) / self.wheelbase
+                               if math.isfinite(delta) else math.nan)
+
+    def _on_joy(self, msg: Any) -> None:
+        m = self.joy_map
+        axes, buttons = list(msg.axes), list(msg.buttons)
+
+        def pedal(axis: int, released: float, pressed: float) -> float:
+            if axis >= len(axes) or not math.isfinite(axes[axis]):
+                return 0.0
+            return min(max((axes[axis] - released) / (pressed - released),
+                           0.0), 1.0)
+        brake = pedal(m.brake_axis, m.brake_released, m.brake_pressed)
+        throttle = 0.0
+        if m.takeover_button < len(buttons) and buttons[m.takeover_button]:
+            throttle = pedal(m.throttle_axis, m.throttle_released,
+                             m.throttle_pressed)
+        self.core.set_driver(throttle, brake)
+        self.joy_t = self._now()
+
+    def _on_lidar(self, msg: Any) -> None:
+        t = codecs.sec_from_stamp(msg.header.stamp)
+        try:
+            pts = codecs.cloud_to_xyz(msg, skip_nans=False)
+        except ValueError as exc:
+            self._warn_bad(f'lidar cloud rejected: {exc}')
+            pts = np.zeros((0, 3), dtype=np.float32)
+        try:
+            decision = self.core.update_cloud(t, pts)
+        except ValueError as exc:
+            self._warn_bad(f'lidar cloud rejected: {exc}')
+            decision = self.core.update_cloud(
+                t, np.zeros((0, 3), dtype=np.float32))
+        self._publish(decision, msg.header.stamp)
+
+    def _on_actor(self, role: str, msg: Any) -> None:
+        t = codecs.sec_from_stamp(msg.header.stamp)
+        p = msg.pose.pose
+        yaw = _quat_yaw(p.orientation)
+        tw = msg.twist.twist.linear
+        c, s = math.cos(yaw), math.sin(yaw)
+        vel = np.array([c * tw.x - s * tw.y, s * tw.x + c * tw.y])
+        prev = self.actors.get(role)
+        decel = 0.0
+        if prev is not None and t - prev['t'] > 1e-3:
+            raw = -(tw.x - prev['speed']) / (t - prev['t'])
+            decel = 0.7 * prev['decel'] + 0.3 * raw
+        off = float(self.values['actor_box_offset'])
+        self.actors[role] = {
+            't': t, 'speed': float(tw.x), 'decel': decel, 'yaw': yaw,
+            'xy': np.array([p.position.x + off * c,
+                            p.position.y + off * s]), 'vel': vel}
+
+    def _decide_ground_truth(self, t: float) -> None:
+        fresh = [a for a in self.actors.values()
+                 if t - a['t'] <= self.params.odom_timeout]
+        size = np.asarray(self.values['actor_size'], dtype=np.float64)
+        x, y, yaw = self.ego_pose
+        decision = self.core.update_ground_truth(
+            t, (x, y), yaw,
+            np.array([a['xy'] for a in fresh]).reshape(-1, 2),
+            np.array([a['yaw'] for a in fresh]),
+            np.array([a['vel'] for a in fresh]).reshape(-1, 2),
+            np.tile(size.reshape(1, 3), (len(fresh), 1)),
+            np.array([max(a['decel'], 0.0) for a in fresh]))
+        self._publish(decision, codecs.stamp_from_sec(t))
+
+    def _on_timer(self) -> None:
+        now = self._now()
+        if self.joy_t is not None and \
+                now - self.joy_t > float(self.values['joy_timeout']):
+            self.core.set_driver(0.0, 0.0)
+            self.joy_t = None
+        if now <= 0.0:
+            return
+        decision = self.core.check_stale(now)
+        if decision is not None:
+            self.get_logger().warning(
+                f'AEB blind: {decision.reason}; requesting a stop',
+                throttle_duration_sec=2.0)
+            self._publish(decision, codecs.stamp_from_sec(now))
+
+    # outputs ---------------------------------------------------------
+    def _publish(self, d: BrakeDecision, stamp: Any) -> None:
+        msg = AccelStamped()
+        msg.header.stamp = stamp
+        msg.header.frame_id = self.frame_id
+        msg.accel.linear.x = -float(d.decel)
+        self.pub_brake.publish(msg)
+        status = DiagnosticStatus()
+        status.name = NODE_NAME
+        status.hardware_id = self.role
+        if d.stage == 'stale':
+            status.level = DiagnosticStatus.ERROR
+        elif d.warning or d.decel > 0.0:
+            status.level = DiagnosticStatus.WARN
+        else:
+            status.level = DiagnosticStatus.OK
+        status.message = d.stage
+        status.values = [KeyValue(key=k, value=val)
+                         for k, val in d.status().items()]
+        arr = DiagnosticArray()
+        arr.header.stamp = stamp
+        arr.status = [status]
+        self.pub_status.publish(arr)
+        if bool(self.values['publish_markers']):
+            self.pub_markers.publish(self._markers(d, stamp))
+
+    def _markers(self, d: BrakeDecision, stamp: Any) -> MarkerArray:
+        out = MarkerArray()
+        corridor = d.corridor
+        line = Marker()
+        line.header.stamp = stamp
+        line.header.frame_id = self.frame_id
+        line.ns = 'aeb_corridor'
+        line.id = 0
+        line.type = Marker.LINE_STRIP
+        line.scale.x = 0.08
+        braking = d.decel > 0.0
+        line.color.r, line.color.g, line.color.b, line.color.a = (
+            (1.0, 0.1, 0.1, 0.9) if braking else
+            (1.0, 0.8, 0.1, 0.9) if d.warning else (0.1, 0.9, 0.2, 0.7))
+        if corridor is not None:
+            line.points = [Point(x=float(x), y=float(y), z=0.05)
+                           for x, y in corridor.outline(20)]
+        else:
+            line.action = Marker.DELETE
+        out.markers.append(line)
+        dot = Marker()
+        dot.header = line.header
+        dot.ns = 'aeb_obstacle'
+        dot.id = 1
+        dot.type = Marker.SPHERE
+        if d.obstacle_point is not None:
+            dot.pose.position = Point(x=float(d.obstacle_point[0]),
+                                      y=float(d.obstacle_point[1]),
+                                      z=float(d.obstacle_point[2]))
+            dot.pose.orientation.w = 1.0
+            dot.scale.x = dot.scale.y = dot.scale.z = 0.5
+            dot.color.r, dot.color.a = 1.0, 1.0
+        else:
+            dot.action = Marker.DELETE
+        out.markers.append(dot)
+        return out
+
+
+def _raise_interrupt(signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def main(args: Optional[list] = None) -> None:
+    """Run the node until SIGINT/SIGTERM."""
+    rclpy.init(args=args)
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    node = None
+    try:
+        node = AebNode()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+
+
+if __name__ == '__main__':
+    main()
