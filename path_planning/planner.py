@@ -67,7 +67,10 @@ class PlannerConfig:
     ``min_midline_length`` (m); ``max_dt`` longest step used by the rate
     limiter (s); ``use_colours`` gives CONEDRIVE the cone colours (its
     colour rule); ``pursuit_check`` checks the pure-pursuit steering
-    against CONEDRIVE's free ranges.
+    against CONEDRIVE's free ranges; ``memory`` (s) how long a cone that
+    is no longer detected is remembered (moved with the ego motion, 0 =
+    off) and ``memory_radius`` (m) how near a detection must be to count
+    as the same cone.
     """
 
     mode: str = 'cone_drive'
@@ -82,6 +85,8 @@ class PlannerConfig:
     max_dt: float = 0.5
     use_colours: bool = True
     pursuit_check: bool = True
+    memory: float = 0.0
+    memory_radius: float = 0.5
 
     def __post_init__(self) -> None:
         """Validate the mode and the limits (ValueError naming the field)."""
@@ -93,9 +98,11 @@ class PlannerConfig:
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f'PlannerConfig.{name} must be finite and > 0,'
                                  f' got {value}')
-        if not (math.isfinite(self.min_midline_length)
-                and self.min_midline_length >= 0.0):
-            raise ValueError('PlannerConfig.min_midline_length must be >= 0')
+        for name in ('min_midline_length', 'memory', 'memory_radius'):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0.0):
+                raise ValueError(f'PlannerConfig.{name} must be finite and >= '
+                                 f'0, got {value}')
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], profile: Any
@@ -136,7 +143,9 @@ class PlannerConfig:
                    min_coloured=int(v['min_coloured']),
                    min_midline_length=float(v['min_midline_length']),
                    use_colours=bool(v['use_colours']),
-                   pursuit_check=bool(v['pursuit_check']))
+                   pursuit_check=bool(v['pursuit_check']),
+                   memory=float(v['cone_memory']),
+                   memory_radius=float(v['cone_memory_radius']))
 
 
 @dataclass
@@ -166,6 +175,7 @@ class PlanOutput:
     n_used: int = 0
     n_dropped: int = 0
     n_out_of_range: int = 0
+    n_remembered: int = 0
 
 
 class Planner:
@@ -178,12 +188,53 @@ class Planner:
         self.last_delta = 0.0
         self.last_speed = 0.0
         self.last_t: Optional[float] = None
+        self._memory: Optional['tuple[np.ndarray, np.ndarray, np.ndarray]'] \
+            = None
 
     def reset(self) -> None:
-        """Forget the last command (start from standstill, wheels straight)."""
+        """Forget the last command and the remembered cones."""
         self.last_delta = 0.0
         self.last_speed = 0.0
         self.last_t = None
+        self._memory = None
+
+    def _remember(self, t: float, xy: np.ndarray, cls: np.ndarray,
+                  speed: float, yaw_rate: float
+                  ) -> 'tuple[np.ndarray, np.ndarray, int]':
+        """
+        Add the remembered cones that the current detections lack.
+
+        The remembered cones are moved into the current vehicle frame by
+        the ego motion since the last cycle (an arc of ``speed`` m/s and
+        ``yaw_rate`` rad/s); those within ``memory_radius`` of a detection
+        are replaced by it, those older than ``memory`` seconds are
+        forgotten. Returns ``(xy, cls, n_remembered)``.
+        """
+        cfg = self.config
+        mem, self._memory = self._memory, None
+        ages = np.zeros(xy.shape[0])
+        n_old = 0
+        dt = None if self.last_t is None else t - self.last_t
+        if (mem is not None and dt is not None and 0.0 <= dt <= cfg.memory
+                and math.isfinite(speed) and math.isfinite(yaw_rate)):
+            old_xy, old_cls, old_age = mem
+            moved = ego_motion(old_xy, speed, yaw_rate, dt)
+            age = old_age + dt
+            keep = age <= cfg.memory
+            rng = np.hypot(moved[:, 0], moved[:, 1])
+            keep &= (rng <= cfg.sensor_range) & (np.abs(np.arctan2(
+                moved[:, 1], moved[:, 0])) <= 0.5 * cfg.sensor_fov)
+            if xy.shape[0] and keep.any():
+                gap = np.linalg.norm(moved[keep][:, None] - xy[None], axis=2)
+                near = np.zeros_like(keep)
+                near[keep] = gap.min(axis=1) <= cfg.memory_radius
+                keep &= ~near
+            n_old = int(np.count_nonzero(keep))
+            xy = np.concatenate([xy, moved[keep]])
+            cls = np.concatenate([cls, old_cls[keep]])
+            ages = np.concatenate([ages, age[keep]])
+        self._memory = (xy, cls, ages)
+        return xy, cls, n_old
 
     def _dt(self, t: float) -> float:
         if self.last_t is None or not math.isfinite(t):
@@ -240,25 +291,40 @@ class Planner:
         return self._finish(t, 0.0, 0.0, out)
 
     def plan(self, t: float, xyz: Any, class_id: Any,
-             measured_speed: Optional[float] = None) -> PlanOutput:
+             measured_speed: Optional[float] = None,
+             measured_yaw_rate: Optional[float] = None) -> PlanOutput:
         """
         Run one cycle at sim time ``t`` (s) on the cones seen then.
 
         ``xyz`` (N, 2|3) cone positions and ``class_id`` (N,) contract
         classes in the vehicle frame; ``measured_speed`` (m/s) the ego
-        speed from odometry, None or non-finite when unknown (the last
-        commanded speed is used for the pursuit look-ahead then).
+        speed from odometry and ``measured_yaw_rate`` (rad/s), None or
+        non-finite when unknown (the last command stands in, for the
+        pursuit look-ahead and the cone memory). With ``memory`` > 0 the
+        cones missing from this detection but seen recently are added; a
+        detection without any cone ahead still stops.
         """
         cfg = self.config
         xy, cls, n_dropped, n_out = self.filter_cones(xyz, class_id)
         counts = {'n_used': int(xy.shape[0]), 'n_dropped': n_dropped,
-                  'n_out_of_range': n_out}
+                  'n_out_of_range': n_out, 'n_remembered': 0}
         if not np.any(xy[:, 0] > 0.0):
+            self._memory = None
             return self.stop(t, 'no_cones', **counts)
         dt = self._dt(t)
         speed_est = self.last_speed
         if measured_speed is not None and math.isfinite(measured_speed):
             speed_est = abs(float(measured_speed))
+        if cfg.memory > 0.0:
+            yaw_rate = self.last_speed * math.tan(self.last_delta) / \
+                cfg.cone_drive.wheelbase
+            if measured_yaw_rate is not None and math.isfinite(
+                    measured_yaw_rate):
+                yaw_rate = float(measured_yaw_rate)
+            signed = speed_est if measured_speed is None or not math.isfinite(
+                measured_speed) else float(measured_speed)
+            xy, cls, n_old = self._remember(t, xy, cls, signed, yaw_rate)
+            counts['n_remembered'] = n_old
         mid = None
         if cfg.mode in ('midline', 'auto'):
             n_blue = int(np.count_nonzero(cls == CONE_BLUE))
@@ -341,6 +407,27 @@ class Planner:
                          path=path, cone_drive=check, midline=mid, pursuit=pp,
                          **counts)
         return self._finish(t, speed, delta, out)
+
+
+def ego_motion(xy: np.ndarray, speed: float, yaw_rate: float, dt: float
+               ) -> np.ndarray:
+    """
+    Return points of the old vehicle frame in the frame ``dt`` s later.
+
+    The car moved on an arc at ``speed`` (m/s) and ``yaw_rate`` (rad/s);
+    ``xy`` (N, 2) metres, REP-103.
+    """
+    dyaw = yaw_rate * dt
+    dist = speed * dt
+    if abs(dyaw) < 1e-9:
+        dx, dy = dist, 0.0
+    else:
+        radius = dist / dyaw
+        dx, dy = radius * math.sin(dyaw), radius * (1.0 - math.cos(dyaw))
+    c, s = math.cos(dyaw), math.sin(dyaw)
+    rel = xy - np.array([dx, dy])
+    return np.stack([c * rel[:, 0] + s * rel[:, 1],
+                     -s * rel[:, 0] + c * rel[:, 1]], axis=1)
 
 
 def nearest_free(free: np.ndarray, delta: float,

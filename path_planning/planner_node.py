@@ -75,6 +75,11 @@ PARAMS = [
               hi=200.0),
     ParamSpec('sensor_fov_deg', 'full field of view of the cones (deg)',
               lo=1.0, hi=360.0),
+    ParamSpec('cone_memory', 'how long (s) a cone missing from a detection '
+              'is remembered, moved with the ego motion; 0 = off', lo=0.0,
+              hi=5.0),
+    ParamSpec('cone_memory_radius', 'a detection this near (m) replaces a '
+              'remembered cone', lo=0.0, hi=5.0),
     ParamSpec('max_speed', 'top target speed (m/s)', lo=0.1, hi=40.0),
     ParamSpec('min_speed', 'lowest target while driving (m/s)', lo=0.0,
               hi=10.0),
@@ -216,6 +221,7 @@ class ConeDrivePlannerNode(Node):
         self.odom_sub = create_subscription(self, 'odometry', self._on_odom,
                                             self.role)
         self.speed: Optional[float] = None
+        self.yaw_rate: Optional[float] = None
         self.odom_stamp: Optional[float] = None
         self.last_cones: Optional[float] = None  # sim time of the last cloud
         self.counts = {'cycles': 0, 'stops': 0, 'nan_cones': 0,
@@ -243,6 +249,7 @@ class ConeDrivePlannerNode(Node):
                 throttle_duration_sec=5.0)
             return
         self.speed = v
+        self.yaw_rate = w
         self.odom_stamp = codecs.sec_from_stamp(msg.header.stamp)
 
     def _measured_speed(self, t: float) -> Optional[float]:
@@ -265,7 +272,9 @@ class ConeDrivePlannerNode(Node):
         n_rows = cloud.width * cloud.height
         self.counts['nan_cones'] += max(int(n_rows) - int(xyz.shape[0]), 0)
         self.last_cones = t
-        out = self.planner.plan(t, xyz, cls, self._measured_speed(t))
+        speed = self._measured_speed(t)
+        out = self.planner.plan(t, xyz, cls, speed,
+                                None if speed is None else self.yaw_rate)
         self.counts['cycles'] += 1
         self.counts['nan_cones'] += out.n_dropped
         self.counts['out_of_range'] += out.n_out_of_range

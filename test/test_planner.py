@@ -7,7 +7,8 @@ import math
 
 import numpy as np
 from path_planning.closed_loop import default_config
-from path_planning.planner import nearest_free, Planner, PlannerConfig
+from path_planning.planner import (ego_motion, nearest_free, Planner,
+                                   PlannerConfig)
 import pytest
 
 
@@ -121,3 +122,44 @@ def test_bad_input_and_config() -> None:
     xy, cls = corridor()
     out = Planner(default_config('midline')).plan(0.0, xy, cls, float('nan'))
     assert out.mode == 'midline' and math.isfinite(out.delta)
+
+
+def test_ego_motion() -> None:
+    pts = np.array([[5.0, 0.0], [2.0, 1.0]])
+    np.testing.assert_allclose(ego_motion(pts, 2.0, 0.0, 0.5),
+                               [[4.0, 0.0], [1.0, 1.0]])
+    # A quarter circle of R = 2 m to the left (1 m/s, 0.5 rad/s, pi s):
+    # the new origin is old (2, 2), heading +90 deg. The turning centre
+    # (0, 2) stays 2 m to the left; the old origin is 2 m behind and 2 m
+    # to the left.
+    dt = math.pi
+    out = ego_motion(np.array([[0.0, 2.0], [0.0, 0.0]]), 1.0, 0.5, dt)
+    np.testing.assert_allclose(out[0], [0.0, 2.0], atol=1e-9)
+    np.testing.assert_allclose(out[1], [-2.0, 2.0], atol=1e-9)
+
+
+def test_cone_memory_fills_missed_detections() -> None:
+    cfg = replace(default_config('cone_drive'), memory=0.5)
+    planner = Planner(cfg)
+    xy, cls = corridor()
+    planner.plan(0.0, xy, cls, 2.0, 0.0)
+    # Next cycle: the car moved 0.2 m, half the cones were missed.
+    seen = xy[::2] - np.array([0.2, 0.0])
+    out = planner.plan(0.1, seen, cls[::2], 2.0, 0.0)
+    assert out.n_remembered == xy.shape[0] - seen.shape[0]
+    mem_xy, mem_cls, ages = planner._memory
+    np.testing.assert_allclose(np.sort(mem_xy[:, 0]),
+                               np.sort(xy[:, 0] - 0.2), atol=1e-9)
+    assert sorted(mem_cls.tolist()) == sorted(cls.tolist())
+    assert ages.max() == pytest.approx(0.1)
+    # Older than the memory: forgotten.
+    planner.plan(0.2, seen, cls[::2], 2.0, 0.0)
+    out = planner.plan(0.8, seen, cls[::2], 2.0, 0.0)
+    assert out.n_remembered == 0
+    # An empty detection stops at once and clears the memory.
+    out = planner.plan(0.9, np.zeros((0, 2)), np.zeros(0), 2.0, 0.0)
+    assert out.stop and planner._memory is None
+    # Memory off: nothing is added.
+    plain = Planner(replace(cfg, memory=0.0))
+    plain.plan(0.0, xy, cls, 2.0, 0.0)
+    assert plain.plan(0.1, seen, cls[::2], 2.0, 0.0).n_remembered == 0

@@ -54,3 +54,15 @@ def test_cone_drive_stops_without_cones() -> None:
     res = run_lap(default_config('cone_drive'), scn)
     assert res.distance < 0.5
     assert set(res.modes) == {'stop'}
+
+
+@pytest.mark.parametrize('mode', ['cone_drive', 'midline'])
+def test_lap_with_imperfect_perception(mode: str) -> None:
+    # Every cone missed with probability 0.2 each cycle, 5 cm noise: the
+    # cone memory bridges the gaps.
+    res = run_lap(default_config(mode), load_scenario('ci_trackdrive'),
+                  seed=1, dropout=0.2, noise=0.05)
+    print(f'{mode} with dropout 0.2, noise 0.05 m: lap {res.lap_time} s, '
+          f'modes {res.modes}')
+    assert res.status == 'finished', (res.status, res.reason)
+    assert res.cones_hit == 0 and res.off_courses == 0
