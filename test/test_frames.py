@@ -4,13 +4,14 @@
 
 import math
 
-import carla
 from hil_bridge import frames as F
 from hil_bridge.backend import Pose
 from hypothesis import given, settings
 from hypothesis import strategies as st
 import numpy as np
 import pytest
+
+carla = pytest.importorskip('carla')
 
 SETTINGS = settings(max_examples=60, deadline=None)
 coord = st.floats(-1e4, 1e4, allow_nan=False)
