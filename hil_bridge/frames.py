@@ -265,7 +265,8 @@ def transform_points(T: ArrayLike, pts: ArrayLike) -> np.ndarray:
     Apply a 4x4 transform to (N, 3) or (N, 4) points (one matrix product).
 
     With (N, 4) input the 4th column (e.g. lidar intensity) is copied
-    unchanged. The result has the input's float dtype.
+    unchanged. The result has the input's float dtype; NaN points stay NaN.
+    ``T`` must be finite.
     """
     M = _check_matrix(T)
     arr = _points(pts, 'pts')
@@ -371,7 +372,8 @@ def carla_to_ros_points(pts: ArrayLike) -> np.ndarray:
     """
     Convert (N, 3) or (N, 4) CARLA points to REP-103 (y negated, new array).
 
-    The 4th column is kept; one vectorised multiply, input dtype kept.
+    The 4th column is kept, and the input's float dtype. NaNs pass through
+    (clouds use them for missing returns).
     """
     return _scale_columns(_points(pts, 'pts'), _MIRROR_Y)
 
