@@ -14,9 +14,11 @@ Steps (vectorised):
    RANSAC plane fitted with numpy to the low points (``ground='ransac'``;
    points within ``ransac_threshold`` of the plane or below it are ground).
    Points higher than ``max_z`` and farther than ``range_max`` are dropped.
-2. Euclidean clustering in the ground plane: neighbours closer than
-   ``cluster_tolerance`` (``scipy.spatial.cKDTree.query_pairs``) joined by
-   connected components (``scipy.sparse.csgraph``).
+2. Euclidean clustering in the ground plane: the occupied cells of a grid
+   of a quarter ``cluster_tolerance`` whose centres are closer than
+   ``cluster_tolerance`` (``scipy.spatial.cKDTree.query_pairs``) are joined
+   by connected components (``scipy.sparse.csgraph``); points take their
+   cell's cluster (the grid bounds the work on dense near objects).
 3. Per cluster: horizontal extent, height above ground, point count.
    Accepted as a cone when the extent fits a cone (<= big cone base + margin),
    the top is at most a big cone's height (+ margin) and at least
@@ -254,13 +256,21 @@ class CloudConeDetector:
         if v.shape[0] == 0:
             return {'points': v, 'height': height, 'start': empty,
                     'count': empty}
-        pairs = cKDTree(v[:, :2]).query_pairs(p.cluster_tolerance,
-                                              output_type='ndarray')
-        n = v.shape[0]
+        # Cluster occupied cells of a fine grid (a quarter of the tolerance)
+        # instead of the points: near objects have hundreds of points.
+        cell = 0.25 * p.cluster_tolerance
+        keys = np.floor(v[:, :2] / cell).astype(np.int64)
+        cells, inverse = np.unique(keys, axis=0, return_inverse=True)
+        inverse = inverse.ravel()
+        centres = (cells + 0.5) * cell
+        pairs = cKDTree(centres).query_pairs(p.cluster_tolerance,
+                                             output_type='ndarray')
+        n = centres.shape[0]
         graph = coo_matrix((np.ones(pairs.shape[0]), (pairs[:, 0],
                                                       pairs[:, 1])),
                            shape=(n, n))
-        _, labels = connected_components(graph, directed=False)
+        _, cell_labels = connected_components(graph, directed=False)
+        labels = cell_labels[inverse]
         order = np.argsort(labels, kind='stable')
         count = np.bincount(labels)
         start = np.concatenate(([0], np.cumsum(count)[:-1]))
