@@ -174,6 +174,7 @@ class AebCore:
         self.rot, self.trans = mount_transform(
             p.mount_x, p.mount_y, p.mount_z, p.mount_roll, p.mount_pitch,
             p.mount_yaw)
+        self._translation_only = bool(np.allclose(self.rot, np.eye(3)))
         self.tracker = ObstacleTracker(
             window=p.speed_window, min_samples=p.min_samples,
             decel_window=p.decel_window, jump_distance=p.jump_distance)
@@ -284,13 +285,20 @@ class AebCore:
         if not math.isfinite(t):
             raise ValueError(f'update_cloud: stamp is not finite: {t}')
         self._seen(t)
-        pts = to_vehicle_frame(points, self.rot, self.trans)
+        raw = np.asarray(points)
+        if raw.ndim != 2 or raw.shape[1] < 3:
+            raise ValueError(f'update_cloud: points must be an (N, >=3) '
+                             f'array, got shape {raw.shape}')
+        if self._translation_only:
+            pts, offset = raw, self.trans   # shift only the candidates
+        else:
+            pts, offset = to_vehicle_frame(raw, self.rot, self.trans), None
         corridor = self.corridor()
-        finite = np.isfinite(pts).all(axis=1)
-        usable = bool(finite.any()) or (
+        x, y = pts[:, 0], pts[:, 1]
+        usable = bool(np.isfinite(x).any()) or (
             pts.shape[0] > 0 and not self.params.empty_cloud_is_blind)
         if usable and self.last is not None and self.cloud_t is not None \
-                and not _covers_front(pts[finite]):
+                and not bool(np.any((x > 0.0) & (np.abs(y) < x))):
             # A partial sweep (lidar rotating slower than the frame rate)
             # that missed the front: no news about the corridor.
             self.cloud_t = float(t)
@@ -300,7 +308,7 @@ class AebCore:
         hit = closest_in_corridor(pts, corridor, self.params.min_points,
                                   self.params.cluster_depth,
                                   self.params.voxel_size,
-                                  self.steering_corridor(t))
+                                  self.steering_corridor(t), offset)
         return self._decide(t, hit.distance, None, None, hit.point,
                             corridor)
 
@@ -515,12 +523,6 @@ def resolve_params(values: Dict[str, Any]) -> AebParams:
         vals.update(mount_x=m.x, mount_y=m.y, mount_z=m.z,
                     mount_roll=m.roll, mount_pitch=m.pitch, mount_yaw=m.yaw)
     return AebParams.from_dict(vals)
-
-
-def _covers_front(pts: np.ndarray) -> bool:
-    """Return True when the cloud has points in the front +-45 deg."""
-    x, y = pts[:, 0], pts[:, 1]
-    return bool(np.any((x > 0.0) & (np.abs(y) < x)))
 
 
 def _restamp(decision: BrakeDecision, t: float) -> BrakeDecision:

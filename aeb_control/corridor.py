@@ -190,7 +190,8 @@ class CorridorHit:
 def closest_in_corridor(points_vehicle: np.ndarray, corridor: Corridor,
                         min_points: int = 3, cluster_depth: float = 1.0,
                         voxel_size: float = 0.0,
-                        also: Optional[Corridor] = None) -> CorridorHit:
+                        also: Optional[Corridor] = None,
+                        offset: Optional[np.ndarray] = None) -> CorridorHit:
     """
     Find the closest obstacle inside ``corridor``.
 
@@ -201,6 +202,10 @@ def closest_in_corridor(points_vehicle: np.ndarray, corridor: Corridor,
     lone spurious return (dust, rain) does not trigger the brake. With
     ``also`` (a second prediction, e.g. from the commanded steering) a
     point must lie in both corridors; distances are along ``corridor``.
+    ``offset`` (3,) m: the points are in a frame only translated from the
+    vehicle frame (a lidar mounted without rotation), ``p_vehicle = p +
+    offset``; the prefilter then runs on the raw columns and only the few
+    candidates are shifted, which saves a full copy of the cloud.
     """
     pts = np.asarray(points_vehicle)
     if pts.ndim != 2 or pts.shape[1] < 3:
@@ -208,17 +213,21 @@ def closest_in_corridor(points_vehicle: np.ndarray, corridor: Corridor,
                          f'{pts.shape}')
     if pts.shape[0] == 0:
         return CorridorHit(None, None, 0.0, 0)
+    ox, oy, oz = (0.0, 0.0, 0.0) if offset is None else (
+        float(offset[0]), float(offset[1]), float(offset[2]))
     x, y, z = pts[:, 0], pts[:, 1], pts[:, 2]
     # Cheap bounding-box prefilter; NaN compares False and drops out.
     reach = corridor.front + corridor.length
     lat = corridor.half_width + abs(corridor.kappa) * reach * reach
-    keep = ((z > corridor.z_min) & (z <= corridor.z_max)
-            & (x >= corridor.front - corridor.body_tolerance - lat)
-            & (x <= reach) & (np.abs(y) <= lat + 0.5))
+    keep = ((z > corridor.z_min - oz) & (z <= corridor.z_max - oz)
+            & (x >= corridor.front - corridor.body_tolerance - lat - ox)
+            & (x <= reach - ox) & (np.abs(y + oy) <= lat + 0.5))
     idx = np.flatnonzero(keep)
     if idx.size == 0:
         return CorridorHit(None, None, 0.0, 0)
-    cand = pts[idx]
+    cand = pts[idx, :3].astype(np.float64)
+    if offset is not None:
+        cand += np.array([ox, oy, oz])
     s, d = arc_coordinates(corridor.kappa, cand[:, 0], cand[:, 1])
     inside = ((np.abs(d) <= corridor.half_width)
               & (s >= corridor.front - corridor.body_tolerance)

@@ -141,3 +141,17 @@ def test_bad_input_raises_value_error() -> None:
     with pytest.raises(ValueError, match='half_width'):
         predict_corridor(1.0, 0.0, half_width=0.0, front=1.0)
     assert closest_in_corridor(np.zeros((0, 3)), c).distance is None
+
+
+def test_offset_path_equals_shifted_points() -> None:
+    """Prefiltering in a translated lidar frame gives the same answer."""
+    rng = np.random.default_rng(1)
+    pts = rng.uniform([-20, -10, -2.0], [60, 10, 1.0], (20000, 3))
+    pts = np.vstack([pts, _wall(25.0, z=-1.0) - [1.3, 0.0, 0.0]])
+    offset = np.array([1.3, 0.0, 1.75])
+    for yaw_rate in (0.0, 0.3, -0.2):
+        c = predict_corridor(12.0, yaw_rate, half_width=1.2, front=3.7)
+        a = closest_in_corridor(pts + offset, c)
+        b = closest_in_corridor(pts, c, offset=offset)
+        assert a.distance == pytest.approx(b.distance)
+        assert a.count == b.count

@@ -1,0 +1,56 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""Euro NCAP runner, in-process on the built-in simulator (no DDS)."""
+
+from aeb_control.ncap import Case, matrix, ncap_score, run_case, table
+import pytest
+
+
+@pytest.mark.parametrize('kmh', [30.0, 50.0])
+def test_ccrs_avoided_with_onset_near_last_point(kmh: float) -> None:
+    """CCRs: no collision, brake onset within 1.5x the last point to brake."""
+    r = run_case(Case('CCRs', kmh), 'ttc_staged')
+    assert not r.collision, r
+    assert r.braked
+    assert 0.0 < r.min_distance < 3.0
+    assert r.last_point_ttc <= r.onset_ttc <= 1.5 * r.last_point_ttc
+    assert r.peak_decel > 5.0
+    assert r.score == 1.0
+
+
+def test_adjacent_lane_stopped_car_is_silent() -> None:
+    """A stopped car one lane to the right: no braking, no warning."""
+    r = run_case(Case('FA', 50.0, kind='adjacent'), 'ttc_staged')
+    assert not r.braked and not r.warned and not r.collision
+    assert r.passed
+
+
+def test_fixed_ttc_brakes_earlier_than_needed() -> None:
+    """The tutorial's rule brakes at ~3 s TTC, far before the last point."""
+    fixed = run_case(Case('CCRs', 50.0), 'fixed_ttc')
+    staged = run_case(Case('CCRs', 50.0), 'ttc_staged')
+    assert fixed.braked
+    assert fixed.onset_ttc > 2.0 * fixed.last_point_ttc
+    assert fixed.onset_ttc > staged.onset_ttc + 0.8
+    out = table({'ttc_staged': [staged], 'fixed_ttc': [fixed]})
+    assert 'CCRs 50 km/h 100%' in out and 'fixed_ttc' in out
+
+
+def test_matrix_and_score() -> None:
+    """The full matrix has every family; scores follow the 2026 bands."""
+    cases = matrix()
+    fams = {c.family for c in cases}
+    assert fams == {'CCRs', 'CCRm', 'CCRb', 'FA'}
+    assert sum(c.family == 'CCRs' for c in cases) == 30
+    assert sum(c.family == 'CCRm' for c in cases) == 11
+    assert sum(c.family == 'CCRb' for c in cases) == 4
+    c50 = Case('CCRs', 50.0)
+    assert ncap_score(c50, False, 0.0, True) == 1.0
+    assert ncap_score(c50, True, 8.0, True) == 0.75
+    assert ncap_score(c50, True, 15.0, True) == 0.5
+    assert ncap_score(c50, True, 25.0, True) == 0.25
+    assert ncap_score(c50, True, 40.0, True) == 0.0
+    assert ncap_score(Case('CCRs', 15.0), True, 3.0, True) == 0.0
+    fa = Case('FA', 50.0, kind='adjacent')
+    assert ncap_score(fa, False, 0.0, False) == 1.0
+    assert ncap_score(fa, False, 0.0, True) == 0.0
