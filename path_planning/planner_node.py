@@ -273,8 +273,14 @@ class ConeDrivePlannerNode(Node):
         self.counts['nan_cones'] += max(int(n_rows) - int(xyz.shape[0]), 0)
         self.last_cones = t
         speed = self._measured_speed(t)
-        out = self.planner.plan(t, xyz, cls, speed,
-                                None if speed is None else self.yaw_rate)
+        try:
+            out = self.planner.plan(t, xyz, cls, speed,
+                                    None if speed is None else self.yaw_rate)
+        except ValueError as err:  # malformed arrays: stop, do not die
+            self.counts['bad_clouds'] += 1
+            self.get_logger().error(f'planning failed, stopping: {err}',
+                                    throttle_duration_sec=5.0)
+            out = self.planner.stop(t, 'error')
         self.counts['cycles'] += 1
         self.counts['nan_cones'] += out.n_dropped
         self.counts['out_of_range'] += out.n_out_of_range
