@@ -33,9 +33,9 @@ Command line (``python -m hil_bridge.netns_rig``)::
     cleanup                               remove rigs of dead processes
 """
 
-from dataclasses import dataclass
 import argparse
 import atexit
+from dataclasses import dataclass
 import json
 import os
 import re

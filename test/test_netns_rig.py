@@ -12,7 +12,7 @@ import pytest
 OK, WHY = netns_rig.available()
 needs_netns = pytest.mark.skipif(not OK, reason=f'no namespaces: {WHY}')
 
-SERVER = r'''
+SERVER = r"""
 import socket, sys, time
 srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 srv.bind(('10.77.0.2', 5201)); srv.listen(1); srv.settimeout(20)
@@ -26,18 +26,18 @@ while True:
         t0 = time.monotonic()
     total += len(buf)
 print(total, time.monotonic() - t0, flush=True)
-'''
+"""
 
-CLIENT = r'''
+CLIENT = r"""
 import socket, sys, time
 s = socket.create_connection(('10.77.0.2', 5201), timeout=5)
 chunk = b'\0' * 65536; end = time.monotonic() + float(sys.argv[1]); sent = 0
 while time.monotonic() < end:
     s.sendall(chunk); sent += len(chunk)
 s.close(); print(sent, flush=True)
-'''
+"""
 
-PUB = r'''
+PUB = r"""
 import sys, time, rclpy
 from std_msgs.msg import String
 rclpy.init(); node = rclpy.create_node('rig_pub')
@@ -47,9 +47,9 @@ while time.monotonic() < end:
     pub.publish(String(data='x' * 1000)); n += 1
     rclpy.spin_once(node, timeout_sec=0.05)
 print('sent', n, flush=True)
-'''
+"""
 
-SUB = r'''
+SUB = r"""
 import sys, time, rclpy
 from std_msgs.msg import String
 rclpy.init(); node = rclpy.create_node('rig_sub'); got = []
@@ -59,7 +59,7 @@ end = time.monotonic() + float(sys.argv[1])
 while time.monotonic() < end:
     rclpy.spin_once(node, timeout_sec=0.05)
 print('received', len(got), flush=True)
-'''
+"""
 
 
 def _tcp_transfer(rig: NetnsRig, seconds: float) -> tuple:
