@@ -194,7 +194,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                 print(f'[carla-hil] running {now - started:.0f} s, '
                       f'{len(essential)} nodes alive')
     finally:
-        codes = sup.stop_all()
+        codes = sup.stop_all(keep=['recorder'])
+        if record:  # stop the recorder last, so it sees the nodes' end
+            codes.update(sup.stop_all(grace=60.0))
         for sig, handler in old.items():
             signal.signal(sig, handler)
     died = [n for n, rc in codes.items()

@@ -19,8 +19,8 @@ import time
 from typing import Dict, List, Optional
 
 from hil_bridge import contract
+from hil_bridge.mcap_io import iter_raw
 from hil_bridge.recorder import msg_class
-from mcap.reader import make_reader
 
 
 def sim_pc_topics(role: str = contract.DEFAULT_ROLE) -> List[str]:
@@ -52,29 +52,26 @@ def play(path: str, rate: float = 1.0, replay_all: bool = False,
     pubs: Dict[str, object] = {}
     sent = 0
     try:
-        with open(path, 'rb') as stream:
-            reader = make_reader(stream)
-            t_first, w_first = None, time.monotonic()
-            for schema, channel, message in reader.iter_messages(
-                    log_time_order=True):
-                topic = channel.topic
-                if topic == '/clock' and not clock:
-                    continue
-                if patterns is not None and not any(
-                        fnmatch.fnmatch(topic, p) for p in patterns):
-                    continue
-                if topic not in pubs:
-                    pubs[topic] = node.create_publisher(
-                        msg_class(schema.name), topic, _qos_for(topic, role))
-                if t_first is None:
-                    t_first = message.log_time
-                if rate > 0:
-                    due = w_first + (message.log_time - t_first) * 1e-9 / rate
-                    delay = due - time.monotonic()
-                    if delay > 0:
-                        time.sleep(delay)
-                pubs[topic].publish(message.data)
-                sent += 1
+        t_first, w_first = None, time.monotonic()
+        for schema, channel, message in iter_raw(path):
+            topic = channel.topic
+            if topic == '/clock' and not clock:
+                continue
+            if patterns is not None and not any(
+                    fnmatch.fnmatch(topic, p) for p in patterns):
+                continue
+            if topic not in pubs:
+                pubs[topic] = node.create_publisher(
+                    msg_class(schema.name), topic, _qos_for(topic, role))
+            if t_first is None:
+                t_first = message.log_time
+            if rate > 0:
+                due = w_first + (message.log_time - t_first) * 1e-9 / rate
+                delay = due - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+            pubs[topic].publish(message.data)
+            sent += 1
     finally:
         node.destroy_node()
         if own:

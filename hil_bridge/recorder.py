@@ -26,6 +26,8 @@ from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile,
                        ReliabilityPolicy)
 
 SKIP = {'/rosout', '/parameter_events'}
+#: back-pressure limit of the write queue (messages beyond it are dropped)
+MAX_QUEUED_BYTES = 512 * 1024 * 1024
 
 
 def msg_class(full_type: str) -> Any:
@@ -41,8 +43,8 @@ class McapRecorder(Node):
         """Open ``path`` for writing and start discovery."""
         super().__init__('mcap_recorder')
         self._stream = open(path, 'wb')
-        self._writer = Writer(self._stream,
-                              compression=CompressionType.ZSTD)
+        # LZ4: cheap enough to keep up with two cameras on one core
+        self._writer = Writer(self._stream, compression=CompressionType.LZ4)
         self._writer.start(profile='ros2', library='carla_hil')
         self._lock = threading.Lock()
         self._schemas: Dict[str, int] = {}
@@ -50,6 +52,8 @@ class McapRecorder(Node):
         self._subs: List[Any] = []
         self._seq = 0
         self.count = 0
+        self.dropped = 0
+        self._queued_bytes = 0
         # callbacks only enqueue; one thread compresses and writes, so a
         # large message being written never blocks the DDS receive path
         self._queue: 'queue.Queue' = queue.Queue()
@@ -97,6 +101,14 @@ class McapRecorder(Node):
                 self._qos_for(topic), raw=True))
 
     def _on_message(self, topic: str, data: bytes) -> None:
+        if self._queued_bytes > MAX_QUEUED_BYTES:
+            self.dropped += 1
+            if self.dropped in (1, 100, 1000) or self.dropped % 10000 == 0:
+                self.get_logger().warn(
+                    f'disk too slow: dropped {self.dropped} messages')
+            return
+        with self._lock:
+            self._queued_bytes += len(data)
         self._queue.put((self._channels[topic],
                          self.get_clock().now().nanoseconds, data))
 
@@ -107,6 +119,7 @@ class McapRecorder(Node):
                 return
             channel, now, data = item
             with self._lock:
+                self._queued_bytes -= len(data)
                 self._writer.add_message(channel_id=channel, log_time=now,
                                          publish_time=now, data=data,
                                          sequence=self._seq)
@@ -139,7 +152,8 @@ def main(args: List[str] = None) -> int:
         pass
     finally:
         node.close()
-        print(f'[recorder] wrote {node.count} messages to {plain[0]}')
+        print(f'[recorder] wrote {node.count} messages to {plain[0]}'
+              f' ({node.dropped} dropped)')
         node.destroy_node()
         rclpy.try_shutdown()
     return 0

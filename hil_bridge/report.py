@@ -18,8 +18,8 @@ import sys
 from typing import Any, Dict, List, Optional
 
 from hil_bridge import codecs, contract
+from hil_bridge.mcap_io import iter_raw
 from hil_bridge.recorder import msg_class
-from mcap.reader import make_reader
 import numpy as np
 
 CONE_COLOURS = {0: '#888888', 1: '#1f4fff', 2: '#f2c200', 3: '#ff7f0e',
@@ -47,41 +47,39 @@ def load_run(path: str, role: str = contract.DEFAULT_ROLE) -> Dict[str, Any]:
     odo, ctrl, cmd, aeb, brake, events, det = [], [], [], [], [], [], []
     gt = None
     counts: Dict[str, int] = {}
-    with open(path, 'rb') as stream:
-        for schema, channel, message in make_reader(stream).iter_messages(
-                log_time_order=True):
-            counts[channel.topic] = counts.get(channel.topic, 0) + 1
-            key = by_topic.get(channel.topic)
-            if key is None:
-                continue
-            msg = deserialize_message(message.data, msg_class(schema.name))
-            t = codecs.sec_from_stamp(msg.header.stamp)
-            if key == 'odometry':
-                p, q = msg.pose.pose.position, msg.pose.pose.orientation
-                yaw = math.atan2(2 * (q.w * q.z + q.x * q.y),
-                                 1 - 2 * (q.y * q.y + q.z * q.z))
-                odo.append((t, p.x, p.y, yaw, msg.twist.twist.linear.x))
-            elif key == 'applied_control':
-                tw = msg.twist
-                ctrl.append((t, tw.linear.x, tw.linear.y, tw.angular.z))
-            elif key == 'cmd_vel':
-                cmd.append((t, msg.twist.linear.x, msg.twist.angular.z))
-            elif key == 'brake_request':
-                brake.append((t, msg.accel.linear.x))
-            elif key == 'ground_truth_cones':
-                gt = codecs.cloud_to_cones(msg)
-            elif key == 'cones':
-                xyz, cls, _ = codecs.cloud_to_cones(msg)
-                det.append((t, xyz, cls))
-            elif key in ('aeb_status', 'referee_events'):
-                for st in msg.status:
-                    vals = _values(st)
-                    if key == 'aeb_status':
-                        aeb.append((t, vals.get('state', st.message),
-                                    _float(vals.get('ttc'))))
-                    else:
-                        events.append({'t': t, 'kind': st.name,
-                                       'message': st.message, **vals})
+    for schema, channel, message in iter_raw(path):
+        counts[channel.topic] = counts.get(channel.topic, 0) + 1
+        key = by_topic.get(channel.topic)
+        if key is None:
+            continue
+        msg = deserialize_message(message.data, msg_class(schema.name))
+        t = codecs.sec_from_stamp(msg.header.stamp)
+        if key == 'odometry':
+            p, q = msg.pose.pose.position, msg.pose.pose.orientation
+            yaw = math.atan2(2 * (q.w * q.z + q.x * q.y),
+                             1 - 2 * (q.y * q.y + q.z * q.z))
+            odo.append((t, p.x, p.y, yaw, msg.twist.twist.linear.x))
+        elif key == 'applied_control':
+            tw = msg.twist
+            ctrl.append((t, tw.linear.x, tw.linear.y, tw.angular.z))
+        elif key == 'cmd_vel':
+            cmd.append((t, msg.twist.linear.x, msg.twist.angular.z))
+        elif key == 'brake_request':
+            brake.append((t, msg.accel.linear.x))
+        elif key == 'ground_truth_cones':
+            gt = codecs.cloud_to_cones(msg)
+        elif key == 'cones':
+            xyz, cls, _ = codecs.cloud_to_cones(msg)
+            det.append((t, xyz, cls))
+        elif key in ('aeb_status', 'referee_events'):
+            for st in msg.status:
+                vals = _values(st)
+                if key == 'aeb_status':
+                    aeb.append((t, vals.get('state', st.message),
+                                _float(vals.get('ttc'))))
+                else:
+                    events.append({'t': t, 'kind': st.name,
+                                   'message': st.message, **vals})
     return {'odometry': np.array(odo).reshape(-1, 5),
             'control': np.array(ctrl).reshape(-1, 4),
             'cmd_vel': np.array(cmd).reshape(-1, 3),

@@ -93,11 +93,18 @@ class Supervisor:
         """Return the exit code of a process (None while it runs)."""
         return self.procs[name].poll()
 
-    def stop_all(self, grace: float = 5.0) -> Dict[str, int]:
-        """SIGINT everything, then SIGTERM, then SIGKILL; return codes."""
+    def stop_all(self, grace: float = 5.0,
+                 keep: Optional[List[str]] = None) -> Dict[str, int]:
+        """
+        SIGINT every process (but ``keep``), then SIGTERM, then SIGKILL.
+
+        Returns the exit codes (None for the kept ones still running).
+        """
+        targets = [p for n, p in self.procs.items()
+                   if n not in (keep or [])]
         for sig, wait in ((signal.SIGINT, grace), (signal.SIGTERM, 2.0),
                           (signal.SIGKILL, 2.0)):
-            alive = [p for p in self.procs.values() if p.poll() is None]
+            alive = [p for p in targets if p.poll() is None]
             if not alive:
                 break
             for proc in alive:
@@ -109,6 +116,7 @@ class Supervisor:
             while time.monotonic() < deadline and any(
                     p.poll() is None for p in alive):
                 time.sleep(0.05)
-        for thread in self._threads:
-            thread.join(timeout=1.0)
+        if not keep:
+            for thread in self._threads:
+                thread.join(timeout=1.0)
         return {n: p.poll() for n, p in self.procs.items()}

@@ -107,7 +107,7 @@ def test_schemas_for_every_contract_type_decode(tmp_path) -> None:
     assert 'std_msgs/msg/Header' in dependencies('nav_msgs/msg/Odometry')
 
 
-def _synthetic_run(path: Path) -> None:
+def _synthetic_run(path: Path, chunk_size: int = 1024 * 1024) -> None:
     """Write an MCAP with a 20 m straight drive, cones and events."""
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
     from geometry_msgs.msg import TwistStamped
@@ -145,7 +145,7 @@ def _synthetic_run(path: Path) -> None:
         KeyValue(key='x', value='6.0'), KeyValue(key='y', value='0.2')])]
     msgs.append(('referee_events', ev, 3.0))
     with open(path, 'wb') as f:
-        w = Writer(f)
+        w = Writer(f, chunk_size=chunk_size)
         w.start(profile='ros2', library='test')
         chans = {}
         for key, msg, t in msgs:
@@ -180,6 +180,23 @@ def test_report_from_recording(tmp_path) -> None:
     for png in ('birdseye.png', 'timeline.png'):
         data = (out / png).read_bytes()
         assert data[:4] == b'\x89PNG' and len(data) > 10_000
+
+
+def test_truncated_recording_still_reads(tmp_path) -> None:
+    """A recording cut short (killed recorder) yields its whole messages."""
+    from hil_bridge.mcap_io import iter_raw
+    path = tmp_path / 'run.mcap'
+    _synthetic_run(path, chunk_size=2048)
+    full = [m.log_time for _, _, m in iter_raw(str(path))]
+    data = path.read_bytes()
+    cut = tmp_path / 'cut.mcap'
+    cut.write_bytes(data[:len(data) // 5])
+    part = [m.log_time for _, _, m in iter_raw(str(cut))]
+    assert len(full) == 86
+    assert 0 < len(part) < len(full)
+    from collections import Counter
+    have, want = Counter(part), Counter(full)
+    assert all(have[k] <= want[k] for k in have)
 
 
 @pytest.mark.dds
