@@ -19,8 +19,9 @@ Definitions (all per evaluated frame, vehicle frame, metres):
   ignored), transformed into the vehicle frame with the true ego pose;
 * **visible** (the denominator of recall): horizontal distance from the
   sensor to the cone axis <= ``max_range`` (20 m), bearing inside the
-  detector's field of view (the scan crop, +-90 deg; the camera's horizontal
-  fov for vision), and not occluded: the detector's input has points on
+  detector's field of view (the scan crop, +-90 deg; the left camera's
+  horizontal fov for vision, whose detector uses both cameras of the rig),
+  and not occluded: the detector's input has points on
   the cone (ground-truth attribution: within the base radius + 10 cm of
   its axis): for the 2D detector, scan points inside the crop (``fov``),
   at least half the beams a
@@ -29,10 +30,12 @@ Definitions (all per evaluated frame, vehicle frame, metres):
   ``MIN_CLOUD_POINTS``; for vision at most
   ``vision_range`` (12 m) and inside the image;
 * **matching**: detections and all ground-truth cones are paired by optimal
-  assignment with a ``gate`` (0.5 m) distance gate; a detection paired with
-  a visible cone is a true positive, paired with a non-visible one (partly
-  occluded, just beyond range) it is neither, unpaired it is a false
-  positive;
+  assignment with a distance gate of ``gate`` (0.5 m) plus ``gate_per_m``
+  times the cone's distance (0.03 for vision, else 0); a
+  detection paired with a visible cone is a true positive, paired with a
+  non-visible one (partly occluded, just beyond range) it is neither,
+  unpaired it is a false positive if it lies inside the evaluated range and
+  field of view (else it is ignored);
 * **precision** = TP / (TP + FP); **recall** = TP / visible;
 * **detection rate** per frame = TP / visible (frames with a visible cone),
   reported as its mean and minimum over frames (the paper's metric);
@@ -40,7 +43,9 @@ Definitions (all per evaluated frame, vehicle frame, metres):
   RMS / mean / 95th percentile per band of true distance 0-5, 5-10, 10-15,
   15-20 m;
 * **colour accuracy**: fraction of true positives whose class id equals the
-  true class (vision and fused; the lidar detectors report class 0).
+  true class (vision and fused; the lidar detectors report class 0), over
+  all true positives, per band, and "near": over those inside the left
+  camera's image within ``vision_range``.
 """
 
 import argparse
@@ -51,13 +56,15 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from cone_detection.fusion import associate, ConeSet, fuse, FusionParams
+from cone_detection.fusion import ConeSet, fuse, FusionParams
 from cone_detection.lidar_scan import (cone_radius_at, detect_cones_scan,
                                        ScanConeParams)
 from hil_bridge.backend import Frame, Pose, SensorSpec, VehicleControl
 from hil_bridge.cloud_to_scan import points_to_ranges, ScanParams
 from hil_bridge.config import node_params
 import numpy as np
+from scipy.optimize import linear_sum_assignment
+from scipy.spatial.distance import cdist
 
 BANDS = ((0.0, 5.0), (5.0, 10.0), (10.0, 15.0), (15.0, 20.0))
 DETECTORS = ('lidar', 'lidar3d', 'vision', 'fused')
@@ -95,6 +102,13 @@ def sensor_to_vehicle(xyz: np.ndarray, mount: Pose) -> np.ndarray:
     """Transform (N, 3) points from a sensor frame into the vehicle frame."""
     T = pose_matrix(mount)
     return np.asarray(xyz, dtype=np.float64) @ T[:3, :3].T + T[:3, 3]
+
+
+def sensor_frame_xy(xyz_vehicle: np.ndarray, mount: Pose) -> np.ndarray:
+    """Return the x, y of vehicle-frame points (N, 3) in a sensor frame."""
+    T = np.linalg.inv(pose_matrix(mount))
+    pts = np.asarray(xyz_vehicle, dtype=np.float64).reshape(-1, 3)
+    return (pts @ T[:3, :3].T + T[:3, 3])[:, :2]
 
 
 def _find(rig: List[SensorSpec], sensor_id: str) -> Optional[SensorSpec]:
@@ -158,20 +172,23 @@ class CloudDetector:
 
 
 class VisionDetector:
-    """Engineer F's ``VisionConeDetector`` on the left camera."""
+    """Engineer F's ``VisionConeDetector`` on the rig's cameras (stereo)."""
 
-    def __init__(self, spec: SensorSpec) -> None:
+    def __init__(self, specs: List[SensorSpec]) -> None:
         """Load the shipped model; ``ImportError`` when it is not there."""
         from cone_detection.vision_pipeline import VisionConeDetector
+        if not specs:
+            raise ValueError('the rig has no rgb camera')
         self.detector = VisionConeDetector()
-        self.spec = spec
-        self.T = pose_matrix(spec.mount)
+        self.specs = specs
+        self.T = [pose_matrix(s.mount) for s in specs]
 
     def __call__(self, frame: Frame) -> ConeSet:
-        """Detect cones in the camera image of ``frame``."""
-        reading = frame.sensors[self.spec.sensor_id]
-        xyz, cls, conf = self.detector.detect(reading.data,
-                                              reading.intrinsics, self.T)
+        """Detect cones in the camera images of ``frame`` and merge them."""
+        readings = [frame.sensors[s.sensor_id] for s in self.specs]
+        xyz, cls, conf = self.detector.detect_stereo(
+            [r.data for r in readings], [r.intrinsics for r in readings],
+            self.T)
         return ConeSet(np.asarray(xyz).reshape(-1, 3), cls, conf)
 
 
@@ -196,9 +213,11 @@ class EvalConfig:
     ``speed`` target (m/s) of the pure-pursuit driver; ``dt`` sim step (s;
     0.05 = one 20 Hz lidar sweep); ``stride`` evaluate every k-th frame;
     ``max_frames`` stop early (0 = the whole laps); ``gate`` matching
-    distance (m); ``max_range`` (m) and ``fov`` (rad, full width) of the
-    visible set; ``vision_range`` (m); ``track_seed`` replaces the
-    scenario's track generator seed (another generated track).
+    distance (m), plus ``gate_per_m`` times the cone's distance (None: 0.03
+    for vision, whose ground projection error grows with range, else 0);
+    ``max_range`` (m) and ``fov`` (rad, full width) of the visible set;
+    ``vision_range`` (m); ``track_seed`` replaces the scenario's track
+    generator seed (another generated track).
     """
 
     detector: str = 'lidar'
@@ -213,6 +232,7 @@ class EvalConfig:
     stride: int = 1
     max_frames: int = 0
     gate: float = 0.5
+    gate_per_m: Optional[float] = None
     max_range: float = 20.0
     fov: float = math.pi
     vision_range: float = 12.0
@@ -263,8 +283,10 @@ class PurePursuit:
                                         1.0))
 
 
-def _band_stats(err: np.ndarray, dist: np.ndarray) -> Dict[str, Dict[str, Any]]:
+def _band_stats(err: np.ndarray, dist: np.ndarray, colour: np.ndarray
+                ) -> Dict[str, Dict[str, Any]]:
     out = {}
+    nan = float('nan')
     for lo, hi in BANDS:
         sel = (dist >= lo) & (dist < hi)
         e = err[sel]
@@ -273,41 +295,67 @@ def _band_stats(err: np.ndarray, dist: np.ndarray) -> Dict[str, Dict[str, Any]]:
             out[key] = {'n': int(e.size),
                         'rms': float(np.sqrt(np.mean(e * e))),
                         'mean': float(np.mean(e)),
-                        'p95': float(np.percentile(e, 95))}
+                        'p95': float(np.percentile(e, 95)),
+                        'colour': float(colour[sel].mean())}
         else:
-            out[key] = {'n': 0, 'rms': float('nan'), 'mean': float('nan'),
-                        'p95': float('nan')}
+            out[key] = {'n': 0, 'rms': nan, 'mean': nan, 'p95': nan,
+                        'colour': nan}
     return out
 
 
 class Scorer:
     """Accumulates matches per frame and computes the metrics."""
 
-    def __init__(self, gate: float) -> None:
-        """Match within ``gate`` metres."""
+    def __init__(self, gate: float, gate_per_m: float = 0.0) -> None:
+        """Match within ``gate + gate_per_m * distance`` metres."""
         self.gate = gate
+        self.gate_per_m = gate_per_m
         self.tp = self.fp = self.visible = self.in_range = 0
         self.rates: List[float] = []
         self.err: List[np.ndarray] = []
         self.dist: List[np.ndarray] = []
-        self.colour_ok = 0
+        self.colour: List[np.ndarray] = []
+        self.view: List[np.ndarray] = []
         self.frames = 0
 
+    def match(self, det_xy: np.ndarray, truth_xy: np.ndarray,
+              dist: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """Return (pairs (K, 2), unmatched detections) with per-cone gates."""
+        n_d, n_t = det_xy.shape[0], truth_xy.shape[0]
+        if n_d == 0 or n_t == 0:
+            return np.zeros((0, 2), np.int64), np.arange(n_d)
+        cost = cdist(det_xy[:, :2], truth_xy[:, :2])
+        gates = self.gate + self.gate_per_m * dist
+        big = 1e6
+        gated = np.where(cost <= gates[None, :], cost, big)
+        rows, cols = linear_sum_assignment(gated)
+        ok = gated[rows, cols] < big
+        pairs = np.column_stack((rows[ok], cols[ok])).astype(np.int64)
+        return pairs, np.setdiff1d(np.arange(n_d), pairs[:, 0])
+
     def add(self, det: ConeSet, truth_xy: np.ndarray, truth_cls: np.ndarray,
-            visible: np.ndarray, dist: np.ndarray, in_range: int = 0) -> None:
+            visible: np.ndarray, dist: np.ndarray, in_range: int = 0,
+            det_in_region: Optional[np.ndarray] = None,
+            colour_view: Optional[np.ndarray] = None) -> None:
         """
         Score one frame (vehicle frame; ``dist`` from the sensor).
 
         ``in_range`` counts the cones in range and field of view before the
-        occlusion test (reported, not scored).
+        occlusion test (reported, not scored); ``det_in_region`` (mask over
+        detections) limits false positives to detections inside the
+        evaluated range and field of view (default: all count);
+        ``colour_view`` (mask over truth) marks cones a camera sees within
+        the vision range, for ``colour_accuracy_near``.
         """
         self.frames += 1
         self.in_range += int(in_range)
-        pairs, un_d, _ = associate(det.xyz, truth_xy, self.gate)
+        pairs, un_d = self.match(det.xyz, truth_xy, dist)
         di, ti = pairs[:, 0], pairs[:, 1]
         good = visible[ti]
         tp = int(good.sum())
         self.tp += tp
+        if det_in_region is not None:
+            un_d = un_d[np.asarray(det_in_region, bool)[un_d]]
         self.fp += int(un_d.size)
         n_vis = int(visible.sum())
         self.visible += n_vis
@@ -317,13 +365,20 @@ class Scorer:
         self.err.append(np.hypot(det.xyz[d, 0] - truth_xy[t, 0],
                                  det.xyz[d, 1] - truth_xy[t, 1]))
         self.dist.append(dist[t])
-        self.colour_ok += int((det.class_id[d] == truth_cls[t]).sum())
+        self.colour.append(det.class_id[d] == truth_cls[t])
+        view = np.ones(truth_xy.shape[0], bool) if colour_view is None \
+            else np.asarray(colour_view, bool)
+        self.view.append(view[t])
 
     def result(self) -> Dict[str, Any]:
         """Return the metrics as a plain dict."""
         err = np.concatenate(self.err) if self.err else np.zeros(0)
         dist = np.concatenate(self.dist) if self.dist else np.zeros(0)
+        colour = np.concatenate(self.colour) if self.colour else \
+            np.zeros(0, bool)
         rates = np.asarray(self.rates)
+        near = np.concatenate(self.view) if self.view else \
+            np.zeros(0, bool)
         return {
             'frames': self.frames, 'in_range': self.in_range,
             'visible': self.visible, 'tp': self.tp,
@@ -334,8 +389,11 @@ class Scorer:
             'rate_min': float(rates.min()) if rates.size else float('nan'),
             'rms_error': float(np.sqrt(np.mean(err * err))) if err.size
             else float('nan'),
-            'bands': _band_stats(err, dist),
-            'colour_accuracy': self.colour_ok / max(1, self.tp),
+            'bands': _band_stats(err, dist, colour),
+            'colour_accuracy': float(colour.mean()) if colour.size
+            else float('nan'),
+            'colour_accuracy_near': float(colour[near].mean()) if near.any()
+            else float('nan'),
         }
 
 
@@ -353,10 +411,8 @@ def make_detector(cfg: EvalConfig, rig: List[SensorSpec]
     scan = ScanDetector(lidar.mount)
     if cfg.detector == 'lidar':
         return scan, rig
-    cam = _find(rig, 'rgb_left')
-    if cam is None:
-        raise ValueError('the rig has no camera "rgb_left"')
-    vision = VisionDetector(cam)
+    vision = VisionDetector([s for s in rig
+                             if s.blueprint == 'sensor.camera.rgb'])
     if cfg.detector == 'vision':
         return vision, rig
     return FusedDetector(scan, vision), rig
@@ -394,7 +450,10 @@ def evaluate(cfg: EvalConfig, progress: bool = False) -> Dict[str, Any]:
     driver = PurePursuit(scenario.track.centerline, profile.wheelbase,
                          profile.max_steer, cfg.speed)
     scan = scan_params_from_config()
-    scorer = Scorer(cfg.gate)
+    per_m = cfg.gate_per_m
+    if per_m is None:
+        per_m = 0.03 if cfg.detector == 'vision' else 0.0
+    scorer = Scorer(cfg.gate, per_m)
     spent = 0.0
     goal = cfg.laps * driver.length
     frame = backend.setup(scenario, rig)
@@ -477,9 +536,20 @@ def _score_frame(cfg: EvalConfig, frame: Frame, det: ConeSet, scorer: Scorer,
         cam_d = np.hypot(cam_s[:, 0], cam_s[:, 1])
         cam_b = np.abs(np.arctan2(cam_s[:, 1], cam_s[:, 0]))
         in_image = (cam_s[:, 0] > 0.5) & (cam_b <= 0.5 * fov - 0.02)
+        colour_view = in_image & (cam_d <= cfg.vision_range)
         if cfg.detector == 'vision':
-            visible &= in_image & (cam_d <= cfg.vision_range)
-    scorer.add(det, truth_v, cls, visible, dist, in_range)
+            visible &= colour_view
+    else:
+        colour_view = None
+    det_s = sensor_frame_xy(det.xyz, sensor.mount)
+    det_d = np.hypot(det_s[:, 0], det_s[:, 1])
+    det_b = np.abs(np.arctan2(det_s[:, 1], det_s[:, 0]))
+    if cfg.detector == 'vision':
+        region = (det_d <= cfg.vision_range) & (det_b <= 0.5 * fov)
+    else:
+        region = (det_d <= cfg.max_range) & (det_b <= 0.5 * cfg.fov)
+    scorer.add(det, truth_v, cls, visible, dist, in_range, region,
+               colour_view)
 
 
 def _points_on_cones(xy: np.ndarray, truth_s: np.ndarray,
@@ -516,12 +586,15 @@ def format_result(res: Dict[str, Any]) -> str:
         f"detection rate per frame: mean {res['rate_mean']:.4f}  min "
         f"{res['rate_min']:.4f}",
         f"position error RMS {100 * res['rms_error']:.2f} cm",
-        'band (m)   n      RMS (cm)  mean (cm)  p95 (cm)']
+        'band (m)   n      RMS (cm)  mean (cm)  p95 (cm)  colour']
     for key, b in res['bands'].items():
         lines.append(f"{key:<10} {b['n']:<6d} {100 * b['rms']:8.2f}  "
-                     f"{100 * b['mean']:8.2f}  {100 * b['p95']:8.2f}")
+                     f"{100 * b['mean']:8.2f}  {100 * b['p95']:8.2f}  "
+                     f"{b['colour']:6.3f}")
     if c['detector'] in ('vision', 'fused'):
-        lines.append(f"colour accuracy {res['colour_accuracy']:.4f}")
+        lines.append(f"colour accuracy {res['colour_accuracy']:.4f} (all), "
+                     f"{res['colour_accuracy_near']:.4f} (in the camera "
+                     f"image within {c['vision_range']:g} m)")
     lines.append(f"detector time {res['ms_per_frame']:.3f} ms/frame")
     return '\n'.join(lines)
 
