@@ -323,6 +323,74 @@ def build_case(case: Case, ego_profile: VehicleProfile,
     return scenario, PathFollower(path, closed=closed), timeout
 
 
+def scenario_dict(scenario: Scenario, description: str = '') -> Dict[str, Any]:
+    """
+    Return a scenario as the mapping ``config/scenarios/*.yaml`` uses.
+
+    Only scenarios without a track (the CCR and lane cases) can be
+    written; ``hil_bridge.scenario.load_scenario`` reads the result back.
+    """
+    if scenario.track is not None:
+        raise ValueError('scenario_dict: scenarios with a track are not '
+                         'exported')
+
+    def actor(a: ActorSpec, ego: bool) -> Dict[str, Any]:
+        out: Dict[str, Any] = {
+            'role_name': a.role_name, 'blueprint': a.blueprint,
+            'profile': a.profile,
+            'pose': {k: round(float(getattr(a.pose, k)), 4) + 0.0
+                     for k in ('x', 'y', 'z', 'roll', 'pitch', 'yaw')},
+            'initial_speed': round(float(a.initial_speed), 4)}
+        if not a.profile:
+            out['size'] = [float(v) for v in a.size]
+        if not ego:
+            out['behaviour'] = {k: (round(v, 4) if isinstance(v, float)
+                                    else v) for k, v in a.behaviour.items()}
+        return out
+    data: Dict[str, Any] = {'name': scenario.name, 'mission': scenario.mission,
+                            'timeout': round(float(scenario.timeout), 2),
+                            'rig': scenario.rig}
+    if description:
+        data['description'] = description
+    data['ego'] = actor(scenario.ego, True)
+    data['actors'] = [actor(a, False) for a in scenario.actors]
+    return data
+
+
+#: The case each ``config/scenarios/aeb_<family>.yaml`` holds.
+FAMILY_FILES = {
+    'aeb_ccrs': Case('CCRs', 50.0),
+    'aeb_ccrm': Case('CCRm', 50.0, 20.0),
+    'aeb_ccrb': Case('CCRb', 50.0, 50.0, gap=12.0, target_decel=6.0),
+    'aeb_adjacent': Case('FA', 50.0, kind='adjacent'),
+    'aeb_curve': Case('FA', 50.0, kind='curve'),
+}
+
+
+def write_family_files(directory: str) -> List[str]:
+    """Write one scenario YAML per family into ``directory``; return paths."""
+    import os
+    import yaml
+    profile = load_vehicle_profile('passenger_car')
+    paths = []
+    for name, case in FAMILY_FILES.items():
+        scenario, _follower, _timeout = build_case(case, profile, profile)
+        scenario.name = name
+        path = os.path.join(directory, f'{name}.yaml')
+        header = (f'# Euro NCAP AEB {case.name} (written by python -m '
+                  f'aeb_control.ncap --write-scenarios).\n# REP-103 map, '
+                  f'metres, m/s; poses are rear axles (config/vehicles).\n')
+        if case.kind == 'curve':
+            header += ('# The ego must follow the 50 m radius left curve '
+                       '(x >= 0) to pass the parked car.\n')
+        with open(path, 'w', encoding='utf-8') as stream:
+            stream.write(header)
+            yaml.safe_dump(scenario_dict(scenario, case.name), stream,
+                           sort_keys=False, default_flow_style=None)
+        paths.append(path)
+    return paths
+
+
 def forward_lidar(rig: Sequence[SensorSpec], hfov: float) -> List[SensorSpec]:
     """
     Return the rig with the lidar cut to a forward ``hfov`` (deg) sector.
@@ -611,7 +679,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument('--only', default='',
                     help='run only cases whose name contains this')
     ap.add_argument('--trace', action='store_true')
+    ap.add_argument('--write-scenarios', metavar='DIR', default='',
+                    help='write one scenario YAML per family and exit')
     args = ap.parse_args(argv)
+    if args.write_scenarios:
+        for path in write_family_files(args.write_scenarios):
+            print(path)
+        return 0
     strategies = STRATEGIES if args.strategy == 'both' else (args.strategy,)
     cases = [c for c in matrix(args.quick) if args.only in c.name]
     results: Dict[str, List[RunResult]] = {}

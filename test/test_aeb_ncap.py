@@ -54,3 +54,21 @@ def test_matrix_and_score() -> None:
     fa = Case('FA', 50.0, kind='adjacent')
     assert ncap_score(fa, False, 0.0, False) == 1.0
     assert ncap_score(fa, False, 0.0, True) == 0.0
+
+
+def test_family_yaml_files_match_the_runner() -> None:
+    """config/scenarios/aeb_*.yaml load and equal what the runner builds."""
+    from aeb_control.ncap import build_case, FAMILY_FILES
+    from hil_bridge.scenario import load_scenario
+    from hil_bridge.vehicle_profile import load_vehicle_profile
+    profile = load_vehicle_profile('passenger_car')
+    for name, case in FAMILY_FILES.items():
+        loaded = load_scenario(name)
+        built, _f, _t = build_case(case, profile, profile)
+        assert loaded.mission == 'aeb' and loaded.rig == 'car_rig.yaml'
+        assert loaded.ego.initial_speed == pytest.approx(
+            built.ego.initial_speed, abs=1e-3)
+        for a, b in zip(loaded.actors, built.actors):
+            assert a.pose.x == pytest.approx(b.pose.x, abs=1e-3)
+            assert a.pose.y == pytest.approx(b.pose.y, abs=1e-3)
+            assert a.behaviour['type'] == b.behaviour['type']
