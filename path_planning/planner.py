@@ -29,11 +29,14 @@ One cycle (:meth:`Planner.plan`):
    blue and yellow cones are seen and a midline of at least
    ``min_midline_length`` metres is found, else cone drive. With
    ``use_colours`` CONEDRIVE gets the cone colours (its colour rule).
-4. No free steering range with the comfort ``margin``: CONEDRIVE is run
+4. The speed ramp starts from the last command, but never more than
+   ``accel * ramp_lead`` above the measured speed (no wind-up while the
+   AEB or the driver holds the car).
+5. No free steering range with the comfort ``margin``: CONEDRIVE is run
    again without it (the band is then the car's half width plus the cone
    radius) at no more than ``narrow_speed``; still none: stop
    (``reason = 'no_free_range'``).
-5. The speed follows the target within the acceleration and deceleration
+6. The speed follows the target within the acceleration and deceleration
    limits; a stop is immediate. The yaw rate is ``v * tan(delta) / L``
    with the commanded speed ``v`` (what the contract's ``cmd_vel`` carries).
 """
@@ -70,7 +73,9 @@ class PlannerConfig:
     against CONEDRIVE's free ranges; ``memory`` (s) how long a cone that
     is no longer detected is remembered (moved with the ego motion, 0 =
     off) and ``memory_radius`` (m) how near a detection must be to count
-    as the same cone.
+    as the same cone; ``ramp_lead`` (s): the speed ramp never starts more
+    than ``accel * ramp_lead`` above the measured speed (no wind-up while
+    the car is held).
     """
 
     mode: str = 'cone_drive'
@@ -87,6 +92,7 @@ class PlannerConfig:
     pursuit_check: bool = True
     memory: float = 0.0
     memory_radius: float = 0.5
+    ramp_lead: float = 0.5
 
     def __post_init__(self) -> None:
         """Validate the mode and the limits (ValueError naming the field)."""
@@ -98,7 +104,8 @@ class PlannerConfig:
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f'PlannerConfig.{name} must be finite and > 0,'
                                  f' got {value}')
-        for name in ('min_midline_length', 'memory', 'memory_radius'):
+        for name in ('min_midline_length', 'memory', 'memory_radius',
+                     'ramp_lead'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise ValueError(f'PlannerConfig.{name} must be finite and >= '
@@ -315,6 +322,10 @@ class Planner:
         speed_est = self.last_speed
         if measured_speed is not None and math.isfinite(measured_speed):
             speed_est = abs(float(measured_speed))
+            # No wind-up: while the car is held (AEB, manual brake) the
+            # ramp restarts near the measured speed, not far above it.
+            self.last_speed = min(self.last_speed,
+                                  speed_est + cfg.speed.accel * cfg.ramp_lead)
         if cfg.memory > 0.0:
             yaw_rate = self.last_speed * math.tan(self.last_delta) / \
                 cfg.cone_drive.wheelbase

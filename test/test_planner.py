@@ -24,7 +24,7 @@ def test_cone_drive_mode_accelerates_straight() -> None:
     xy, cls = corridor()
     speeds = []
     for i in range(20):
-        out = planner.plan(0.1 * i, xy, cls, 0.0)
+        out = planner.plan(0.1 * i, xy, cls)  # no odometry: open-loop ramp
         speeds.append(out.speed)
         assert out.mode == 'cone_drive' and not out.stop
         assert out.delta == pytest.approx(0.0, abs=2e-4)
@@ -163,3 +163,17 @@ def test_cone_memory_fills_missed_detections() -> None:
     plain = Planner(replace(cfg, memory=0.0))
     plain.plan(0.0, xy, cls, 2.0, 0.0)
     assert plain.plan(0.1, seen, cls[::2], 2.0, 0.0).n_remembered == 0
+
+
+def test_no_speed_windup_while_held() -> None:
+    planner = Planner(default_config('cone_drive'))
+    xy, cls = corridor()
+    for i in range(40):  # the car is held at standstill for 4 s
+        out = planner.plan(0.1 * i, xy, cls, 0.0)
+    cfg = planner.config
+    assert out.speed <= cfg.speed.accel * (cfg.ramp_lead + 0.1) + 1e-9
+    # Without odometry the ramp is open loop.
+    blind = Planner(default_config('cone_drive'))
+    for i in range(40):
+        out = blind.plan(0.1 * i, xy, cls, None)
+    assert out.speed > 3.0
