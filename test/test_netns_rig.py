@@ -2,10 +2,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """Two-host namespace rig: life cycle, link crossing, tbf rate, DDS."""
 
+import json
 import subprocess
 import sys
+import time
 
 from hil_bridge import netns_rig
+from hil_bridge.link_monitor_node import STATS_PREFIX
 from hil_bridge.netns_rig import NetnsRig, PROFILES, ProfileUnavailable
 import pytest
 
@@ -194,3 +197,69 @@ def test_dds_discovery_across_namespaces(ros_domain: int) -> None:
         assert received > sent // 2, (pub_out, sub_out)
         crossed = rig.counters('onboard')['rx_bytes'] - before
         assert crossed >= received * 1000
+
+
+ODOM_PUB = r"""
+import sys, time, rclpy
+from hil_bridge import contract
+from nav_msgs.msg import Odometry
+rclpy.init(); node = rclpy.create_node('odom_pub')
+pub = contract.create_publisher(node, 'odometry')
+end = time.monotonic() + float(sys.argv[1]); k = 0
+while time.monotonic() < end:
+    k += 1
+    if k % 20 not in (5, 6):  # two of every 20 frames never sent
+        msg = Odometry(); t = k * 0.05
+        msg.header.stamp.sec = int(t)
+        msg.header.stamp.nanosec = int(round((t % 1) * 1e9)) % 1000000000
+        pub.publish(msg)
+    time.sleep(0.05)
+print('frames', k, flush=True)
+"""
+
+
+@pytest.mark.dds
+@needs_netns
+def test_link_monitor_across_namespaces(ros_domain: int) -> None:
+    """Client/server monitors: offset ~0 on one kernel, RTT, drops counted."""
+    base = [sys.executable, '-m', 'hil_bridge.link_monitor_node',
+            '--ros-args', '--params-file', 'config/hil_link_monitor.yaml',
+            '-p', 'use_sim_time:=false', '-p', 'window:=60.0',
+            '-p', 'topics:=[odometry]']
+    with NetnsRig('gbit') as rig:
+        procs = []
+        try:
+            for host, role in (('onboard', 'server'), ('simpc', 'client')):
+                procs.append(rig.popen(host, base + ['-p', f'role:={role}'],
+                                       stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, text=True))
+            pub = rig.run('simpc', [sys.executable, '-c', ODOM_PUB, '6'],
+                          timeout=40)
+            assert pub.returncode == 0, pub.stderr
+            frames = int(pub.stdout.split()[-1])
+            time.sleep(1.5)
+            for proc in procs:
+                proc.send_signal(2)
+            outs = [proc.communicate(timeout=20)[0] for proc in procs]
+        finally:
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+    stats = []
+    for out in outs:
+        lines = [ln for ln in out.splitlines() if ln.startswith(STATS_PREFIX)]
+        assert lines, out[-2000:]
+        stats.append(json.loads(lines[-1][len(STATS_PREFIX):]))
+    server, client = stats
+    odom = server['topics']['odometry']
+    expected_missing = sum(1 for k in range(1, frames + 1)
+                           if k % 20 in (5, 6))
+    # messages before discovery are lost too, but only at the start
+    assert odom['count'] > (frames - expected_missing) // 2
+    assert odom['drops'] >= expected_missing - 2
+    assert odom['drops'] <= expected_missing
+    clock = client['clock']
+    assert clock['samples'] >= 5
+    assert abs(clock['offset']) < 0.005  # one kernel clock: offset ~ 0
+    assert 0.0 < clock['rtt_min'] < 0.05
