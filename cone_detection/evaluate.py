@@ -217,7 +217,8 @@ class EvalConfig:
     for vision, whose ground projection error grows with range, else 0);
     ``max_range`` (m) and ``fov`` (rad, full width) of the visible set;
     ``vision_range`` (m); ``track_seed`` replaces the scenario's track
-    generator seed (another generated track).
+    generator seed (another generated track); ``paper`` runs the scan
+    detector as the paper does (centre point, no surface rule).
     """
 
     detector: str = 'lidar'
@@ -233,6 +234,7 @@ class EvalConfig:
     max_frames: int = 0
     gate: float = 0.5
     gate_per_m: Optional[float] = None
+    paper: bool = False
     max_range: float = 20.0
     fov: float = math.pi
     vision_range: float = 12.0
@@ -408,7 +410,11 @@ def make_detector(cfg: EvalConfig, rig: List[SensorSpec]
         return CloudDetector(spec.mount, spec.attributes), rig
     if lidar is None:
         raise ValueError('the rig has no sensor "lidar"')
-    scan = ScanDetector(lidar.mount)
+    params = ScanConeParams(scan_height=lidar.mount.z)
+    if cfg.paper:
+        params = ScanConeParams(scan_height=lidar.mount.z, refine=False,
+                                reject_surface=False)
+    scan = ScanDetector(lidar.mount, params)
     if cfg.detector == 'lidar':
         return scan, rig
     vision = VisionDetector([s for s in rig
@@ -579,7 +585,8 @@ def format_result(res: Dict[str, Any]) -> str:
     lines = [
         f"detector {c['detector']}  scenario {c['scenario']}  laps "
         f"{res['laps_driven']:.2f}  range noise {c['range_noise']} m  image "
-        f"noise {c['image_noise']}  seed {c['seed']}  stride {c['stride']}",
+        f"noise {c['image_noise']}  seed {c['seed']}  stride {c['stride']}"
+        + ('  (paper mode)' if c['paper'] else ''),
         f"frames {res['frames']}  in range+fov {res['in_range']}  visible "
         f"{res['visible']}  TP {res['tp']}  FP {res['fp']}",
         f"precision {res['precision']:.4f}  recall {res['recall']:.4f}",
@@ -613,13 +620,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument('--speed', type=float, default=8.0)
     ap.add_argument('--stride', type=int, default=1)
     ap.add_argument('--max-frames', type=int, default=0)
+    ap.add_argument('--paper', action='store_true',
+                    help='scan detector as in the paper (centre point)')
     ap.add_argument('--json', action='store_true')
     a = ap.parse_args(argv)
     cfg = EvalConfig(detector=a.detector, scenario=a.scenario, laps=a.laps,
                      track_seed=a.track_seed,
                      range_noise=a.range_noise, image_noise=a.image_noise,
                      seed=a.seed, speed=a.speed, stride=a.stride,
-                     max_frames=a.max_frames)
+                     max_frames=a.max_frames, paper=a.paper)
     try:
         res = evaluate(cfg, progress=not a.json)
     except ImportError as exc:

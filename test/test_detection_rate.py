@@ -61,3 +61,15 @@ def test_cli_and_bad_config(capsys: pytest.CaptureFixture) -> None:
         evaluate(EvalConfig(detector='radar'))
     with pytest.raises(ValueError, match='stride'):
         evaluate(EvalConfig(stride=0))
+
+
+def test_fused_short_run() -> None:
+    """Fused lidar + stereo vision: lidar positions, vision colours in view."""
+    pytest.importorskip('cone_detection.vision_pipeline')
+    res = evaluate(EvalConfig(detector='fused', stride=10, max_frames=12))
+    print(format_result(res))
+    assert res['frames'] == 12
+    assert res['recall'] >= 0.97
+    assert res['rms_error'] <= 0.05
+    assert res['colour_accuracy_near'] >= 0.9
+    assert res['bands']['15-20']['colour'] < res['colour_accuracy_near']
