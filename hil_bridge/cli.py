@@ -25,6 +25,7 @@ import argparse
 import importlib
 import json
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -136,15 +137,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     procs = build_processes(args.profile, args.backend, args.scenario,
                             args.host, args.port, args.namespace,
                             args.duration, _parse_sets(args.set))
-    record = args.record
+    record, exclude, temp_dir = args.record, [], None
     if args.report and not record:
-        record = os.path.join(tempfile.mkdtemp(prefix='carla_hil_'),
-                              'run.mcap')
+        # a recording only for the report: camera images are not needed
+        temp_dir = tempfile.mkdtemp(prefix='carla_hil_')
+        record = os.path.join(temp_dir, 'run.mcap')
+        exclude = ['--exclude', '*/image', '--exclude', '*/image/compressed']
     if record:
         procs.append(ProcessSpec(
             name='recorder', essential=False,
             argv=[sys.executable, '-m', 'hil_bridge.recorder', record,
-                  '--ros-args', '-p', 'use_sim_time:=true']))
+                  *exclude, '--ros-args', '-p', 'use_sim_time:=true']))
     progress = _Progress()
     sup = Supervisor(on_line=progress.on_line)
     stop = threading.Event()
@@ -210,6 +213,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         from hil_bridge.report import write_report
         write_report(record, args.report, progress.result)
         print(f'[carla-hil] report written to {args.report}')
+        if temp_dir:
+            shutil.rmtree(temp_dir, ignore_errors=True)
     print(f'[carla-hil] exit code {code}')
     return code
 

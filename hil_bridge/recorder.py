@@ -3,7 +3,8 @@
 """
 Record every topic of the graph to an MCAP file with ROS 2 schemas.
 
-``python -m hil_bridge.recorder FILE.mcap [--ros-args ...]`` discovers
+``python -m hil_bridge.recorder FILE.mcap [--exclude PATTERN ...]
+[--ros-args ...]`` discovers
 topics once a second and subscribes to each new one with the QoS of its
 publishers; messages are written as they arrive, serialized (CDR, no
 decode/encode), with ``ros2msg`` schemas, so ``ros2 bag``, Foxglove and
@@ -11,6 +12,7 @@ decode/encode), with ``ros2msg`` schemas, so ``ros2 bag``, Foxglove and
 clock (sim time with use_sim_time).
 """
 
+import fnmatch
 import importlib
 import queue
 import sys
@@ -39,9 +41,10 @@ def msg_class(full_type: str) -> Any:
 class McapRecorder(Node):
     """Subscribe to every topic and append it to an MCAP writer."""
 
-    def __init__(self, path: str) -> None:
-        """Open ``path`` for writing and start discovery."""
+    def __init__(self, path: str, exclude: List[str] = ()) -> None:
+        """Open ``path`` for writing; skip topics matching ``exclude``."""
         super().__init__('mcap_recorder')
+        self._exclude = list(exclude)
         self._stream = open(path, 'wb')
         # LZ4: cheap enough to keep up with two cameras on one core
         self._writer = Writer(self._stream, compression=CompressionType.LZ4)
@@ -78,6 +81,9 @@ class McapRecorder(Node):
     def _discover(self) -> None:
         for topic, types in self.get_topic_names_and_types():
             if topic in self._channels or topic in SKIP or len(types) != 1:
+                continue
+            if any(fnmatch.fnmatch(topic, p) for p in self._exclude):
+                self._channels[topic] = -1
                 continue
             full_type = types[0]
             try:
@@ -141,11 +147,17 @@ def main(args: List[str] = None) -> int:
     ros_args = argv[argv.index('--ros-args'):] if '--ros-args' in argv \
         else []
     plain = argv[:argv.index('--ros-args')] if ros_args else argv
+    exclude = []
+    while '--exclude' in plain:
+        i = plain.index('--exclude')
+        exclude.append(plain[i + 1])
+        del plain[i:i + 2]
     if len(plain) != 1:
-        print('usage: python -m hil_bridge.recorder FILE.mcap', file=sys.stderr)
+        print('usage: python -m hil_bridge.recorder FILE.mcap '
+              '[--exclude TOPIC_PATTERN ...]', file=sys.stderr)
         return 2
     rclpy.init(args=['recorder'] + ros_args)
-    node = McapRecorder(plain[0])
+    node = McapRecorder(plain[0], exclude)
     try:
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
