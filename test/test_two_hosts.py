@@ -1,0 +1,202 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+The HIL loop across two hosts (network namespaces, 1 Gbit/s link).
+
+The sim PC side runs ``carla-hil run --profile sim_pc`` in ``simpc`` with
+an observer probe; the onboard nodes run in ``onboard`` with the runner's
+own command lines (``cli.build_processes('onboard')``), started one by one
+so that a single node can be killed and restarted (the runner itself ends
+a run when a node dies, by design). Cameras are reduced to 644x482 to keep
+the test short on a loaded machine; ``bench_link`` uses the full size.
+
+These tests fail (not skip) when the bridge or onboard nodes misbehave;
+they skip only when network namespaces cannot be created.
+"""
+
+import os
+import signal
+import sys
+from typing import Any, Dict, List
+
+from aeb_control.ncap import forward_lidar
+from hil_bridge import netns_rig
+from hil_bridge.netns_rig import NetnsRig
+from hil_bridge.rig import load_rig
+from hil_bridge.two_hosts import result_of, TwoHostRun, write_rig
+import pytest
+import yaml
+
+OK, WHY = netns_rig.available()
+pytestmark = [pytest.mark.dds,
+              pytest.mark.skipif(not OK, reason=f'no namespaces: {WHY}')]
+
+WATCHDOG, CMD_VEL, BRAKE_REQUEST = 0, 1, 2
+CMD_TIMEOUT = 0.5  # config/hil_bridge.yaml
+
+
+def _last(recs: List[Dict[str, Any]], key: str, n: int = 1) -> List[Dict]:
+    return [r for r in recs if r['k'] == key][-n:]
+
+
+def _driving(recs: List[Dict[str, Any]], speed: float = 1.5) -> bool:
+    odom = _last(recs, 'odometry')
+    srcs = [r['src'] for r in _last(recs, 'applied_control', 3)]
+    return bool(odom) and odom[0]['v'] > speed and srcs == [CMD_VEL] * 3
+
+
+def _sim_now(recs: List[Dict[str, Any]]) -> float:
+    odom = _last(recs, 'odometry')
+    return odom[0]['s'] if odom else float('nan')
+
+
+def _between(recs: List[Dict[str, Any]], key: str, lo: float,
+             hi: float) -> List[Dict[str, Any]]:
+    return [r for r in recs if r['k'] == key and lo <= r.get('s', -1) <= hi]
+
+
+def _dump(run: TwoHostRun) -> str:
+    parts = []
+    for name in run.procs:
+        text = run.log(name)
+        parts.append(f'--- {name} ---\n{text[-1500:]}')
+    return '\n'.join(parts)
+
+
+def test_trackdrive_link_cut_and_planner_kill(tmp_path: Any,
+                                              ros_domain: int) -> None:
+    """
+    Trackdrive across the link; link cut 1 s; planner killed, restarted.
+
+    Cut: the bridge's watchdog takes over within cmd_timeout and slows the
+    car; when the link returns, commands flow again and the car drives.
+    Planner killed: the car stops under the watchdog while the AEB keeps
+    publishing its status from lidar it still receives; restarted: the
+    planner's commands resume and the car drives on.
+    """
+    rig_file = write_rig(str(tmp_path / 'rig.yaml'), width=644, height=482)
+    with NetnsRig('gbit') as rig:
+        run = TwoHostRun(rig, str(tmp_path / 'run'))
+        try:
+            run.start_onboard_nodes()
+            run.start_sim_pc('ci_trackdrive', duration=60.0,
+                             sets=[f'hil_bridge.rig={rig_file}'])
+            assert run.wait_for(_driving, 120.0), \
+                'the car never drove under cmd_vel\n' + _dump(run)
+            rx_before = rig.counters('onboard')['rx_bytes']
+
+            # -- link cut for 1 s of sim time (>= 1 s wall) ------------------
+            recs = run.records()
+            t_cut, v_cut = _sim_now(recs), _last(recs, 'odometry')[0]['v']
+            rig.link_down()
+            try:
+                assert run.wait_for(
+                    lambda r: _sim_now(r) >= t_cut + 1.0, 60.0), \
+                    'sim time stalled during the link cut'
+            finally:
+                rig.link_up()
+            recs = run.records()
+            t_up = _sim_now(recs)
+            v_up = _last(recs, 'odometry')[0]['v']
+            during = _between(recs, 'applied_control',
+                              t_cut + CMD_TIMEOUT + 0.15, t_up)
+            assert during, 'no applied control during the cut'
+            srcs = {r['src'] for r in during}
+            assert WATCHDOG in srcs and CMD_VEL not in srcs, srcs
+            assert v_up < v_cut - 0.5 or v_up < 0.3, (v_cut, v_up)
+            assert run.wait_for(
+                lambda r: _driving(r, 1.0) and _sim_now(r) > t_up, 90.0), \
+                'the run did not recover after the link came back\n' + \
+                _dump(run)
+            assert rig.counters('onboard')['rx_bytes'] - rx_before > 10e6
+
+            # -- planner killed: watchdog stop, AEB alive ---------------------
+            run.kill('cone_drive_planner', signal.SIGKILL)
+            t_kill = _sim_now(run.records())
+            assert run.wait_for(
+                lambda r: _sim_now(r) >= t_kill + 2.5, 60.0)
+            recs = run.records()
+            t_now = _sim_now(recs)
+            late = _between(recs, 'applied_control',
+                            t_kill + CMD_TIMEOUT + 0.3, t_now)
+            assert late and all(r['src'] != CMD_VEL for r in late), \
+                {r['src'] for r in late}
+            assert WATCHDOG in {r['src'] for r in late} or \
+                BRAKE_REQUEST in {r['src'] for r in late}
+            assert _last(recs, 'odometry')[0]['v'] < 1.0, \
+                'the car did not slow down without its planner'
+            aeb = _between(recs, 'aeb_status', t_kill + 0.5, t_now)
+            assert len(aeb) >= 5, 'the AEB stopped working with the planner'
+            assert not _between(recs, 'cmd_vel', t_kill + 0.3, t_now)
+
+            # -- planner restarted: the run resumes ---------------------------
+            run.restart('cone_drive_planner')
+            t_restart = t_now
+            assert run.wait_for(
+                lambda r: _driving(r, 1.0) and bool(_between(
+                    r, 'cmd_vel', t_restart, 1e9)), 120.0), \
+                'the run did not resume after the planner restart\n' + \
+                _dump(run)
+            for name in list(run.procs):
+                if name not in ('sim_pc', 'observer'):
+                    assert run.procs[name].poll() is None, \
+                        f'{name} died\n' + _dump(run)
+            print(f'link cut at sim {t_cut:.2f} s, {v_cut:.2f} m/s; up at '
+                  f'{t_up:.2f} s, {v_up:.2f} m/s, sources {sorted(srcs)}; '
+                  f'planner killed at {t_kill:.2f} s, {len(aeb)} AEB '
+                  f'status while down; restarted at {t_restart:.2f} s, '
+                  f'driving again at {_sim_now(run.records()):.2f} s')
+            run.kill('sim_pc', signal.SIGINT)
+            result = result_of(run.log('sim_pc'))
+            assert result is not None, _dump(run)
+            assert result['collisions'] == [], result
+            assert str(result['status']).lower() in ('running', 'finished'), \
+                result
+        finally:
+            run.stop_all()
+
+
+def test_aeb_across_two_hosts_lockstep(tmp_path: Any,
+                                       ros_domain: int) -> None:
+    """
+    AEB tutorial scenario across the link, bridge in lockstep.
+
+    Onboard: the aeb_controller (the runner's command line) and an echo
+    driver holding 5.5 m/s (cmd_vel stamped with each odometry stamp). The
+    AEB's brake request must cross the link back and stop the car before
+    the parked target: mission finished, no collision.
+    """
+    rig_path = str(tmp_path / 'car_rig.yaml')
+    rig = forward_lidar(load_rig('car_rig.yaml'), 120.0)
+    with open(rig_path, 'w', encoding='utf-8') as stream:
+        yaml.safe_dump({'sensors': [
+            {'id': s.sensor_id, 'blueprint': s.blueprint,
+             'mount': {k: float(getattr(s.mount, k)) for k in
+                       ('x', 'y', 'z', 'roll', 'pitch', 'yaw')},
+             'attributes': dict(s.attributes)} for s in rig]}, stream)
+    sets = [f'hil_bridge.rig={rig_path}', 'hil_bridge.wait_for_control=true',
+            'hil_bridge.lockstep_topics=[cmd_vel,brake_request]',
+            'hil_bridge.real_time_factor=0.0']
+    with NetnsRig('gbit') as nsrig:
+        run = TwoHostRun(nsrig, str(tmp_path / 'run'))
+        try:
+            run.start_onboard_nodes(only=['aeb_controller'])
+            run.start('echo', 'onboard', [
+                sys.executable, '-m', 'hil_bridge.link_probe_node', 'echo',
+                '--source', 'odometry', '--speed', '5.5'])
+            run.start_sim_pc('aeb_tutorial', sets=sets)
+            code = run.wait('sim_pc', 150.0)
+            assert code == 0, f'sim_pc exit {code}\n' + _dump(run)
+            result = result_of(run.log('sim_pc'))
+            assert result is not None, _dump(run)
+            assert result['status'] == 'finished', result
+            assert result['collisions'] == [], result
+            recs = run.records()
+            srcs = {r['src'] for r in recs if r['k'] == 'applied_control'}
+            assert BRAKE_REQUEST in srcs, 'the AEB never braked'
+            assert any(r.get('a', 0.0) < 0.0 for r in recs
+                       if r['k'] == 'brake_request')
+            assert nsrig.counters('simpc')['rx_bytes'] > 0
+            assert os.path.getsize(run.observer_path) > 0
+        finally:
+            run.stop_all()
