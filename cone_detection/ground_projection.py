@@ -132,6 +132,18 @@ def project_to_image(points: np.ndarray, K: np.ndarray,
     return uv, depth
 
 
+def optical_depth(points: np.ndarray, T_vehicle_camera: np.ndarray) -> np.ndarray:
+    """
+    Return the depth (m) of vehicle-frame points (N, 3) along the optical axis.
+
+    A vertical object of height H at depth z appears about ``fy * H / z``
+    pixels tall (exactly so for a level camera), wherever it is in the image.
+    """
+    t_opt = optical_pose(T_vehicle_camera)
+    p = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    return (p - t_opt[:3, 3]) @ t_opt[:3, 2]
+
+
 def horizon_row(K: np.ndarray, T_vehicle_camera: np.ndarray, width: int) -> float:
     """
     Return the smallest image row (v, pixels) where the ground can appear.

@@ -36,7 +36,7 @@ class HueThresholds:
     of a patch's pixels that must match a colour for the patch to get it.
     """
 
-    blue: Tuple[int, int] = (88, 130)
+    blue: Tuple[int, int] = (92, 122)
     yellow: Tuple[int, int] = (19, 40)
     orange: Tuple[int, int] = (0, 18)
     sat_min: int = 90
@@ -128,8 +128,10 @@ def histogram_peak(mask: np.ndarray, smooth: int = 5) -> Tuple[float, float, int
 
     The mask (H, W) is summed over rows (histogram over x) and over
     columns (histogram over y); each histogram is box-smoothed over
-    ``smooth`` bins and its arg-max is the centre coordinate (pixels, the
-    centre of the bin). Returns ``(x, y, count)``; NaN centres when empty.
+    ``smooth`` bins and its arg-max is the centre coordinate (pixels; pixel
+    centres at integer coordinates, as the built-in camera and
+    ``cv2.projectPoints`` use). Returns ``(x, y, count)``; NaN centres
+    when empty.
     """
     m = np.asarray(mask)
     if m.ndim != 2 or m.size == 0:
@@ -144,7 +146,7 @@ def histogram_peak(mask: np.ndarray, smooth: int = 5) -> Tuple[float, float, int
         kernel = np.ones(int(smooth), dtype=np.float32)
         hx = np.convolve(hx, kernel, mode='same')
         hy = np.convolve(hy, kernel, mode='same')
-    return float(np.argmax(hx)) + 0.5, float(np.argmax(hy)) + 0.5, count
+    return float(np.argmax(hx)), float(np.argmax(hy)), count
 
 
 def mask_base(mask: np.ndarray, x_peak: float, half_width: float
@@ -153,9 +155,9 @@ def mask_base(mask: np.ndarray, x_peak: float, half_width: float
     Return the (top, bottom) rows of the mask near column ``x_peak``.
 
     Columns within ``half_width`` pixels of the peak are used (a row counts
-    when a fifth of them match); the bottom row (+1, the lower pixel edge)
-    is where the cone stands on the ground.
-    NaN when no mask pixel is there.
+    when a fifth of them match); the bottom row's lower edge is where the
+    cone stands on the ground. Both values are pixel edges (first row
+    index - 0.5, last row index + 0.5); NaN when no mask pixel is there.
     """
     m = np.asarray(mask) > 0
     lo = max(int(math.floor(x_peak - half_width)), 0)
@@ -166,7 +168,7 @@ def mask_base(mask: np.ndarray, x_peak: float, half_width: float
     rows = np.flatnonzero(band >= max(1.0, 0.2 * (hi - lo)))
     if rows.size == 0:
         return math.nan, math.nan
-    return float(rows[0]), float(rows[-1] + 1)
+    return float(rows[0]) - 0.5, float(rows[-1]) + 0.5
 
 
 def size_class(class_id: int, pixel_height: float, distance: float,

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import math
 from typing import Optional, Tuple
 
-from cone_detection.ground_projection import check_intrinsics, optical_pose, pixels_to_ground
+from cone_detection.ground_projection import (check_intrinsics, optical_depth, optical_pose,
+                                              pixels_to_ground)
 from cone_detection.hue import (class_masks, DEFAULT_THRESHOLDS, histogram_peak, HUE_CLASSES,
                                 HueThresholds, mask_base, size_class)
 from cone_detection.svm_model import ConeSvmModel
@@ -180,8 +181,8 @@ def localise(masks: np.ndarray, boxes: np.ndarray, K: np.ndarray, T_vehicle_came
         xyz[:, :2] += ray / dist[:, None] * BASE_RADIUS
     xyz[:, 2] = 0.0
     cls_out[~valid] = CONE_UNKNOWN
-    # Size cue: big orange where the mask is tall for the distance.
-    depth = dist + BASE_RADIUS
+    # Size cue: big orange where the mask is tall for the depth.
+    depth = optical_depth(xyz, T_vehicle_camera)
     for i in np.flatnonzero(valid):
         cls_out[i] = size_class(int(cls_out[i]), float(height[i]), float(depth[i]),
                                 float(k[1, 1]))

@@ -24,7 +24,7 @@ import math
 from typing import Tuple
 
 from cone_detection.ground_projection import (check_intrinsics, check_transform, horizon_row,
-                                              optical_pose, pixels_to_ground)
+                                              optical_depth, pixels_to_ground)
 from cone_detection.hue import check_bgr, class_masks, DEFAULT_THRESHOLDS, HUE_CLASSES, \
     HueThresholds
 from cone_detection.svm_model import ConeSvmModel
@@ -76,7 +76,7 @@ class FastParams:
     nms_iou: float = 0.3
     contain: float = 0.7
     merge_distance: float = 0.4
-    hue_blur: int = 5
+    hue_blur: int = 0
     score_offset: float = 0.0
 
     def __post_init__(self) -> None:
@@ -133,15 +133,15 @@ def expected_heights(boxes: np.ndarray, K: np.ndarray, T_vehicle_camera: np.ndar
     """
     Return the small and big cone heights (pixels) expected at boxes' base rows.
 
-    The base row's centre is projected onto the ground; its distance from
-    the camera gives ``fy * height / distance``. ``valid`` is False where
-    the base row is at or above the horizon.
+    The base row's centre is projected onto the ground; its depth
+    gives ``fy * height / depth``. ``valid`` is False where
+    the base row is at or above the horizon. The distance is the depth
+    along the optical axis (objects off-centre are not smaller).
     """
     b = np.asarray(boxes, np.float64).reshape(-1, 4)
     base = np.stack([0.5 * (b[:, 0] + b[:, 2]), b[:, 3]], axis=1)
     ground, valid = pixels_to_ground(base, K, T_vehicle_camera)
-    cam = optical_pose(T_vehicle_camera)[:3, 3]
-    depth = np.linalg.norm(ground[:, :2] - cam[:2], axis=1)
+    depth = optical_depth(ground, T_vehicle_camera)
     fy = float(np.asarray(K)[1, 1])
     with np.errstate(invalid='ignore', divide='ignore'):
         small_h = fy * CONE_SIZE[1][1] / depth
@@ -174,9 +174,8 @@ def carve(mask: np.ndarray, box: np.ndarray, f: int, top: int, K: np.ndarray,
         ground, ok = pixels_to_ground(np.array([[u, v]]), K, T_vehicle_camera)
         if not ok[0]:
             break
-        cam = optical_pose(T_vehicle_camera)[:3, 3]
-        dist = float(np.linalg.norm(ground[0, :2] - cam[:2]))
-        h = fy * CONE_SIZE[1][1] / max(dist, 1e-3) / f
+        depth = float(optical_depth(ground, T_vehicle_camera)[0])
+        h = fy * CONE_SIZE[1][1] / max(depth, 1e-3) / f
         r0 = min(max(int(round(bottom + 1 - h)), 0), bottom)
         cols = np.flatnonzero(sub[r0:bottom + 1].any(axis=0))
         out.append([(xa + cols[0]) * f, top + (ya + r0) * f, (xa + cols[-1] + 1) * f, v])

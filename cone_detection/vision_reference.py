@@ -27,13 +27,13 @@ mode (:mod:`cone_detection.vision_fast`) gives the same outputs quickly.
 from dataclasses import dataclass
 from typing import List, Sequence, Tuple
 
-from cone_detection.ground_projection import check_intrinsics, check_transform
+from cone_detection.ground_projection import check_intrinsics, check_transform, optical_depth
 from cone_detection.hue import check_bgr, DEFAULT_THRESHOLDS, HueThresholds
 from cone_detection.svm_model import ConeSvmModel
 from cone_detection.vision_common import (CameraDetections, confidence_from_score,
                                           hue_masks, localise, merge_duplicates, nms)
 import cv2
-from hil_bridge.backend import CONE_UNKNOWN
+from hil_bridge.backend import CONE_BIG_ORANGE, CONE_BLUE, CONE_SIZE, CONE_UNKNOWN
 import numpy as np
 
 
@@ -50,7 +50,8 @@ class ReferenceParams:
     ``merge_distance``: ground distance (m) under which two detections of
     one colour are one cone; ``hue_blur``: Gaussian blur (odd pixels, 0 =
     none) before the hue threshold; ``score_offset``: added to the model
-    threshold.
+    threshold; ``scale_lo``/``scale_hi``: allowed ratio of the cone height a
+    window's scale implies to the height expected at its ground distance.
     """
 
     scales: Sequence[float] = (2.0, 1.4, 1.0, 0.7, 0.5, 0.35)
@@ -59,8 +60,10 @@ class ReferenceParams:
     nms_iou: float = 0.3
     contain: float = 0.7
     merge_distance: float = 0.4
-    hue_blur: int = 3
+    hue_blur: int = 0
     score_offset: float = 0.0
+    scale_lo: float = 0.7
+    scale_hi: float = 1.45
 
     def __post_init__(self) -> None:
         """Validate the parameters."""
@@ -140,6 +143,15 @@ def detect_reference(image_bgr: np.ndarray, K: np.ndarray, T_vehicle_camera: np.
     masks = hue_masks(image_bgr, thresholds, params.hue_blur)
     cls, uv, xyz, _h = localise(masks, boxes, k, t)
     good = cls != CONE_UNKNOWN
+    # Multi-scale consistency: the cone height a window's scale implies
+    # must fit a cone standing at the base found for it.
+    implied = (boxes[:, 3] - boxes[:, 1]) * model.cone_height / model.hog.win_size
+    with np.errstate(invalid='ignore', divide='ignore'):
+        depth = optical_depth(xyz, t)
+        height = np.where(cls == CONE_BIG_ORANGE, CONE_SIZE[CONE_BIG_ORANGE][1],
+                          CONE_SIZE[CONE_BLUE][1])
+        ratio = implied / (k[1, 1] * height / depth)
+    good &= (ratio >= params.scale_lo) & (ratio <= params.scale_hi)
     det = CameraDetections(xyz=xyz[good], class_id=cls[good],
                            confidence=confidence_from_score(scores[good], threshold),
                            uv=uv[good], box=boxes[good].astype(np.float32),
