@@ -484,8 +484,9 @@ def run_case(case: Case, strategy: str, *, lidar_hfov: float = 120.0,
                 res.braked = True
                 ttc, v_rel = _gt_ttc(frame, ego_profile)
                 res.onset_ttc = ttc
-                res.last_point_ttc = dead + v_rel / (2.0 *
-                                                     ego_profile.max_decel)
+                if math.isfinite(ttc):
+                    res.last_point_ttc = dead + v_rel / (
+                        2.0 * ego_profile.max_decel)
             if trace and decision is not None:
                 print(f'{t:6.2f} v={v:5.2f} {decision.stage:8s} '
                       f'd={decision.distance:6.2f} '

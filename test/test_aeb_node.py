@@ -18,10 +18,13 @@ PARAMS = str(ROOT / 'config' / 'aeb_controller.yaml')
 V = 50.0 / 3.6
 
 
-def _start_node() -> subprocess.Popen:
+def _start_node(*overrides: str) -> subprocess.Popen:
+    extra = []
+    for item in overrides:
+        extra += ['-p', item]
     return subprocess.Popen(
         [sys.executable, '-m', 'aeb_control.aeb_node', '--ros-args',
-         '--params-file', PARAMS],
+         '--params-file', PARAMS] + extra,
         cwd=str(ROOT), env=dict(os.environ), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT)
 
@@ -196,6 +199,44 @@ def test_no_lidar_requests_stop(ros_domain: int, rclpy_context: Any) -> None:
         assert stop, 'no stop request without lidar'
         assert stop[0].accel.linear.x == pytest.approx(-6.0)
         assert any(s.status[0].message == 'stale' for s in h.status)
+    finally:
+        h.close()
+        out = _stop(proc)
+    assert 'Traceback' not in out, out
+
+
+@pytest.mark.dds
+def test_ground_truth_fixed_ttc(ros_domain: int, rclpy_context: Any) -> None:
+    """Strategy fixed_ttc on actor odometry brakes once TTC < 3 s."""
+    from hil_bridge.contract import create_publisher
+    from nav_msgs.msg import Odometry
+    proc = _start_node('mode:=ground_truth', 'strategy:=fixed_ttc')
+    h = _Harness(rclpy_context)
+    target = create_publisher(h.node, 'actor_odometry', actor='target')
+    try:
+        assert h.wait(lambda: target.get_subscription_count() > 0
+                      and h.node.count_publishers(
+                          '/carla/ego_vehicle/brake_request') > 0, 30.0)
+        x_target = 60.0
+        onset = None
+        for k in range(200):
+            t = round(1.0 + 0.05 * k, 6)
+            msg = Odometry()
+            msg.header = codecs.make_header(t, 'map')
+            msg.pose.pose.position.x = x_target
+            msg.pose.pose.orientation.w = 1.0
+            target.publish(msg)
+            h.spin(0.01)
+            h.send_clock(t)
+            h.send_odom(t, V)
+            if h.wait(lambda: t in _stamps(h.brakes), 0.5):
+                got = [m for m in h.brakes if _stamps([m])[0] == t]
+                if got[-1].accel.linear.x < 0.0:
+                    onset = t
+                    break
+        assert onset is not None, 'fixed_ttc never braked'
+        ttc = (x_target - V * onset) / V     # actor origins, as the tutorial
+        assert 2.7 < ttc < 3.0
     finally:
         h.close()
         out = _stop(proc)
