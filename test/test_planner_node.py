@@ -24,6 +24,31 @@ def test_params_match_config() -> None:
     assert defaults['mode'] == 'cone_drive'
 
 
+def test_markers_and_path_messages() -> None:
+    from path_planning.planner import Planner
+    from path_planning.closed_loop import default_config
+    from path_planning.planner_node import make_markers, make_path
+    from std_msgs.msg import Header
+    from visualization_msgs.msg import Marker
+    xy = corridor()[:, :2]
+    out = Planner(default_config('cone_drive')).plan(1.0, xy,
+                                                     np.zeros(len(xy)))
+    header = Header(frame_id='ego_vehicle')
+    msg = make_markers(out, header, 1.53)
+    assert msg.markers[0].action == Marker.DELETEALL
+    spaces = [m.ns for m in msg.markers[1:]]
+    assert spaces.count('free') == out.cone_drive.free_ranges.shape[0]
+    assert spaces.count('blocked') == out.cone_drive.blocked_ranges.shape[0]
+    assert 'chosen' in spaces
+    fan = next(m for m in msg.markers if m.ns == 'free')
+    assert len(fan.points) % 3 == 0 and len(fan.points) >= 3
+    path = make_path(np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]), header)
+    assert len(path.poses) == 3
+    q = path.poses[0].pose.orientation
+    assert 2.0 * math.atan2(q.z, q.w) == pytest.approx(math.pi / 4)
+    assert make_path(np.zeros((0, 2)), header).poses == []
+
+
 def corridor() -> np.ndarray:
     x = np.arange(1.0, 18.0, 2.5)
     return np.concatenate([np.stack([x, np.full_like(x, 1.6), 0 * x], 1),
