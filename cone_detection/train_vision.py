@@ -601,7 +601,8 @@ def train(seed: int = 0, n_train: int = 160, n_val: int = 30, n_test: int = 30,
     metrics['train'] = {'views': len(train_views), 'windows': int(y.size),
                         'positives': int(y.sum()), 'seconds': round(time.time() - t0, 1)}
     model.metrics = metrics
-    model.created_by = dict(_versions(), command=' '.join(sys.argv[:1] + [f'--seed {seed}']))
+    model.created_by = dict(_versions(),
+                            command=f'python -m cone_detection.train_vision --seed {seed}')
     log(json.dumps(metrics, indent=1))
     return model
 
