@@ -153,3 +153,49 @@ def test_missing_model_exits_nonzero_naming_the_file(ros_domain, tmp_path) -> No
             cwd=str(ROOT), env=dict(os.environ), capture_output=True, text=True, timeout=60)
         assert out.returncode == 1, out
         assert name in out.stderr, out.stderr
+
+
+@pytest.mark.dds
+def test_vision_node_compressed_single_camera(rclpy_context) -> None:
+    """use_compressed: JPEG images of one camera give stamped cones."""
+    import rclpy
+    from hil_bridge.contract import create_publisher, create_subscription
+    from rclpy.executors import SingleThreadedExecutor
+
+    child = subprocess.Popen(
+        [sys.executable, '-m', 'cone_detection.vision_node', '--ros-args',
+         '--params-file', PARAMS_FILE, '-p', 'use_compressed:=true',
+         '-p', 'cameras:=[rgb_left]', '-p', 'publish_markers:=false'],
+        cwd=str(ROOT), env=dict(os.environ))
+    node = rclpy.create_node('vision_probe_jpeg', context=rclpy_context)
+    clouds = []
+    create_subscription(node, 'cones_vision', clouds.append)
+    image_pub = create_publisher(node, 'camera_left_compressed')
+    info_pub = create_publisher(node, 'camera_left_info')
+    executor = SingleThreadedExecutor(context=rclpy_context)
+    executor.add_node(node)
+    img, k = _render(0.06)
+    try:
+        deadline = time.monotonic() + 30.0
+        t = 1.0
+        while not clouds and time.monotonic() < deadline:
+            info_pub.publish(codecs.camera_info_msg(k, 644, 482, t, 'optical'))
+            image_pub.publish(codecs.image_to_compressed(img, t, 'optical', quality=90))
+            end = time.monotonic() + 0.3
+            while time.monotonic() < end and not clouds:
+                executor.spin_once(timeout_sec=0.05)
+            assert child.poll() is None, 'vision node died'
+            t = round(t + 0.1, 3)
+        assert clouds, 'no cones_vision from compressed images'
+        xyz, cls, _conf = codecs.cloud_to_cones(clouds[-1])
+        assert len(cls) == len(CONES)
+        stamp = codecs.sec_from_stamp(clouds[-1].header.stamp)
+        assert 1.0 <= stamp < t
+    finally:
+        child.terminate()
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+        node.destroy_node()
