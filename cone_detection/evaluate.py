@@ -57,11 +57,12 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from cone_detection.fusion import ConeSet, fuse, FusionParams
-from cone_detection.lidar_scan import (cone_radius_at, detect_cones_scan,
+from cone_detection.lidar_scan import (cone_radii_at, detect_cones_scan,
                                        ScanConeParams)
 from hil_bridge.backend import Frame, Pose, SensorSpec, VehicleControl
 from hil_bridge.cloud_to_scan import points_to_ranges, ScanParams
 from hil_bridge.config import node_params
+from hil_bridge.frames import pose_to_matrix
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist
@@ -86,16 +87,7 @@ LIDAR3D_MOUNT = Pose(x=1.2, y=0.0, z=0.5)
 
 def pose_matrix(p: Pose) -> np.ndarray:
     """Return the 4x4 homogeneous matrix of a REP-103 pose (m, rad)."""
-    cr, sr = math.cos(p.roll), math.sin(p.roll)
-    cp, sp = math.cos(p.pitch), math.sin(p.pitch)
-    cy, sy = math.cos(p.yaw), math.sin(p.yaw)
-    T = np.eye(4)
-    T[:3, :3] = np.array([
-        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-        [-sp, cp * sr, cp * cr]])
-    T[:3, 3] = (p.x, p.y, p.z)
-    return T
+    return pose_to_matrix(p)
 
 
 def sensor_to_vehicle(xyz: np.ndarray, mount: Pose) -> np.ndarray:
@@ -530,7 +522,7 @@ def _score_frame(cfg: EvalConfig, frame: Frame, det: ConeSet, scorer: Scorer,
             xy = np.column_stack((ranges[ok] * np.cos(ang[ok]),
                                   ranges[ok] * np.sin(ang[ok])))
             hits = _points_on_cones(xy, truth_s, cls)
-            radii = np.array([cone_radius_at(sensor.mount.z, c) for c in cls])
+            radii = cone_radii_at(sensor.mount.z, cls)
             inc = scan.angle_increment
             alone = 2.0 * np.arcsin(np.clip(
                 radii / np.maximum(dist, 1e-3), 0.0, 1.0)) / inc
@@ -572,7 +564,7 @@ def _points_on_cones(xy: np.ndarray, truth_s: np.ndarray,
     from scipy.spatial import cKDTree
     if xy.shape[0] == 0 or truth_s.shape[0] == 0:
         return np.zeros(truth_s.shape[0], dtype=np.int64)
-    base = np.array([cone_radius_at(0.0, c) for c in cls])
+    base = cone_radii_at(0.0, cls)
     d, j = cKDTree(truth_s).query(xy, distance_upper_bound=0.4)
     hit = np.isfinite(d)
     hit[hit] = d[hit] <= base[j[hit]] + 0.1

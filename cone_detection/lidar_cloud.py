@@ -38,6 +38,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from cone_detection.fusion import ConeSet
 from hil_bridge.backend import CONE_BIG_ORANGE, CONE_BLUE, Pose
+from hil_bridge.frames import rotation_matrix
 from hil_bridge.sim.geometry import cone_dimensions
 import numpy as np
 from scipy.sparse import coo_matrix
@@ -123,16 +124,6 @@ class CloudConeParams:
         return cls(**{k: v for k, v in values.items() if k in names})
 
 
-def _rotation(p: Pose) -> np.ndarray:
-    cr, sr = math.cos(p.roll), math.sin(p.roll)
-    cp, sp = math.cos(p.pitch), math.sin(p.pitch)
-    cy, sy = math.cos(p.yaw), math.sin(p.yaw)
-    return np.array([
-        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-        [-sp, cp * sr, cp * cr]])
-
-
 def ransac_ground(points: np.ndarray, params: CloudConeParams,
                   rng: Optional[np.random.Generator] = None
                   ) -> Optional[np.ndarray]:
@@ -197,7 +188,7 @@ class CloudConeDetector:
             raise ValueError(f'lidar horizontal resolution must be > 0, got '
                              f'{h_res}')
         self.mount = mount
-        self.R = _rotation(mount)
+        self.R = rotation_matrix(mount.roll, mount.pitch, mount.yaw)
         self.t = np.array([mount.x, mount.y, mount.z])
         self.elevations = np.asarray(elevations, dtype=np.float64).ravel()
         self.h_res = float(h_res)

@@ -56,6 +56,13 @@ def cone_radius_at(height: float, class_id: int = CONE_BLUE) -> float:
     return base - (base - top) * h / tall
 
 
+def cone_radii_at(height: float, class_id: np.ndarray) -> np.ndarray:
+    """Return :func:`cone_radius_at` for an array of class ids (vectorised)."""
+    table = np.array([cone_radius_at(height, c) for c in range(5)])
+    cls = np.asarray(class_id).astype(np.int64)
+    return table[np.clip(cls, 0, 4)]
+
+
 @dataclass(frozen=True)
 class ScanConeParams:
     """
