@@ -20,11 +20,13 @@ averaged, weighted by confidence, instead of triangulated.
 from dataclasses import fields, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from cone_detection.ground_projection import vehicle_to_map
 from cone_detection.hue import DEFAULT_THRESHOLDS, HueThresholds
 from cone_detection.svm_model import ConeSvmModel, DEFAULT_MODEL_PATH, load_model
 from cone_detection.vision_common import CameraDetections
 from cone_detection.vision_fast import detect_fast, FastParams
 from cone_detection.vision_reference import detect_reference, ReferenceParams
+from hil_bridge.backend import Pose
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
@@ -38,7 +40,7 @@ def _split_params(params: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any
     fast_names = {f.name for f in fields(FastParams)}
     ref_names = {f.name for f in fields(ReferenceParams)}
     hue_names = {f.name for f in fields(HueThresholds)}
-    own = {'stereo_gate', 'score_offset'}
+    own = {'stereo_gate'}
     unknown = set(params) - fast_names - ref_names - hue_names - own
     if unknown:
         raise ValueError(f'VisionConeDetector: unknown parameters {sorted(unknown)}')
@@ -97,6 +99,17 @@ class VisionConeDetector:
         """
         det = self.detect_camera(image_bgr, K, T_vehicle_camera)
         return det.xyz, det.class_id, det.confidence
+
+    def detect_map(self, image_bgr: np.ndarray, K: np.ndarray, T_vehicle_camera: np.ndarray,
+                   ego_pose: Pose) -> Result:
+        """
+        Detect cones in one image and express them in ``map`` (global frame).
+
+        ``ego_pose`` is the vehicle's REP-103 pose in ``map``; otherwise as
+        :meth:`detect`.
+        """
+        xyz, cls, conf = self.detect(image_bgr, K, T_vehicle_camera)
+        return vehicle_to_map(xyz, ego_pose).astype(np.float32), cls, conf
 
     def detect_stereo(self, images: Sequence[np.ndarray], Ks: Sequence[np.ndarray],
                       transforms: Sequence[np.ndarray]) -> Result:

@@ -56,7 +56,7 @@ class ReferenceParams:
 
     scales: Sequence[float] = (2.0, 1.4, 1.0, 0.7, 0.5, 0.35)
     stride: int = 4
-    strip_rows: int = 16
+    strip_rows: int = 8
     nms_iou: float = 0.3
     contain: float = 0.7
     merge_distance: float = 0.4

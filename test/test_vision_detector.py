@@ -47,6 +47,18 @@ def test_fast_finds_synthetic_cones_with_colour_and_position(detector) -> None:
     np.testing.assert_array_equal(xyz[:, 2], 0.0)
 
 
+def test_detect_map_applies_the_ego_pose(detector) -> None:
+    """detect_map = vehicle_to_map(detect) with the ego pose (global frame)."""
+    xy = np.array([[4.0, 1.5], [6.0, -1.5]])
+    img = render(K, MOUNT, 1288, 964, xy, np.array([CONE_BLUE, CONE_YELLOW], np.uint8))
+    ego = Pose(x=100.0, y=-20.0, yaw=np.pi / 2)
+    local, cls, _c = detector.detect(img, K, MOUNT)
+    world, cls_w, _cw = detector.detect_map(img, K, MOUNT, ego)
+    np.testing.assert_array_equal(cls, cls_w)
+    np.testing.assert_allclose(world[:, 0], 100.0 - local[:, 1], atol=1e-4)
+    np.testing.assert_allclose(world[:, 1], -20.0 + local[:, 0], atol=1e-4)
+
+
 def test_empty_scene_gives_nothing(detector) -> None:
     """Asphalt and sky only: no cones."""
     img = render(K, MOUNT, 1288, 964, np.zeros((0, 2)), np.zeros(0, np.uint8))
