@@ -92,3 +92,53 @@ def test_scan_to_cones_over_dds(rclpy_context) -> None:
             proc.kill()
             out, _ = proc.communicate()
     assert 'angle_increment' in out and 'intensities' in out, out
+
+
+@pytest.mark.dds
+def test_cloud_mode_over_dds(rclpy_context) -> None:
+    """In mode cloud the raw PointCloud2 of the rig lidar gives the cones."""
+    from rclpy.executors import SingleThreadedExecutor
+    import rclpy
+    from cone_detection.evaluate import pose_matrix
+    from hil_bridge import codecs, contract
+    from hil_bridge.rig import load_rig
+    from hil_bridge.sim.lidar import RayCastLidar
+    from hil_bridge.sim.world import WorldGeometry
+    spec = next(s for s in load_rig('hil_rig.yaml') if s.sensor_id == 'lidar')
+    truth = np.array([[6.0, 1.5], [10.0, -1.5]])
+    world = WorldGeometry(cone_xy=truth, cone_class=np.ones(2, np.uint8),
+                          cone_up=np.ones(2, bool))  # vehicle at the origin
+    pts = RayCastLidar(spec.attributes).scan(
+        world, pose_matrix(spec.mount), 0.05, np.random.default_rng(0))
+    proc = subprocess.Popen(
+        [sys.executable, '-m', 'cone_detection.lidar_node', '--ros-args',
+         '--params-file', str(CONFIG), '-p', 'use_sim_time:=false',
+         '-p', 'mode:=cloud'],
+        env=dict(os.environ), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    node = rclpy.create_node('lidar_cloud_test', context=rclpy_context)
+    ex = SingleThreadedExecutor(context=rclpy_context)
+    ex.add_node(node)
+    got = []
+    try:
+        pub = contract.create_publisher(node, 'lidar')
+        contract.create_subscription(node, 'cones_lidar', got.append)
+        msg = codecs.xyzi_to_cloud(pts, 3.0, 'ego_vehicle/lidar')
+        deadline = time.monotonic() + 30.0
+        while time.monotonic() < deadline and not got:
+            pub.publish(msg)
+            ex.spin_once(timeout_sec=0.2)
+            assert proc.poll() is None, proc.stdout.read()
+        assert got, 'no cones received'
+        xyz, _, _ = codecs.cloud_to_cones(got[-1])
+        assert xyz.shape[0] == 2
+        for p in truth:
+            assert np.min(np.hypot(*(xyz[:, :2] - p).T)) < 0.05
+    finally:
+        node.destroy_node()
+        proc.terminate()
+        try:
+            proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
