@@ -77,7 +77,7 @@ class AebParams:
     jump_distance: float = 3.0
     use_obstacle_decel: bool = True
     odom_timeout: float = 0.3
-    empty_cloud_is_blind: bool = True
+    empty_cloud_is_blind: bool = False
     use_steering: bool = True
     steering_timeout: float = 0.3
     staging: StagingParams = field(default_factory=StagingParams)
@@ -278,9 +278,10 @@ class AebCore:
         Decide from one lidar cloud at stamp ``t`` (s).
 
         ``points`` (N, >=3) x, y, z (m) in the lidar frame; NaN/inf rows are
-        dropped. An empty (or all-invalid) cloud does not count as fresh
-        input when ``empty_cloud_is_blind``. Raises ``ValueError`` for a
-        wrongly shaped array.
+        dropped. A cloud whose points are all invalid never counts as
+        fresh input (after ``stale_timeout`` the AEB requests a stop); an
+        empty cloud does not either when ``empty_cloud_is_blind``. Raises
+        ``ValueError`` for a wrongly shaped array.
         """
         if not math.isfinite(t):
             raise ValueError(f'update_cloud: stamp is not finite: {t}')
@@ -295,8 +296,10 @@ class AebCore:
             pts, offset = to_vehicle_frame(raw, self.rot, self.trans), None
         corridor = self.corridor()
         x, y = pts[:, 0], pts[:, 1]
+        # A cloud with points but none finite is a broken lidar; a cloud
+        # without points may just mean nothing in range.
         usable = bool(np.isfinite(x).any()) or (
-            pts.shape[0] > 0 and not self.params.empty_cloud_is_blind)
+            pts.shape[0] == 0 and not self.params.empty_cloud_is_blind)
         if usable and self.last is not None and self.cloud_t is not None \
                 and not bool(np.any((x > 0.0) & (np.abs(y) < x))):
             # A partial sweep (lidar rotating slower than the frame rate)

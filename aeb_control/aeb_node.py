@@ -48,6 +48,8 @@ from rclpy.node import Node
 from visualization_msgs.msg import Marker, MarkerArray
 
 NODE_NAME = 'aeb_controller'
+#: What a rejected cloud is replaced with: one invalid point (blind input).
+_BLIND = np.full((1, 3), np.nan, dtype=np.float32)
 
 _R = ParamSpec
 PARAMS: List[ParamSpec] = [
@@ -89,8 +91,8 @@ PARAMS: List[ParamSpec] = [
        0.1, 50.0),
     _R('use_obstacle_decel', 'account for a braking obstacle'),
     _R('odom_timeout', 'odometry older than this is stale (s)', 0.01, 10.0),
-    _R('empty_cloud_is_blind', 'empty / all-NaN clouds do not count as '
-       'fresh lidar input'),
+    _R('empty_cloud_is_blind', 'clouds without points do not count as '
+       'fresh lidar input (all-NaN clouds never do)'),
     _R('use_steering', 'intersect with the commanded-steering corridor'),
     _R('steering_timeout', 'older applied_control is ignored (s)',
        0.01, 10.0),
@@ -236,14 +238,14 @@ class AebNode(Node):
         try:
             pts = codecs.cloud_to_xyz(msg, skip_nans=False)
         except ValueError as exc:
+            # a malformed cloud is no usable input (never refreshes it)
             self._warn_bad(f'lidar cloud rejected: {exc}')
-            pts = np.zeros((0, 3), dtype=np.float32)
+            pts = _BLIND
         try:
             decision = self.core.update_cloud(t, pts)
         except ValueError as exc:
             self._warn_bad(f'lidar cloud rejected: {exc}')
-            decision = self.core.update_cloud(
-                t, np.zeros((0, 3), dtype=np.float32))
+            decision = self.core.update_cloud(t, _BLIND)
         self._publish(decision, msg.header.stamp)
 
     def _on_actor(self, role: str, msg: Any) -> None:

@@ -435,6 +435,7 @@ def run_case(case: Case, strategy: str, *, lidar_hfov: float = 120.0,
     scenario, follower, timeout = build_case(case, ego_profile,
                                              target_profile)
     values = dict(node_params('aeb_controller'))
+    values.update(vehicle_profile='passenger_car', rig='car_rig.yaml')
     values.update(params or {})
     values['strategy'] = strategy
     values['mode'] = 'ground_truth' if strategy == 'fixed_ttc' \

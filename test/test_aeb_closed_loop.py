@@ -102,7 +102,8 @@ def _run(context: Any, tmp_path: Path, case: Case, gap: float
     create_subscription(node, 'brake_request',
                         lambda m: brakes.append(-m.accel.linear.x))
     aeb = _start('aeb_control.aeb_node',
-                 [str(ROOT / 'config' / 'aeb_controller.yaml')], {})
+                 [str(ROOT / 'config' / 'aeb_controller.yaml')],
+                 {'vehicle_profile': 'passenger_car', 'rig': 'car_rig.yaml'})
     bridge = _start('hil_bridge.bridge_node',
                     [str(ROOT / 'config' / 'hil_bridge.yaml')],
                     {'scenario': str(scn), 'rig': str(rig),

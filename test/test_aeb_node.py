@@ -24,7 +24,8 @@ def _start_node(*overrides: str) -> subprocess.Popen:
         extra += ['-p', item]
     return subprocess.Popen(
         [sys.executable, '-m', 'aeb_control.aeb_node', '--ros-args',
-         '--params-file', PARAMS] + extra,
+         '--params-file', PARAMS, '-p', 'vehicle_profile:=passenger_car',
+         '-p', 'rig:=car_rig.yaml'] + extra,
         cwd=str(ROOT), env=dict(os.environ), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT)
 

@@ -146,9 +146,19 @@ def test_pipeline_brakes_near_last_point_not_at_3s() -> None:
     assert all(d.decel == 0.0 for d in out if d.ttc > 3.0)
 
 
+def test_empty_clouds_are_fresh_by_default() -> None:
+    """Without the option an empty cloud means nothing in range, not blind."""
+    core = AebCore()
+    for k in range(20):
+        core.update_odometry(0.05 * k, 10.0, 0.0)
+        d = core.update_cloud(0.05 * k, np.zeros((0, 4), np.float32))
+    assert d.stage == 'idle' and d.decel == 0.0
+    assert core.check_stale(1.0) is None
+
+
 def test_pipeline_nan_odometry_ignored_and_empty_cloud_is_blind() -> None:
     """A NaN speed keeps the last state; empty clouds lead to a stop."""
-    core = AebCore()
+    core = AebCore(AebParams(empty_cloud_is_blind=True))
     assert core.update_odometry(0.0, 10.0, 0.0)
     assert not core.update_odometry(0.05, math.nan, 0.0)
     assert core.speed == 10.0
