@@ -1,0 +1,429 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+Benchmark the two-host link (network namespaces, root needed).
+
+``python -m hil_bridge.bench_link [--seconds S] [--skip-loop] [--skip-cpu]``
+prints four tables:
+
+1. camera throughput across the 1 Gbit/s link (and 100 Mbit/s for JPEG):
+   two 1288x964 bgr8 cameras at 30 Hz published in ``simpc`` as raw
+   ``Image`` versus JPEG ``CompressedImage`` (``codecs.image_to_compressed``,
+   encoded per frame by the sender, decoded by the receiver in
+   ``onboard``): offered and delivered frame rate, drops, payload and wire
+   MB/s (veth counters), latency (receive - publish wall time: one kernel
+   clock) and the encode / decode cost. Images are rendered by the built-in
+   simulator (realistic JPEG sizes).
+2. clock offset and round-trip time from the ``hil_link_monitor`` pair
+   (client in simpc, server in onboard), idle and under camera load.
+3. end-to-end loop latency: sim frame (odometry receipt in simpc) to the
+   command built from it arriving back in simpc, per frame, p50/p95/max,
+   with the bridge asynchronous (``wait_for_control`` false) and in
+   lockstep, and an echo onboard stage that decodes each JPEG camera image
+   and answers with a ``cmd_vel`` carrying its stamp.
+4. CPU budget: the onboard nodes pinned to one core (``taskset -c 0``),
+   CPU % of each (``/proc/<pid>/stat`` utime + stime over the window) and
+   CPU ms per sim frame, with the real stack, plus the loop latency the
+   planner's commands see.
+
+Figures on a loaded machine are pessimistic; re-run on a quiet one.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List, Optional
+
+from hil_bridge.config import config_path
+from hil_bridge.link_stats import count_gaps, percentiles
+from hil_bridge.netns_rig import NetnsRig, ProfileUnavailable
+import numpy as np
+
+FPS = 30.0
+CAMS = ('camera_left', 'camera_right')
+RESULT = 'BENCH_RESULT '
+LINK_SETS = ('hil_bridge.publish_compressed=true',
+             'hil_bridge.publish_raw_images=false',
+             'vision_cone_detector.use_compressed=true')
+
+
+# -- camera publisher / subscriber (run inside the namespaces) ---------------
+def _pub_main(images: str, mode: str, seconds: float, quality: int) -> None:
+    import rclpy
+    from hil_bridge import codecs, contract
+    data = np.load(images)
+    left, right = data['left'], data['right']
+    rclpy.init()
+    node = rclpy.create_node('bench_link_pub')
+    suffix = '_compressed' if mode == 'jpeg' else ''
+    pubs = [contract.create_publisher(node, key + suffix) for key in CAMS]
+    time.sleep(2.0)  # discovery
+    sent, enc = 0, []
+    start = time.monotonic()
+    k = 0
+    while time.monotonic() - start < seconds:
+        k += 1
+        t = time.time()
+        for pub, img, key in zip(pubs, (left, right), CAMS):
+            frame = f'ego_vehicle/{key}/optical'
+            if mode == 'jpeg':
+                t0 = time.perf_counter()
+                msg = codecs.image_to_compressed(img, t, frame, quality)
+                enc.append(time.perf_counter() - t0)
+            else:
+                msg = codecs.image_to_msg(img, t, frame)
+            pub.publish(msg)
+        sent += 1
+        delay = start + k / FPS - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+    elapsed = time.monotonic() - start
+    time.sleep(1.0)
+    print(RESULT + json.dumps({'sent': sent, 'offered_hz': sent / elapsed,
+                               'encode_ms': 1e3 * float(np.median(enc))
+                               if enc else 0.0}), flush=True)
+    node.destroy_node()
+    rclpy.shutdown()
+
+
+def _sub_main(mode: str, seconds: float) -> None:
+    import rclpy
+    from hil_bridge import codecs, contract
+    rclpy.init()
+    node = rclpy.create_node('bench_link_sub')
+    suffix = '_compressed' if mode == 'jpeg' else ''
+    rec: Dict[str, Dict[str, List[float]]] = {
+        k: {'stamp': [], 'lat': [], 'size': [], 'dec': []} for k in CAMS}
+
+    def make_cb(key: str) -> Any:
+        def on_msg(msg: Any) -> None:
+            now = time.time()
+            r = rec[key]
+            t0 = time.perf_counter()
+            if mode == 'jpeg':
+                codecs.compressed_to_image(msg)
+            else:
+                codecs.msg_to_image(msg, 'passthrough')
+            r['dec'].append(time.perf_counter() - t0)
+            stamp = codecs.sec_from_stamp(msg.header.stamp)
+            r['stamp'].append(stamp)
+            r['lat'].append(now - stamp)
+            r['size'].append(float(len(msg.data)))
+        return on_msg
+
+    for key in CAMS:
+        contract.create_subscription(node, key + suffix, make_cb(key))
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        rclpy.spin_once(node, timeout_sec=0.05)
+    out = {}
+    for key, r in rec.items():
+        lat = percentiles(r['lat']) * 1e3
+        stamps = np.asarray(r['stamp'])
+        span = float(stamps.max() - stamps.min()) if stamps.size > 1 else 0.0
+        out[key] = {'received': len(r['stamp']),
+                    'gaps': count_gaps(stamps, 1.0 / FPS),
+                    'delivered_hz': (len(stamps) - 1) / span if span else 0.0,
+                    'mbyte_s': float(np.sum(r['size'][1:]) / span / 1e6)
+                    if span else 0.0,
+                    'lat_p50': lat[0], 'lat_p95': lat[1], 'lat_max': lat[2],
+                    'decode_ms': 1e3 * float(np.median(r['dec']))
+                    if r['dec'] else 0.0}
+    print(RESULT + json.dumps(out), flush=True)
+    node.destroy_node()
+    rclpy.shutdown()
+
+
+def _result(text: str) -> Dict[str, Any]:
+    for line in reversed(text.splitlines()):
+        if line.startswith(RESULT):
+            return json.loads(line[len(RESULT):])
+    raise RuntimeError('no result line in output:\n' + text[-3000:])
+
+
+def render_images(path: str) -> str:
+    """Render one trackdrive frame of the full rig; save left/right npz."""
+    from hil_bridge.bench_bridge import make_frames
+    frame = make_frames(3)[-1]
+    np.savez(path, left=frame.sensors['rgb_left'].data,
+             right=frame.sensors['rgb_right'].data)
+    return path
+
+
+def _monitor_argv(role: str, rate: float = 10.0) -> List[str]:
+    return [sys.executable, '-m', 'hil_bridge.link_monitor_node',
+            '--ros-args', '--params-file', config_path('hil_link_monitor.yaml'),
+            '-p', f'role:={role}', '-p', 'use_sim_time:=false',
+            '-p', 'topics:=[odometry]', '-p', f'ping_rate:={rate}',
+            '-p', 'window:=60.0', '-p', 'clock_window:=1000']
+
+
+def _stop(procs: List[subprocess.Popen]) -> List[str]:
+    outs = []
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(2)
+    for proc in procs:
+        try:
+            outs.append(proc.communicate(timeout=15)[0] or '')
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            outs.append(proc.communicate()[0] or '')
+    return outs
+
+
+def _clock(text: str) -> Dict[str, float]:
+    from hil_bridge.link_monitor_node import STATS_PREFIX
+    lines = [ln for ln in text.splitlines() if ln.startswith(STATS_PREFIX)]
+    if not lines:
+        return {}
+    return json.loads(lines[-1][len(STATS_PREFIX):]).get('clock', {})
+
+
+def bench_cameras(images: str, seconds: float, profile: str, mode: str,
+                  quality: int = 80) -> Dict[str, Any]:
+    """One camera run (raw or jpeg) across a fresh rig with ``profile``."""
+    with NetnsRig(profile) as rig:
+        before = rig.counters('onboard')['rx_bytes']
+        mon = [rig.popen('onboard', _monitor_argv('server'),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True),
+               rig.popen('simpc', _monitor_argv('client'),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True)]
+        me = [sys.executable, '-m', 'hil_bridge.bench_link']
+        sub = rig.popen('onboard', me + ['_sub', mode, str(seconds + 4.0)],
+                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                        text=True)
+        t0 = time.monotonic()
+        pub = rig.run('simpc', me + ['_pub', images, mode, str(seconds),
+                                     str(quality)], timeout=seconds + 60)
+        wall = time.monotonic() - t0
+        sub_out = sub.communicate(timeout=seconds + 60)[0]
+        wire = rig.counters('onboard')['rx_bytes'] - before
+        outs = _stop(mon)
+    res = {'pub': _result(pub.stdout + pub.stderr), 'sub': _result(sub_out),
+           'wire_mbyte_s': wire / seconds / 1e6, 'wall': wall,
+           'clock': _clock(outs[1])}
+    return res
+
+
+def bench_clock_idle(seconds: float) -> Dict[str, float]:
+    """Clock offset / RTT of the monitor pair on an idle 1 Gbit/s link."""
+    with NetnsRig('gbit') as rig:
+        mon = [rig.popen('onboard', _monitor_argv('server', 20.0),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True),
+               rig.popen('simpc', _monitor_argv('client', 20.0),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True)]
+        time.sleep(seconds)
+        outs = _stop(mon)
+    return _clock(outs[1])
+
+
+def _loop_latency(recs: List[Dict[str, Any]]) -> Dict[str, float]:
+    """Frame (odometry receipt) to cmd_vel receipt, same stamp, in ms."""
+    odom = {r['s']: r['w'] for r in recs if r['k'] == 'odometry'}
+    first: Dict[float, float] = {}
+    for r in recs:  # the first command per frame stamp
+        if r['k'] == 'cmd_vel' and r.get('s') in odom and \
+                r['s'] not in first:
+            first[r['s']] = r['w']
+    lat = [(w - odom[s]) * 1e3 for s, w in first.items()]
+    p50, p95, top = percentiles(lat)
+    sim = [r['s'] for r in recs if r['k'] == 'odometry']
+    wall = [r['w'] for r in recs if r['k'] == 'odometry']
+    rtf = (sim[-1] - sim[0]) / (wall[-1] - wall[0]) if len(sim) > 1 else 0.0
+    return {'frames': len(odom), 'answered': len(lat), 'p50': p50,
+            'p95': p95, 'max': top, 'rtf': rtf}
+
+
+def _cpu_ticks(pid: int) -> int:
+    with open(f'/proc/{pid}/stat', 'r', encoding='ascii') as stream:
+        fields = stream.read().rsplit(')', 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def bench_loop(lockstep: bool, duration: float, stack: bool,
+               work: str) -> Dict[str, Any]:
+    """Bridge in simpc (full rig, JPEG on the link) and an onboard side."""
+    from hil_bridge.two_hosts import TwoHostRun
+    sets = list(LINK_SETS[:2])
+    if lockstep:
+        sets += ['hil_bridge.wait_for_control=true',
+                 'hil_bridge.real_time_factor=0.0']
+    out: Dict[str, Any] = {}
+    with NetnsRig('gbit') as rig:
+        run = TwoHostRun(rig, work)
+        try:
+            if stack:
+                run.start_onboard_nodes(sets=list(LINK_SETS), cpus='0')
+            else:
+                run.start('echo', 'onboard', [
+                    sys.executable, '-m', 'hil_bridge.link_probe_node',
+                    'echo', '--source', 'camera_compressed', '--speed',
+                    '0.0'], cpus='0')
+            run.start_sim_pc('ci_trackdrive', duration=duration, sets=sets)
+            onboard = [n for n, h in run.hosts.items() if h == 'onboard']
+            # CPU window: from the first frame until the bridge ends
+            run.wait_for(lambda r: any(x['k'] == 'odometry' for x in r),
+                         120.0)
+            t0 = time.monotonic()
+            ticks0 = {n: _cpu_ticks(run.procs[n].pid) for n in onboard}
+            recs0 = len(run.records())
+            run.wait('sim_pc', duration * 30 + 60)
+            wall = time.monotonic() - t0
+            ticks1 = {}
+            for n in onboard:
+                try:
+                    ticks1[n] = _cpu_ticks(run.procs[n].pid)
+                except OSError:
+                    ticks1[n] = ticks0[n]
+            recs = run.records()
+            frames = sum(1 for r in recs[recs0:] if r['k'] == 'odometry')
+            hz = os.sysconf('SC_CLK_TCK')
+            out['cpu'] = {n: {'cpu_pct': 100.0 * (ticks1[n] - ticks0[n]) /
+                              hz / wall,
+                              'ms_per_frame': 1e3 * (ticks1[n] - ticks0[n]) /
+                              hz / max(frames, 1)} for n in onboard}
+            out['latency'] = _loop_latency(recs)
+            out['wire_mbyte_s'] = rig.counters('onboard')['rx_bytes'] / \
+                max(wall, 1e-9) / 1e6
+        finally:
+            run.stop_all()
+    return out
+
+
+# -- report ------------------------------------------------------------------
+def _fmt(v: Any, nd: int = 1) -> str:
+    if isinstance(v, float):
+        return 'nan' if v != v else f'{v:.{nd}f}'
+    return str(v)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Run the benchmark (or a helper role) and print the tables."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == '_pub':
+        _pub_main(argv[1], argv[2], float(argv[3]), int(argv[4]))
+        return 0
+    if argv and argv[0] == '_sub':
+        _sub_main(argv[1], float(argv[2]))
+        return 0
+    ap = argparse.ArgumentParser(prog='bench_link',
+                                 description=__doc__.split('\n')[1])
+    ap.add_argument('--seconds', type=float, default=6.0,
+                    help='camera run length (wall s)')
+    ap.add_argument('--duration', type=float, default=4.0,
+                    help='sim seconds per loop run')
+    ap.add_argument('--skip-cameras', action='store_true')
+    ap.add_argument('--skip-loop', action='store_true')
+    ap.add_argument('--skip-cpu', action='store_true')
+    args = ap.parse_args(argv)
+    os.environ.setdefault('ROS_DOMAIN_ID', str(100 + os.getpid() % 100))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.environ.get('PYTHONPATH', '')
+    os.environ['PYTHONPATH'] = root + (os.pathsep + path if path else '')
+    tmp = tempfile.mkdtemp(prefix='bench_link_')
+    if not args.skip_cameras:
+        images = render_images(os.path.join(tmp, 'images.npz'))
+        print('\n## 1. Two 1288x964 bgr8 cameras at 30 Hz across the link '
+              '(simpc -> onboard)\n')
+        print('| link | payload | offered Hz | delivered Hz (L/R) | drops '
+              '(L/R) | payload MB/s (both) | wire MB/s (all) | latency p50/p95/max '
+              'ms | encode / decode ms |')
+        print('|---|---|---|---|---|---|---|---|---|')
+        loaded = {}
+        for profile, mode in (('gbit', 'raw'), ('gbit', 'jpeg'),
+                              ('100mbit', 'raw'), ('100mbit', 'jpeg')):
+            try:
+                res = bench_cameras(images, args.seconds, profile, mode)
+            except ProfileUnavailable as exc:
+                print(f'| {profile} | {mode} | skipped: {exc} |')
+                continue
+            loaded[(profile, mode)] = res['clock']
+            left, right = (res['sub'][k] for k in CAMS)
+            sent = res['pub']['sent']
+            print(f'| {profile} | {mode} | {_fmt(res["pub"]["offered_hz"])} '
+                  f'| {_fmt(left["delivered_hz"])} / '
+                  f'{_fmt(right["delivered_hz"])} | {sent - left["received"]} '
+                  f'/ {sent - right["received"]} of {sent} | '
+                  f'{_fmt(left["mbyte_s"] + right["mbyte_s"])} | '
+                  f'{_fmt(res["wire_mbyte_s"])} | {_fmt(left["lat_p50"])} / '
+                  f'{_fmt(left["lat_p95"])} / {_fmt(left["lat_max"])} | '
+                  f'{_fmt(res["pub"]["encode_ms"])} / '
+                  f'{_fmt(left["decode_ms"])} |')
+        print('\nRaw need: 2 x 1288 x 964 x 3 B x 30 Hz = '
+              f'{2 * 1288 * 964 * 3 * 30 / 1e6:.0f} MB/s; 1 Gbit/s carries '
+              '125 MB/s.')
+        print('\n## 2. Clock offset (server - client) and RTT, hil_link_monitor'
+              '\n')
+        print('| condition | samples | offset ms | spread ms | RTT min / p50 '
+              '/ p95 / max ms |')
+        print('|---|---|---|---|---|')
+        conds = [('idle 1 Gbit/s', bench_clock_idle(args.seconds))]
+        conds += [(f'{p} {m} cameras', c) for (p, m), c in loaded.items()]
+        for name, c in conds:
+            if not c:
+                print(f'| {name} | 0 | | | |')
+                continue
+            print(f'| {name} | {c["samples"]} | '
+                  f'{_fmt(c["offset"] * 1e3, 3)} | '
+                  f'{_fmt(c["offset_spread"] * 1e3, 3)} | '
+                  f'{_fmt(c["rtt_min"] * 1e3, 2)} / '
+                  f'{_fmt(c["rtt_p50"] * 1e3, 2)} / '
+                  f'{_fmt(c["rtt_p95"] * 1e3, 2)} / '
+                  f'{_fmt(c["rtt_max"] * 1e3, 2)} |')
+    if not args.skip_loop:
+        print('\n## 3. Loop latency, frame -> command back at the bridge '
+              '(full rig, JPEG on the link, echo onboard stage on one core)\n')
+        print('| mode | frames | answered | p50 ms | p95 ms | max ms | '
+              'sim/wall |')
+        print('|---|---|---|---|---|---|---|')
+        for lockstep in (False, True):
+            res = bench_loop(lockstep, args.duration, False,
+                             os.path.join(tmp, f'echo_{lockstep}'))
+            lat = res['latency']
+            print(f'| {"lockstep" if lockstep else "asynchronous"} | '
+                  f'{lat["frames"]} | {lat["answered"]} | {_fmt(lat["p50"])} '
+                  f'| {_fmt(lat["p95"])} | {_fmt(lat["max"])} | '
+                  f'{_fmt(lat["rtf"], 2)} |')
+    if not args.skip_cpu:
+        print('\n## 4. Onboard stack pinned to one core (taskset -c 0), '
+              'asynchronous bridge, JPEG on the link\n')
+        res = bench_loop(False, args.duration, True,
+                         os.path.join(tmp, 'stack'))
+        print('| node | CPU % of one core | CPU ms per sim frame |')
+        print('|---|---|---|')
+        total = 0.0
+        for name, c in res['cpu'].items():
+            total += c['cpu_pct']
+            print(f'| {name} | {_fmt(c["cpu_pct"])} | '
+                  f'{_fmt(c["ms_per_frame"])} |')
+        print(f'| all onboard | {_fmt(total)} | |')
+        per = {n: c['ms_per_frame'] for n, c in res['cpu'].items()}
+        lidar_chain = sum(per.get(n, 0.0) for n in (
+            'pointcloud_to_laserscan', 'lidar_cone_detector',
+            'aeb_controller'))
+        per_cam = sum(per.get(n, 0.0) for n in (
+            'vision_cone_detector', 'cone_fusion', 'cone_drive_planner'))
+        need = (lidar_chain * 10.0 + per_cam * FPS) / 10.0
+        print(f'\nProjected load at 10 Hz lidar + 30 Hz camera pairs '
+              f'(lidar chain {_fmt(lidar_chain)} ms x 10 Hz + vision, fusion,'
+              f' planner {_fmt(per_cam)} ms x 30 Hz): {_fmt(need)} % of one '
+              'core (upper bound: fusion and planner run at the camera rate).')
+        lat = res['latency']
+        print(f'\nPlanner loop latency (frame -> cmd_vel back in simpc): '
+              f'p50 {_fmt(lat["p50"])} ms, p95 {_fmt(lat["p95"])} ms, max '
+              f'{_fmt(lat["max"])} ms over {lat["answered"]} of '
+              f'{lat["frames"]} frames; sim/wall {_fmt(lat["rtf"], 2)}.')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
