@@ -5,7 +5,9 @@ Evaluate a cone detector over simulated laps (in-process, no DDS, no rclpy).
 
 ``python -m cone_detection.evaluate --detector lidar|lidar3d|vision|fused
 --scenario trackdrive [--laps N] [--range-noise 0.03] [--image-noise 20]
-[--seed S] [--stride K] [--max-frames M] [--json]``
+[--seed S] [--stride K] [--max-frames M] [--json]``, or on a recording:
+``--recording FILE.mcap [--recorded-cones cones]`` (see
+:func:`evaluate_recording`).
 
 The built-in simulator (``hil_bridge.sim.builtin_backend``) drives the ego
 car around the track's centre line with a pure-pursuit controller on the
@@ -571,6 +573,116 @@ def _points_on_cones(xy: np.ndarray, truth_s: np.ndarray,
     return np.bincount(j[hit], minlength=truth_s.shape[0])
 
 
+def _yaw_from_quaternion(q: Any) -> float:
+    """Return the yaw (rad) of a geometry_msgs Quaternion-like object."""
+    return math.atan2(2.0 * (q.w * q.z + q.x * q.y),
+                      1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+
+
+def evaluate_recording(path: str, cfg: EvalConfig,
+                       role: str = 'ego_vehicle',
+                       rig_name: str = 'hil_rig.yaml',
+                       recorded: str = '') -> Dict[str, Any]:
+    """
+    Score a detector on an MCAP recording (``carla-hil`` recorder format).
+
+    The recording needs the contract topics ``odometry`` (ego pose in
+    ``map``), ``ground_truth_cones`` (latched, ``map``) and, for
+    ``cfg.detector`` lidar or lidar3d, ``lidar`` (the raw cloud, re-run
+    through cloud_to_scan and the detector here with the rig's mount pose).
+    With ``recorded`` set to a contract key (``cones``, ``cones_lidar``,
+    ``cones_vision``) the recorded detections on that topic are scored
+    instead, visibility then follows ``cfg.detector``'s definition from the
+    recorded cloud. Ego poses are interpolated at each message's stamp; the
+    ground is assumed flat (x, y, yaw). Messages are decoded with
+    ``mcap_ros2`` (no rclpy). Returns the same dict as :func:`evaluate`.
+    """
+    from hil_bridge import codecs, contract
+    from hil_bridge.backend import ActorState, ConeArray, SensorReading
+    from hil_bridge.mcap_io import iter_raw
+    from hil_bridge.rig import load_rig
+    from mcap_ros2.decoder import DecoderFactory
+    from cone_detection.fusion import PoseHistory
+    if cfg.detector not in ('lidar', 'lidar3d'):
+        raise ValueError('recordings: detector must be lidar or lidar3d '
+                         '(vision needs the camera rig; use recorded=...)')
+    names = {key: contract.topic(key).resolve(role)
+             for key in ('lidar', 'odometry', 'ground_truth_cones')}
+    if recorded:
+        names['recorded'] = contract.topic(recorded).resolve(role)
+    factory = DecoderFactory()
+    decoders: Dict[int, Any] = {}
+
+    def messages(wanted: List[str]):
+        for schema, channel, message in iter_raw(path):
+            if channel.topic not in wanted:
+                continue
+            if channel.id not in decoders:
+                decoders[channel.id] = factory.decoder_for(
+                    channel.message_encoding, schema)
+            yield channel.topic, decoders[channel.id](message.data)
+
+    poses = PoseHistory(horizon=float('inf'), slack=0.05)
+    truth = None
+    for topic, msg in messages([names['odometry'],
+                                names['ground_truth_cones']]):
+        if topic == names['odometry']:
+            p = msg.pose.pose
+            poses.add(codecs.sec_from_stamp(msg.header.stamp), p.position.x,
+                      p.position.y, _yaw_from_quaternion(p.orientation))
+        else:
+            truth = codecs.cloud_to_cones(msg)
+    if truth is None or len(poses) == 0:
+        raise ValueError(f'{path}: needs {names["odometry"]} and '
+                         f'{names["ground_truth_cones"]}')
+    detector, rig = make_detector(cfg, load_rig(rig_name))
+    lidar_spec = _find(rig, 'lidar')
+    scan = scan_params_from_config()
+    per_m = cfg.gate_per_m if cfg.gate_per_m is not None else 0.0
+    scorer = Scorer(cfg.gate, per_m)
+    cones = ConeArray(xy=truth[0][:, :2].astype(np.float64),
+                      class_id=truth[1],
+                      knocked=np.zeros(truth[0].shape[0], dtype=bool))
+    spent = 0.0
+    rec: Dict[float, ConeSet] = {}
+    if recorded:
+        for _, msg in messages([names['recorded']]):
+            xyz, cls, conf = codecs.cloud_to_cones(msg)
+            rec[round(codecs.sec_from_stamp(msg.header.stamp), 6)] = \
+                ConeSet(xyz, cls, conf)
+    k = 0
+    for _, msg in messages([names['lidar']]):
+        t = codecs.sec_from_stamp(msg.header.stamp)
+        pose = poses.at(t)
+        if pose is None:
+            continue
+        k += 1
+        if k % cfg.stride:
+            continue
+        ego = ActorState(role, Pose(x=pose[0], y=pose[1], yaw=pose[2]))
+        cloud = codecs.cloud_to_xyzi(msg)
+        frame = Frame(frame=k, sim_time=t, ego=ego, cones=cones, sensors={
+            'lidar': SensorReading('lidar', 'sensor.lidar.ray_cast', k, t,
+                                   cloud)})
+        if recorded:
+            det = rec.get(round(t, 6))
+            if det is None:
+                continue
+        else:
+            t0 = time.perf_counter()
+            det = detector(frame)
+            spent += time.perf_counter() - t0
+        _score_frame(cfg, frame, det, scorer, lidar_spec, None, scan)
+        if cfg.max_frames and scorer.frames >= cfg.max_frames:
+            break
+    out = scorer.result()
+    out['ms_per_frame'] = 1e3 * spent / max(1, scorer.frames)
+    out['laps_driven'] = float('nan')
+    out['config'] = dict(vars(cfg))
+    out['config']['recording'] = path
+    return out
+
+
 def format_result(res: Dict[str, Any]) -> str:
     """Return a human-readable table of one result dict."""
     c = res['config']
@@ -614,6 +726,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument('--max-frames', type=int, default=0)
     ap.add_argument('--paper', action='store_true',
                     help='scan detector as in the paper (centre point)')
+    ap.add_argument('--recording', default='',
+                    help='score on an MCAP recording instead of the sim')
+    ap.add_argument('--recorded-cones', default='',
+                    help='with --recording: score the recorded detections '
+                    'of this contract key (cones, cones_lidar, ...)')
     ap.add_argument('--json', action='store_true')
     a = ap.parse_args(argv)
     cfg = EvalConfig(detector=a.detector, scenario=a.scenario, laps=a.laps,
@@ -622,7 +739,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                      seed=a.seed, speed=a.speed, stride=a.stride,
                      max_frames=a.max_frames, paper=a.paper)
     try:
-        res = evaluate(cfg, progress=not a.json)
+        if a.recording:
+            res = evaluate_recording(a.recording, cfg,
+                                     recorded=a.recorded_cones)
+        else:
+            res = evaluate(cfg, progress=not a.json)
     except ImportError as exc:
         print(f'detector {a.detector} is not available: {exc}',
               file=sys.stderr)
