@@ -18,6 +18,12 @@ nodes that start late still get it),
 run the low-level controller on the newest ``cmd_vel``/``brake_request``/
 ``/joy``, apply the control and tick (or, asynchronous, poll) the backend.
 
+Cruise (``cruise`` true): the bridge plays the Euro NCAP driver robot and
+commands the ego's scenario ``initial_speed`` straight ahead every frame
+in place of ``cmd_vel`` (which still counts for lockstep), so the AEB can
+be tested with the whole stack running on a scenario without cones, where
+the planner commands a stop.
+
 Services: ``~/pause`` (std_srvs/SetBool: true pauses, false resumes),
 ``~/step`` (std_srvs/Trigger: one frame, then paused), ``~/advance``
 (std_srvs/Trigger: ``advance_seconds`` of sim time when > 0, else
@@ -114,6 +120,9 @@ PARAMS = [
     ParamSpec('publish_compressed', 'publish JPEG CompressedImage too'),
     ParamSpec('jpeg_quality', 'JPEG quality (1..100)', lo=1, hi=100),
     ParamSpec('publish_tf', 'publish /tf and /tf_static (needs tf2_msgs)'),
+    ParamSpec('cruise', "driver robot: drive straight at the ego's scenario "
+              'initial_speed and ignore cmd_vel (still counted for lockstep); '
+              'brake_request and /joy act as usual (AEB tests, no planner)'),
     ParamSpec('duration', 'stop after this many sim seconds (0 = until mission end)',
               lo=0.0, hi=1e6),
     ParamSpec('exit_on_mission_end', 'exit 0 at mission end (the runner relies on it)'),
@@ -199,6 +208,11 @@ class BridgeNode(Node):
         self.create_service(SetBool, '~/pause', self._srv_pause)
         self.create_service(Trigger, '~/step', self._srv_step)
         self.create_service(Trigger, '~/advance', self._srv_advance)
+        self.cruise_speed: Optional[float] = None
+        if bool(v['cruise']):
+            self.cruise_speed = float(self.scenario.ego.initial_speed)
+            self.get_logger().info(f'cruise: driving straight at {self.cruise_speed:.2f} '
+                                   'm/s, cmd_vel is ignored')
         self.frame: Optional[Frame] = None
         self.source = 'watchdog'
         self.control = VehicleControl(brake=1.0)
@@ -286,6 +300,8 @@ class BridgeNode(Node):
     def control_step(self, frame: Frame) -> VehicleControl:
         """Run the low-level controller at ``frame`` and return its control."""
         cmd, brake, joy = self._take_inputs()
+        if self.cruise_speed is not None:
+            cmd = (self.cruise_speed, 0.0, frame.sim_time)
         control, source = self.llc.update(frame.sim_time, frame.ego.speed, cmd, brake, joy)
         for text in self.llc.drain_messages():
             if text.startswith('joy ignored'):  # raised once by the controller
