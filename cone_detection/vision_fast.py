@@ -8,11 +8,13 @@ Same outputs as :mod:`cone_detection.vision_reference` with far less work:
 1. region of interest: only rows below the horizon (cones stand on the
    ground below the camera), at ``downscale`` resolution (area averaging,
    which also damps pixel noise);
-2. colour proposals: HSV hue masks per cone colour, closed vertically to
-   bridge the cones' stripes, connected components
-   (cv2.connectedComponentsWithStats) -> boxes with a cone-like aspect
-   ratio and a height consistent with the ground-plane distance of their
-   base row (between a small cone's and a big cone's expected height);
+2. colour proposals: HSV hue masks per cone colour, connected components
+   (cv2.connectedComponentsWithStats), parts split by a cone's stripes
+   joined (:func:`merge_stacked`), blobs of cones standing behind each
+   other carved into cone-sized boxes (:func:`carve`) -> boxes with a
+   cone-like aspect ratio and a height consistent with the ground-plane
+   depth of their base row (between a small cone's and a big cone's
+   expected height);
 3. each proposal verified by the SVM on one 64x64 window framed like the
    training windows (one HOG call for all proposals);
 4. the hue-mask histogram peak and base row at full resolution inside the

@@ -118,7 +118,7 @@ class VisionConeNode(Node):
             if p['publish_markers'] else None
         self._last_stamp = -1.0
         self.frames = 0
-        self.timer = self.create_timer(0.002, self._process,
+        self.timer = self.create_timer(0.005, self._process,
                                        clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(f'model {model_path}, mode {p["mode"]}, cameras {cam_ids}')
 
