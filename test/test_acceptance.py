@@ -1,0 +1,416 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+Closed-loop acceptance tests: the whole loop, as users run it.
+
+Each test is a real multi-process run over DDS on the built-in simulator:
+``python -m hil_bridge.cli run`` (the ``carla-hil`` runner) starts the
+bridge, cloud_to_scan, the lidar and vision cone detectors, fusion, the
+planner and the AEB as separate processes in the test's own
+ROS_DOMAIN_ID, and the tests assert on its exit code and on the referee's
+result line (``[carla-hil] result: {json}``).
+
+CI settings (``CI_SETS``): the CI rig ``config/sensors/ci_rig.yaml``
+(the HIL rig with 640x480 cameras), lockstep (the bridge waits for the
+``cmd_vel`` and ``brake_request`` computed from each frame, so the result
+does not depend on the machine's load) and ``real_time_factor`` 0 (no
+pacing: as fast as the nodes answer). The onboard nodes get the rig and
+vehicle of the scenario (their config files default to other ones).
+
+Missions: trackdrive on the short generated track ``ci_trackdrive`` (one
+lap) with fused perception and again lidar-only (``cone_fusion.use_vision``
+false), acceleration, skidpad, Euro NCAP CCRs at 30 and 50 km/h with the
+whole stack running (``config/scenarios/ccrs_30.yaml``/``ccrs_50.yaml``;
+the bridge's ``cruise`` parameter plays the driver robot holding the
+speed, since the planner stops without cones) and a recording of the
+acceleration run played back into the onboard profile, which must give
+the same lidar cone detections, matched by stamp.
+"""
+
+import json
+import os
+from pathlib import Path
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+
+from hil_bridge.backend import CONE_UNKNOWN
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULT_PREFIX = '[carla-hil] result: '
+REFEREE_PREFIX = 'REFEREE_RESULT '
+#: wall-clock limit of one run (s); a CI run takes 20-90 s on 2 loaded cores
+RUN_TIMEOUT = 360.0
+
+#: CI settings for the FS missions (hil_rig with small cameras, lockstep)
+CI_SETS = [
+    'hil_bridge.rig=ci_rig.yaml',
+    'hil_bridge.wait_for_control=true',
+    'hil_bridge.lockstep_topics=[cmd_vel,brake_request]',
+    'hil_bridge.real_time_factor=0.0',
+    'vision_cone_detector.rig=ci_rig.yaml',
+    # lockstep does not wait for vision: on 2 loaded cores its detections
+    # arrive ~0.3 s of sim time after the lidar's; fusion moves them to the
+    # lidar stamp with the odometry (align_with_odometry)
+    'cone_fusion.max_vision_age=0.5',
+    'lidar_cone_detector.rig=ci_rig.yaml',
+    'aeb_controller.rig=ci_rig.yaml',
+    'aeb_controller.vehicle_profile=fs_car',
+]
+
+#: CCRs: passenger car on car_rig.yaml, the bridge holds the speed
+CCRS_SETS = [
+    'hil_bridge.cruise=true',
+    'hil_bridge.wait_for_control=true',
+    'hil_bridge.lockstep_topics=[cmd_vel,brake_request]',
+    'hil_bridge.real_time_factor=0.0',
+    'lidar_cone_detector.rig=car_rig.yaml',
+    'lidar_cone_detector.mode=cloud',
+    'aeb_controller.rig=car_rig.yaml',
+    'aeb_controller.vehicle_profile=passenger_car',
+    'cone_drive_planner.vehicle=passenger_car',
+]
+
+pytestmark = [pytest.mark.closed_loop, pytest.mark.dds, pytest.mark.slow]
+
+
+class Run(NamedTuple):
+    """One finished runner process."""
+
+    code: int
+    result: Optional[Dict[str, Any]]
+    output: str
+    wall: float
+
+
+def _runner_argv(scenario: str, sets: List[str], *extra: str,
+                 profile: str = 'all') -> List[str]:
+    argv = [sys.executable, '-m', 'hil_bridge.cli', 'run', '--profile',
+            profile, '--progress-every', '30']
+    if scenario:
+        argv += ['--scenario', scenario]
+    for item in sets:
+        argv += ['--set', item]
+    return argv + list(extra)
+
+
+def _popen(argv: List[str]) -> subprocess.Popen:
+    # own session: the runner and its nodes form one process group that
+    # the test can stop as a whole if the runner hangs
+    return subprocess.Popen(argv, cwd=str(ROOT), env=dict(os.environ),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+
+
+def _stop_group(proc: subprocess.Popen, grace: float = 30.0) -> None:
+    """SIGINT the process group of ``proc``, SIGKILL it after ``grace`` s."""
+    for sig, wait in ((signal.SIGINT, grace), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def parse_result(output: str) -> Optional[Dict[str, Any]]:
+    """Return the referee result of a runner's output (None if missing)."""
+    found = None
+    for line in output.splitlines():
+        for prefix in (RESULT_PREFIX, REFEREE_PREFIX):
+            idx = line.find(prefix)
+            if idx >= 0:
+                try:
+                    found = json.loads(line[idx + len(prefix):])
+                except ValueError:
+                    continue
+                if prefix == RESULT_PREFIX:
+                    return found
+    return found
+
+
+def run_cli(argv: List[str], timeout: float = RUN_TIMEOUT) -> Run:
+    """Run the runner to its end; return its exit code, result and log."""
+    started = time.monotonic()
+    proc = _popen(argv)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _stop_group(proc)
+        out, _ = proc.communicate()
+        out = (out or '') + f'\n[test] runner killed after {timeout} s\n'
+    finally:
+        if proc.poll() is None:
+            _stop_group(proc)
+    wall = time.monotonic() - started
+    print(f'[test] {" ".join(argv[3:])}: exit {proc.returncode}, '
+          f'{wall:.1f} s wall')
+    return Run(proc.returncode, parse_result(out or ''), out or '', wall)
+
+
+def _explain(run: Run, lines: int = 40) -> str:
+    tail = '\n'.join(run.output.splitlines()[-lines:])
+    return f'exit code {run.code}, result {run.result}\n--- log tail ---\n{tail}'
+
+
+def assert_fs_finished(run: Run, mission: str, laps: int) -> Dict[str, Any]:
+    """Assert a finished FS mission, no cone hit, no collision."""
+    assert run.code == 0, _explain(run)
+    res = run.result
+    assert res is not None, _explain(run)
+    assert res['mission'] == mission, _explain(run)
+    assert res['status'] == 'finished', _explain(run)
+    assert res['laps'] >= laps and len(res['lap_times']) >= laps, _explain(run)
+    assert all(t > 0.0 for t in res['lap_times']), _explain(run)
+    assert res['cones_hit'] == 0, _explain(run)
+    assert res['collisions'] == [], _explain(run)
+    assert 'exited with code' not in run.output, _explain(run)
+    print(f'[test] {mission}: lap times {res["lap_times"]}, cones hit '
+          f'{res["cones_hit"]}, off course {res.get("off_courses")}, '
+          f'sim {res["sim_time"]} s, wall {run.wall:.1f} s')
+    return res
+
+
+# ----------------------------------------------------------------- missions
+def test_trackdrive_fused(ros_domain: int) -> None:
+    """One lap of ci_trackdrive, lidar + vision fused, no cone hit."""
+    run = run_cli(_runner_argv('ci_trackdrive', CI_SETS))
+    assert 'fusing lidar + vision' in run.output, _explain(run)
+    assert_fs_finished(run, 'trackdrive', 1)
+
+
+def test_trackdrive_lidar_only(ros_domain: int) -> None:
+    """The same lap with fusion in lidar-only mode (vision not used)."""
+    run = run_cli(_runner_argv('ci_trackdrive', CI_SETS + [
+        'cone_fusion.use_vision=false']))
+    assert 'fusing lidar only' in run.output, _explain(run)
+    assert_fs_finished(run, 'trackdrive', 1)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    'cone_drive_planner has no skidpad route logic: at the crossing of the '
+    'figure of eight no cone is ahead, it commands a stop and the referee '
+    'calls a stall (DNF); also in-process: python -m path_planning.'
+    'closed_loop --scenario skidpad'))
+def test_skidpad(ros_domain: int) -> None:
+    """Skidpad: the four timed laps of the figure of eight, no cone hit."""
+    run = run_cli(_runner_argv('skidpad', CI_SETS))
+    assert_fs_finished(run, 'skidpad', 4)
+
+
+@pytest.fixture(scope='module')
+def acceleration_run(tmp_path_factory: pytest.TempPathFactory
+                     ) -> Tuple[Run, Path]:
+    """Run the acceleration mission once, recorded (module-scoped)."""
+    # module scope: the function-scoped ros_domain fixture cannot be used
+    from hil_bridge.config import dds_environment
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.setenv('ROS_DOMAIN_ID', str(101 + os.getpid() % 100))
+        mp.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+        mp.setenv('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
+        mp.setenv('PYTHONUNBUFFERED', '1')
+        for key, value in dds_environment().items():
+            mp.setenv(key, value)
+        pypath = os.environ.get('PYTHONPATH', '')
+        mp.setenv('PYTHONPATH', f'{ROOT}{os.pathsep}{pypath}' if pypath
+                  else str(ROOT))
+        path = tmp_path_factory.mktemp('acceleration') / 'live.mcap'
+        run = run_cli(_runner_argv('acceleration', CI_SETS, '--record',
+                                   str(path)))
+    finally:
+        mp.undo()
+    return run, path
+
+
+def test_acceleration(acceleration_run: Tuple[Run, Path]) -> None:
+    """Acceleration: the 75 m straight finished, no cone hit, recorded."""
+    run, path = acceleration_run
+    assert_fs_finished(run, 'acceleration', 1)
+    assert path.is_file() and path.stat().st_size > 0, _explain(run)
+    # fused perception in the loop: vision gave the lidar cones colours
+    fused = _cones(path, '/perception/cones')
+    classes = np.concatenate([c for _xyz, c in fused.values()])
+    coloured = float(np.mean(classes != CONE_UNKNOWN))
+    print(f'[test] acceleration: {len(fused)} fused cone sets, '
+          f'{coloured:.0%} of {len(classes)} cones coloured')
+    assert len(fused) >= 100 and coloured >= 0.25, coloured
+
+
+# --------------------------------------------------------------------- AEB
+class _OdomMonitor:
+    """Keep the newest map x (m) and speed (m/s) of the ego and the target."""
+
+    def __init__(self, context: Any) -> None:
+        from hil_bridge import contract
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        self.last: Dict[str, Tuple[float, float]] = {}
+        self.node = rclpy.create_node('acceptance_monitor', context=context)
+        contract.create_subscription(
+            self.node, 'odometry', lambda m: self._on(m, 'ego'))
+        contract.create_subscription(
+            self.node, 'actor_odometry', lambda m: self._on(m, 'target'),
+            actor='target')
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.stopped = threading.Event()
+        self.thread.start()
+
+    def _on(self, msg: Any, who: str) -> None:
+        self.last[who] = (msg.pose.pose.position.x, msg.twist.twist.linear.x)
+
+    def _spin(self) -> None:
+        while not self.stopped.is_set():
+            self.executor.spin_once(timeout_sec=0.1)
+
+    def close(self) -> None:
+        """Stop spinning and destroy the node."""
+        self.stopped.set()
+        self.thread.join(timeout=5.0)
+        self.executor.shutdown()
+        self.node.destroy_node()
+
+
+@pytest.mark.parametrize('kmh', [30, 50])
+def test_ccrs_avoided(rclpy_context: Any, kmh: int) -> None:
+    """Euro NCAP CCRs: the AEB stops the car before the stopped target."""
+    from hil_bridge.vehicle_profile import load_vehicle_profile
+    import yaml
+    scenario = yaml.safe_load((ROOT / 'config' / 'scenarios' /
+                               f'ccrs_{kmh}.yaml').read_text())
+    speed = float(scenario['ego']['initial_speed'])
+    assert speed == pytest.approx(kmh / 3.6, abs=0.01)
+    car = load_vehicle_profile('passenger_car')
+    monitor = _OdomMonitor(rclpy_context)
+    try:
+        run = run_cli(_runner_argv(f'ccrs_{kmh}', CCRS_SETS))
+        time.sleep(0.5)
+    finally:
+        monitor.close()
+    assert run.code == 0, _explain(run)
+    res = run.result
+    assert res is not None and res['mission'] == 'aeb', _explain(run)
+    assert res['status'] == 'finished', _explain(run)
+    assert res['reason'] == 'stopped', _explain(run)
+    assert res['collisions'] == [], _explain(run)
+    # the bridge held the speed (cruise), so only the AEB can have stopped
+    # the car
+    assert 'cruise: driving straight at' in run.output, _explain(run)
+    assert '-> brake_request' in run.output, _explain(run)
+    assert 'exited with code' not in run.output, _explain(run)
+    assert set(monitor.last) == {'ego', 'target'}, monitor.last
+    x_ego, v_ego = monitor.last['ego']
+    x_target = monitor.last['target'][0]
+    front = x_ego + car.length - car.rear_overhang
+    gap = x_target - car.rear_overhang - front
+    print(f'[test] CCRs {kmh} km/h: avoided, stopped {gap:.2f} m behind the '
+          f'target at sim {res["sim_time"]} s, wall {run.wall:.1f} s')
+    assert abs(v_ego) < 0.3
+    # stopped before the target, and not far before it (the AEB braked
+    # late and hard, not on anything 60 m away)
+    assert 0.0 < gap < 8.0, gap
+
+
+# -------------------------------------------------------------- record/play
+def _cones(path: Path, topic: str = '/perception/cones/lidar'
+           ) -> Dict[int, Tuple[np.ndarray, np.ndarray]]:
+    """Return {stamp ns: (xyz, class_id)} of a cone topic of a recording."""
+    from hil_bridge import codecs
+    from hil_bridge.mcap_io import iter_raw
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import PointCloud2
+    out: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
+    for _schema, channel, message in iter_raw(str(path)):
+        if channel.topic != topic:
+            continue
+        cloud = deserialize_message(message.data, PointCloud2)
+        stamp = cloud.header.stamp.sec * 10**9 + cloud.header.stamp.nanosec
+        xyz, class_id, _conf = codecs.cloud_to_cones(cloud)
+        out[stamp] = (np.asarray(xyz), np.asarray(class_id))
+    return out
+
+
+class _LineReader(threading.Thread):
+    """Collect a process's output lines in a thread."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        super().__init__(daemon=True)
+        self.proc = proc
+        self.lines: List[str] = []
+
+    def run(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    def wait_for(self, texts: List[str], timeout: float) -> bool:
+        """Wait until every text appeared in some line (or timeout)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            joined = ''.join(self.lines)
+            if all(t in joined for t in texts):
+                return True
+            if self.proc.poll() is not None:
+                return False
+            time.sleep(0.2)
+        return False
+
+
+def test_record_and_replay_same_detections(
+        ros_domain: int, acceleration_run: Tuple[Run, Path],
+        tmp_path: Path) -> None:
+    """The onboard profile on the played-back recording detects the same."""
+    live_run, live_path = acceleration_run
+    assert live_run.code == 0, _explain(live_run)
+    live = _cones(live_path)
+    assert len(live) >= 50, f'only {len(live)} lidar detections recorded'
+    replay_path = tmp_path / 'replay.mcap'
+    onboard = _popen(_runner_argv('', CI_SETS, '--record', str(replay_path),
+                                  profile='onboard'))
+    reader = _LineReader(onboard)
+    reader.start()
+    player = None
+    try:
+        ready = reader.wait_for(['publishing /perception/cones/lidar',
+                                 'publishing /perception/cones ',
+                                 'scan has subscribers',
+                                 '[cone_drive_planner]'], timeout=120.0)
+        assert ready, 'onboard nodes did not start:\n' + ''.join(
+            reader.lines[-40:])
+        time.sleep(3.0)  # recorder discovery runs once a second
+        player = subprocess.run(
+            [sys.executable, '-m', 'hil_bridge.player', str(live_path),
+             '--rate', '1.0'], cwd=str(ROOT), env=dict(os.environ),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            timeout=300.0)
+        assert player.returncode == 0, player.stdout[-3000:]
+        time.sleep(2.0)  # the last frames through the onboard nodes
+    finally:
+        _stop_group(onboard, grace=60.0)
+        reader.join(timeout=10.0)
+    out = ''.join(reader.lines)
+    assert 'exited with code' not in out, out[-4000:]
+    replay = _cones(replay_path)
+    common = sorted(set(live) & set(replay))
+    print(f'[test] replay: {len(live)} live and {len(replay)} replayed '
+          f'lidar detections, {len(common)} matched by stamp')
+    assert len(common) >= 0.9 * len(live), (
+        f'only {len(common)} of {len(live)} live stamps replayed')
+    n_cones = 0
+    for stamp in common:
+        (xyz_a, cls_a), (xyz_b, cls_b) = live[stamp], replay[stamp]
+        assert xyz_a.shape == xyz_b.shape, f'cone count differs at {stamp}'
+        np.testing.assert_allclose(xyz_b, xyz_a, atol=1e-4,
+                                   err_msg=f'stamp {stamp}')
+        np.testing.assert_array_equal(cls_b, cls_a)
+        n_cones += len(xyz_a)
+    assert n_cones > 0, 'no cones detected at all'
