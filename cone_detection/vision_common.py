@@ -126,7 +126,7 @@ def patch_features(model: ConeSvmModel, patches: np.ndarray) -> np.ndarray:
 
 def localise(masks: np.ndarray, boxes: np.ndarray, K: np.ndarray, T_vehicle_camera: np.ndarray,
              offset: Tuple[float, float] = (0.0, 0.0), scale: float = 1.0,
-             classes: Optional[np.ndarray] = None
+             classes: Optional[np.ndarray] = None, image_height: Optional[int] = None
              ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """
     Colour, image base point and ground position of cones in boxes.
@@ -140,7 +140,10 @@ def localise(masks: np.ndarray, boxes: np.ndarray, K: np.ndarray, T_vehicle_came
     base radius further along the viewing ray. Returns ``class_id`` (N,)
     uint8 (``CONE_UNKNOWN`` when the box has no cone colour), ``uv`` (N, 2)
     image base points, ``xyz`` (N, 3) vehicle-frame base centres and
-    ``height`` (N,) the mask's height (image pixels).
+    ``height`` (N,) the mask's height (image pixels). A cone whose mask
+    reaches the bottom edge of an image ``image_height`` rows tall has no
+    visible base: its position comes from the top of the mask intersected
+    with the plane at the small cone's height instead.
     """
     k = check_intrinsics(K)
     b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
@@ -148,6 +151,7 @@ def localise(masks: np.ndarray, boxes: np.ndarray, K: np.ndarray, T_vehicle_came
     cls_out = np.zeros(n, np.uint8)
     uv = np.full((n, 2), np.nan)
     height = np.full(n, np.nan)
+    top_v = np.full(n, np.nan)
     mh, mw = masks.shape[1:]
     for i in range(n):
         x0 = int(max(math.floor((b[i, 0] - offset[0]) * scale), 0))
@@ -171,6 +175,7 @@ def localise(masks: np.ndarray, boxes: np.ndarray, K: np.ndarray, T_vehicle_came
         top, bottom = mask_base(m, px, max(1.0, (x1 - x0) * 0.15))
         cls_out[i] = HUE_CLASSES[j]
         uv[i] = (x0 + px) / scale + offset[0], (y0 + bottom) / scale + offset[1]
+        top_v[i] = (y0 + top) / scale + offset[1]
         height[i] = (bottom - top) / scale
     xyz, valid = pixels_to_ground(np.nan_to_num(uv, nan=-1e9), k, T_vehicle_camera)
     valid &= np.isfinite(uv).all(axis=1)
@@ -179,6 +184,15 @@ def localise(masks: np.ndarray, boxes: np.ndarray, K: np.ndarray, T_vehicle_came
     dist = np.linalg.norm(ray, axis=1)
     with np.errstate(invalid='ignore', divide='ignore'):
         xyz[:, :2] += ray / dist[:, None] * BASE_RADIUS
+    if image_height is not None:
+        cut = np.isfinite(uv).all(axis=1) & (uv[:, 1] >= image_height - 1.0)
+        if cut.any():
+            tops = np.column_stack([uv[cut, 0], top_v[cut]])
+            xyz_top, ok_top = pixels_to_ground(tops, k, T_vehicle_camera,
+                                               ground_z=CONE_SIZE[1][1])
+            xyz[cut] = xyz_top
+            valid[cut] = ok_top
+            height[cut] = np.nan
     xyz[:, 2] = 0.0
     cls_out[~valid] = CONE_UNKNOWN
     # Size cue: big orange where the mask is tall for the depth.

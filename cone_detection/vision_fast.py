@@ -284,7 +284,7 @@ def detect_fast(image_bgr: np.ndarray, K: np.ndarray, T_vehicle_camera: np.ndarr
         xb, yb = int(min(math.ceil(x1 + pad), width)), int(min(math.ceil(y1 + 2), height))
         masks = hue_masks(image_bgr[ya:yb, xa:xb], thresholds, params.hue_blur)
         c, u, p, _h = localise(masks, boxes[j:j + 1], k, t, offset=(xa, ya),
-                               classes=classes[j:j + 1])
+                               classes=classes[j:j + 1], image_height=height)
         cls[i], uv[i], xyz[i] = c[0], u[0], p[0]
     good = cls != CONE_UNKNOWN
     idx = keep[good]

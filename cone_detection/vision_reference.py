@@ -142,7 +142,7 @@ def detect_reference(image_bgr: np.ndarray, K: np.ndarray, T_vehicle_camera: np.
         return CameraDetections.empty()
     boxes, scores = boxes[keep], scores[keep]
     masks = hue_masks(image_bgr, thresholds, params.hue_blur)
-    cls, uv, xyz, _h = localise(masks, boxes, k, t)
+    cls, uv, xyz, _h = localise(masks, boxes, k, t, image_height=image_bgr.shape[0])
     good = cls != CONE_UNKNOWN
     # Multi-scale consistency: the cone height a window's scale implies
     # must fit a cone standing at the base found for it.

@@ -59,6 +59,19 @@ def test_detect_map_applies_the_ego_pose(detector) -> None:
     np.testing.assert_allclose(world[:, 1], -20.0 + local[:, 0], atol=1e-4)
 
 
+def test_cone_cut_by_the_bottom_edge_is_placed_from_its_top(detector) -> None:
+    """A near cone whose base is below the image is still located within 10 cm."""
+    from hil_bridge.sim.camera import CameraRenderer
+    from hil_bridge.sim.world import WorldGeometry
+    for xy in ((1.75, -0.4), (1.9, 0.5)):
+        world = WorldGeometry(cone_xy=np.array([xy]), cone_class=np.array([CONE_BLUE], np.uint8),
+                              cone_up=np.ones(1, bool))
+        img = CameraRenderer(1288, 964, 90.0).render(world, MOUNT)
+        xyz, cls, _conf = detector.detect(img, K, MOUNT)
+        assert len(cls) == 1 and cls[0] == CONE_BLUE
+        assert np.linalg.norm(xyz[0, :2] - np.array(xy)) < 0.1, xyz
+
+
 def test_empty_scene_gives_nothing(detector) -> None:
     """Asphalt and sky only: no cones."""
     img = render(K, MOUNT, 1288, 964, np.zeros((0, 2)), np.zeros(0, np.uint8))
