@@ -19,8 +19,10 @@ Steps (vectorised):
    ``cluster_tolerance`` (``scipy.spatial.cKDTree.query_pairs``) are joined
    by connected components (``scipy.sparse.csgraph``); points take their
    cell's cluster (the grid bounds the work on dense near objects).
-3. Per cluster: horizontal extent, height above ground, point count.
-   Accepted as a cone when the extent fits a cone (<= big cone base + margin),
+3. Per cluster: width across and depth along the line of sight, height
+   above ground, point count. Accepted as a cone when width and depth fit a
+   cone (<= big cone base diameter / radius + ``width_margin``, the depth
+   also + 4 ``range_noise``),
    the top is at most a big cone's height (+ margin) and at least
    ``min_top`` above the ground, and the count fits the count a cone gives
    at that distance with this lidar's vertical and horizontal resolution:
@@ -70,8 +72,9 @@ class CloudConeParams:
     fit; ``max_z``: points above are ignored (overhangs, other cars' roofs
     still make their cluster too tall: clusters are checked on ``top``);
     ``range_max``: farthest point used; ``cluster_tolerance``: neighbour
-    distance in the ground plane; ``width_margin``: slack on the extent
-    gate; ``height_margin``: slack on the height gate; ``min_top``: lowest
+    distance in the ground plane; ``range_noise``: range noise std-dev the
+    depth gate allows for; ``width_margin``: slack on the width and depth
+    gates; ``height_margin``: slack on the height gate; ``min_top``: lowest
     cluster top that can be a cone; ``count_lo``/``count_hi``: count
     tolerance; ``min_points``: fewest points of a cone; ``refine``: axis
     refinement (else the points' centroid).
@@ -86,6 +89,7 @@ class CloudConeParams:
     max_z: float = 1.5
     range_max: float = 20.0
     cluster_tolerance: float = 0.2
+    range_noise: float = 0.03
     width_margin: float = 0.1
     height_margin: float = 0.1
     min_top: float = 0.08
@@ -111,6 +115,7 @@ class CloudConeParams:
             if getattr(self, name) <= 0:
                 raise ValueError(f'CloudConeParams.{name} must be > 0')
         for name in ('ground_margin', 'width_margin', 'height_margin',
+                     'range_noise',
                      'count_lo', 'min_points', 'ransac_max_tilt'):
             if getattr(self, name) < 0:
                 raise ValueError(f'CloudConeParams.{name} must be >= 0')
@@ -280,11 +285,17 @@ class CloudConeDetector:
         x, y = v[:, 0] - self.t[0], v[:, 1] - self.t[1]
         rng = np.hypot(x, y)
         az = np.arctan2(y, x)
-        xmin = np.minimum.reduceat(v[:, 0], start)
-        xmax = np.maximum.reduceat(v[:, 0], start)
-        ymin = np.minimum.reduceat(v[:, 1], start)
-        ymax = np.maximum.reduceat(v[:, 1], start)
-        extent = np.hypot(xmax - xmin, ymax - ymin)
+        label = np.repeat(np.arange(start.size), count)
+        # mid bearing: circular mean of the cluster's azimuths
+        bearing = np.arctan2(np.add.reduceat(np.sin(az), start),
+                             np.add.reduceat(np.cos(az), start))
+        # extent across the line of sight and depth along it
+        lateral = -x * np.sin(bearing[label]) + y * np.cos(bearing[label])
+        radial = x * np.cos(bearing[label]) + y * np.sin(bearing[label])
+        width = (np.maximum.reduceat(lateral, start)
+                 - np.minimum.reduceat(lateral, start))
+        depth = (np.maximum.reduceat(radial, start)
+                 - np.minimum.reduceat(radial, start))
         top = np.maximum.reduceat(h, start)
         dmin = np.minimum.reduceat(rng, start)
         base_s, _, tall_s = _radius_profile(CONE_BLUE)
@@ -299,16 +310,12 @@ class CloudConeDetector:
         lo = np.maximum(p.min_points, np.floor(p.count_lo * n_small))
         hi = np.ceil(p.count_hi * n_big) + 2.0
         ok = ((count >= lo) & (count <= hi)
-              & (extent <= 2.0 * base_b + p.width_margin)
+              & (width <= 2.0 * base_b + p.width_margin)
+              & (depth <= base_b + p.width_margin + 4.0 * p.range_noise)
               & (top <= tall_b + p.height_margin) & (top >= p.min_top))
         sel = np.flatnonzero(ok)
         if sel.size == 0:
             return ConeSet()
-        label = np.repeat(np.arange(start.size), count)
-        # mid bearing: circular mean of the cluster's azimuths
-        s_sum = np.add.reduceat(np.sin(az), start)
-        c_sum = np.add.reduceat(np.cos(az), start)
-        bearing = np.arctan2(s_sum, c_sum)
         if p.refine:
             phi = az - bearing[label]
             rad = np.where(big[label], cone_radius(h, CONE_BIG_ORANGE),

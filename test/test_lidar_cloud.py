@@ -128,3 +128,14 @@ def test_bad_input() -> None:
         CloudConeParams(cluster_tolerance=0.0)
     with pytest.raises(ValueError, match='resolution'):
         CloudConeDetector(LIDAR3D_MOUNT, np.zeros(4), 0.0)
+
+
+@pytest.mark.parametrize('seed', [0, 1, 2])
+def test_big_cone_close_and_diagonal_with_noise(seed: int) -> None:
+    """A big orange cone 2 m away at 47 deg, 30 mm noise: found, centred."""
+    pts, det = _cloud([[2.6, 1.5], [2.6, -1.5]], [CONE_BIG_ORANGE] * 2,
+                      noise=0.03, seed=seed)
+    out = det.detect(pts[:, :3])
+    assert len(out) == 2
+    for p in ([2.6, 1.5], [2.6, -1.5]):
+        assert np.min(np.hypot(*(out.xyz[:, :2] - p).T)) < 0.03
