@@ -3,6 +3,7 @@
 """Two-host namespace rig: life cycle, link crossing, tbf rate, DDS."""
 
 import json
+from pathlib import Path
 import subprocess
 import sys
 import time
@@ -263,3 +264,37 @@ def test_link_monitor_across_namespaces(ros_domain: int) -> None:
     assert clock['samples'] >= 5
     assert abs(clock['offset']) < 0.005  # one kernel clock: offset ~ 0
     assert 0.0 < clock['rtt_min'] < 0.05
+
+
+def test_header_stamp_from_serialized_messages() -> None:
+    """The raw-CDR stamp decoder agrees with rclpy's serialization."""
+    from geometry_msgs.msg import TwistStamped
+    from hil_bridge.link_monitor_node import header_stamp
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import CompressedImage
+    for msg in (TwistStamped(), CompressedImage(format='jpeg', data=b'xy')):
+        msg.header.stamp.sec = 1234
+        msg.header.stamp.nanosec = 500_000_000
+        stamp, ok = header_stamp(serialize_message(msg))
+        assert ok and stamp == pytest.approx(1234.5)
+    stamp, ok = header_stamp(b'\x00\x01\x00')  # too short
+    assert not ok and stamp != stamp
+
+
+def test_write_rig_and_result_parsing(tmp_path: Path) -> None:
+    """Reduced rigs keep the sensors but resize cameras; results parse."""
+    from hil_bridge.rig import load_rig
+    from hil_bridge.two_hosts import read_jsonl, result_of, write_rig
+    path = write_rig(str(tmp_path / 'rig.yaml'), width=320, height=240)
+    rig = load_rig(path)
+    cams = [s for s in rig if s.blueprint.startswith('sensor.camera')]
+    assert len(cams) == 2 and len(rig) == 3
+    assert all(int(s.attributes['image_size_x']) == 320 and
+               int(s.attributes['image_size_y']) == 240 for s in cams)
+    with pytest.raises(ValueError):
+        write_rig(str(tmp_path / 'bad.yaml'), width=-1)
+    log = 'x\n[hil_bridge] REFEREE_RESULT {"status": "finished"}\nend'
+    assert result_of(log) == {'status': 'finished'}
+    assert result_of('no result') is None
+    (tmp_path / 'r.jsonl').write_text('{"k": 1}\n{"k": 2\n')
+    assert read_jsonl(str(tmp_path / 'r.jsonl')) == [{'k': 1}]

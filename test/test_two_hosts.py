@@ -180,7 +180,9 @@ def test_aeb_across_two_hosts_lockstep(tmp_path: Any,
     with NetnsRig('gbit') as nsrig:
         run = TwoHostRun(nsrig, str(tmp_path / 'run'))
         try:
-            run.start_onboard_nodes(only=['aeb_controller'])
+            run.start_onboard_nodes(only=['aeb_controller'], sets=[
+                'aeb_controller.vehicle_profile=passenger_car',
+                f'aeb_controller.rig={rig_path}'])
             run.start('echo', 'onboard', [
                 sys.executable, '-m', 'hil_bridge.link_probe_node', 'echo',
                 '--source', 'odometry', '--speed', '5.5'])
