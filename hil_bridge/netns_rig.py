@@ -31,6 +31,9 @@ Command line (``python -m hil_bridge.netns_rig``)::
     down --suffix S                       remove
     exec --suffix S simpc|onboard CMD...  run a command in a host
     cleanup                               remove rigs of dead processes
+
+``up`` names the rig after the calling shell's pid: ``cleanup`` removes it
+once that shell has exited.
 """
 
 import argparse
