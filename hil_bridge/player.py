@@ -39,10 +39,30 @@ def _qos_for(topic: str, role: str):
     return contract.qos_profile('state')
 
 
+def _recorded_channels(path: str) -> List[tuple]:
+    """Return (topic, schema name) of a finished file's channels."""
+    from mcap.exceptions import McapError
+    from mcap.reader import make_reader
+    try:
+        with open(path, 'rb') as stream:
+            summary = make_reader(stream).get_summary()
+    except (McapError, EOFError, ValueError):
+        return []
+    if summary is None:
+        return []
+    return [(c.topic, summary.schemas[c.schema_id].name)
+            for c in summary.channels.values()]
+
+
 def play(path: str, rate: float = 1.0, replay_all: bool = False,
          clock: bool = True, role: str = contract.DEFAULT_ROLE,
-         context: Optional[object] = None) -> int:
-    """Publish the recording once; return the number of messages sent."""
+         context: Optional[object] = None, wait: float = 2.0) -> int:
+    """
+    Publish the recording once; return the number of messages sent.
+
+    Publishers are created up front (for finished files) and playback
+    starts once each has a subscriber, or after ``wait`` seconds.
+    """
     import rclpy
     own = context is None
     if own:
@@ -50,19 +70,33 @@ def play(path: str, rate: float = 1.0, replay_all: bool = False,
     node = rclpy.create_node('mcap_player', context=context)
     patterns = None if replay_all else sim_pc_topics(role)
     pubs: Dict[str, object] = {}
+
+    def wanted(topic: str) -> bool:
+        if topic == '/clock' and not clock:
+            return False
+        return patterns is None or any(fnmatch.fnmatch(topic, p)
+                                       for p in patterns)
+
+    def publisher(topic: str, type_name: str) -> object:
+        if topic not in pubs:
+            pubs[topic] = node.create_publisher(
+                msg_class(type_name), topic, _qos_for(topic, role))
+        return pubs[topic]
+
+    for topic, type_name in _recorded_channels(path):
+        if wanted(topic):
+            publisher(topic, type_name)
+    deadline = time.monotonic() + wait
+    while pubs and time.monotonic() < deadline and not all(
+            p.get_subscription_count() > 0 for p in pubs.values()):
+        time.sleep(0.05)
     sent = 0
     try:
         t_first, w_first = None, time.monotonic()
         for schema, channel, message in iter_raw(path):
-            topic = channel.topic
-            if topic == '/clock' and not clock:
+            if not wanted(channel.topic):
                 continue
-            if patterns is not None and not any(
-                    fnmatch.fnmatch(topic, p) for p in patterns):
-                continue
-            if topic not in pubs:
-                pubs[topic] = node.create_publisher(
-                    msg_class(schema.name), topic, _qos_for(topic, role))
+            pub = publisher(channel.topic, schema.name)
             if t_first is None:
                 t_first = message.log_time
             if rate > 0:
@@ -70,7 +104,7 @@ def play(path: str, rate: float = 1.0, replay_all: bool = False,
                 delay = due - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
-            pubs[topic].publish(message.data)
+            pub.publish(message.data)
             sent += 1
     finally:
         node.destroy_node()
@@ -88,9 +122,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument('--all', action='store_true', dest='replay_all')
     parser.add_argument('--no-clock', action='store_true')
     parser.add_argument('--role', default=contract.DEFAULT_ROLE)
+    parser.add_argument('--wait', type=float, default=2.0,
+                        help='seconds to wait for subscribers first')
     args = parser.parse_args(argv)
     sent = play(args.file, args.rate, args.replay_all, not args.no_clock,
-                args.role)
+                args.role, wait=args.wait)
     print(f'[play] published {sent} messages from {args.file}')
     return 0 if sent else 1
 

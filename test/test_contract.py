@@ -4,11 +4,10 @@
 
 from pathlib import Path
 
-import pytest
-
 from hil_bridge import contract, contract_doc
 from hil_bridge.config import config_path, load_yaml
 from hil_bridge.params import check_value, ParamSpec
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,6 +69,6 @@ def test_config_files_load() -> None:
         data = load_yaml('vehicles', f'{name}.yaml')
         assert data['wheelbase'] > 0 and data['max_steer'] > 0
     rig = load_yaml('sensors', 'hil_rig.yaml')
-    assert {s['id'] for s in rig['sensors']} >= {'rgb_left', 'rgb_right',
-                                                  'lidar'}
+    ids = {s['id'] for s in rig['sensors']}
+    assert ids >= {'rgb_left', 'rgb_right', 'lidar'}
     assert config_path('/abs/file.yaml') == '/abs/file.yaml'

@@ -27,11 +27,15 @@ LAUNCH = ROOT / 'launch'
 
 
 class _Action:
+    """Stand-in for a launch action: records its arguments."""
+
     def __init__(self, *args, **kwargs) -> None:
         self.args, self.kwargs = args, kwargs
 
 
 class _Config:
+    """Stand-in for LaunchConfiguration."""
+
     def __init__(self, name: str) -> None:
         self.name = name
 

@@ -232,7 +232,8 @@ def test_record_and_play_round_trip(ros_domain, tmp_path) -> None:
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(node)
         player = subprocess.Popen([sys.executable, '-m', 'hil_bridge.player',
-                                   str(mcap_path), '--all', '--rate', '1'],
+                                   str(mcap_path), '--all', '--rate', '1',
+                                   '--wait', '10'],
                                   env=dict(os.environ))
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and player.poll() is None:
