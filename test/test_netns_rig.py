@@ -219,6 +219,25 @@ print('frames', k, flush=True)
 """
 
 
+STATUS_SUB = r"""
+import json, sys, time, rclpy
+from hil_bridge import contract
+rclpy.init(); node = rclpy.create_node('status_sub'); seen = set()
+def on_status(arr):
+    for st in arr.status:
+        level = st.level[0] if isinstance(st.level, bytes) else int(st.level)
+        seen.add((st.name, level, st.message))
+contract.create_subscription(node, 'link_status', on_status)
+end = time.monotonic() + float(sys.argv[1])
+try:
+    while time.monotonic() < end:
+        rclpy.spin_once(node, timeout_sec=0.05)
+except BaseException:  # SIGINT ends the listener
+    pass
+print(json.dumps(sorted(seen)), flush=True)
+"""
+
+
 @pytest.mark.dds
 @needs_netns
 def test_link_monitor_across_namespaces(ros_domain: int) -> None:
@@ -234,11 +253,18 @@ def test_link_monitor_across_namespaces(ros_domain: int) -> None:
                 procs.append(rig.popen(host, base + ['-p', f'role:={role}'],
                                        stdout=subprocess.PIPE,
                                        stderr=subprocess.STDOUT, text=True))
+            listener = rig.popen('simpc', [sys.executable, '-c', STATUS_SUB,
+                                           '60'], stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+            procs.append(listener)
             pub = rig.run('simpc', [sys.executable, '-c', ODOM_PUB, '6'],
                           timeout=40)
             assert pub.returncode == 0, pub.stderr
             frames = int(pub.stdout.split()[-1])
             time.sleep(1.5)
+            rig.link_down()  # no pongs: the client must report ERROR
+            time.sleep(3.5)
+            rig.link_up()
             for proc in procs:
                 proc.send_signal(2)
             outs = [proc.communicate(timeout=20)[0] for proc in procs]
@@ -247,8 +273,14 @@ def test_link_monitor_across_namespaces(ros_domain: int) -> None:
                 if proc.poll() is None:
                     proc.kill()
                     proc.wait()
+    seen = json.loads(outs[2].strip().splitlines()[-1])
+    names = {name for name, _, _ in seen}
+    assert 'hil_link_monitor: clock' in names, seen
+    assert 'hil_link_monitor: /carla/ego_vehicle/odometry' in names, seen
+    assert ['hil_link_monitor: clock', 0, 'ok'] in seen, seen
+    assert ['hil_link_monitor: clock', 2, 'link down (no pong)'] in seen, seen
     stats = []
-    for out in outs:
+    for out in outs[:2]:
         lines = [ln for ln in out.splitlines() if ln.startswith(STATS_PREFIX)]
         assert lines, out[-2000:]
         stats.append(json.loads(lines[-1][len(STATS_PREFIX):]))
