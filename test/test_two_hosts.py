@@ -4,10 +4,11 @@
 The HIL loop across two hosts (network namespaces, 1 Gbit/s link).
 
 The sim PC side runs ``carla-hil run --profile sim_pc`` in ``simpc`` with
-an observer probe; the onboard nodes run in ``onboard`` with the runner's
-own command lines (``cli.build_processes('onboard')``), started one by one
-so that a single node can be killed and restarted (the runner itself ends
-a run when a node dies, by design). Cameras are reduced to 644x482 to keep
+an observer probe; the onboard side runs ``carla-hil run --profile
+onboard`` in ``onboard``, or, where a single node is killed and restarted,
+the onboard nodes one by one with the runner's own command lines
+(``cli.build_processes('onboard')``): the runner itself ends a run when a
+node dies, by design. Cameras are reduced to 644x482 to keep
 the test short on a loaded machine; ``bench_link`` uses the full size.
 
 These tests fail (not skip) when the bridge or onboard nodes misbehave;
@@ -17,6 +18,7 @@ they skip only when network namespaces cannot be created.
 import os
 import signal
 import sys
+import time
 from typing import Any, Dict, List
 
 from aeb_control.ncap import forward_lidar
@@ -63,36 +65,44 @@ def _dump(run: TwoHostRun) -> str:
     return '\n'.join(parts)
 
 
-def test_trackdrive_link_cut_and_planner_kill(tmp_path: Any,
-                                              ros_domain: int) -> None:
-    """
-    Trackdrive across the link; link cut 1 s; planner killed, restarted.
+def _finish(run: TwoHostRun) -> Dict[str, Any]:
+    """Stop the bridge (SIGINT: it prints its result); return the result."""
+    run.kill('sim_pc', signal.SIGINT)
+    result = result_of(run.log('sim_pc'))
+    assert result is not None, _dump(run)
+    assert result['collisions'] == [], result
+    assert str(result['status']).lower() in ('running', 'finished'), result
+    return result
 
-    Cut: the bridge's watchdog takes over within cmd_timeout and slows the
-    car; when the link returns, commands flow again and the car drives.
-    Planner killed: the car stops under the watchdog while the AEB keeps
-    publishing its status from lidar it still receives; restarted: the
-    planner's commands resume and the car drives on.
+
+def test_trackdrive_runner_both_hosts_link_cut(tmp_path: Any,
+                                               ros_domain: int) -> None:
+    """
+    Trackdrive with ``carla-hil run`` on both hosts; the link cut for 1 s.
+
+    Within cmd_timeout of the cut the bridge's watchdog takes over and slows
+    the car; when the link returns, the planner's commands flow again and
+    the car drives on; the onboard runner never notices a dead node.
     """
     rig_file = write_rig(str(tmp_path / 'rig.yaml'), width=644, height=482)
     with NetnsRig('gbit') as rig:
         run = TwoHostRun(rig, str(tmp_path / 'run'))
         try:
-            run.start_onboard_nodes()
+            run.start_onboard_cli()
             run.start_sim_pc('ci_trackdrive', duration=60.0,
                              sets=[f'hil_bridge.rig={rig_file}'])
             assert run.wait_for(_driving, 120.0), \
                 'the car never drove under cmd_vel\n' + _dump(run)
             rx_before = rig.counters('onboard')['rx_bytes']
-
-            # -- link cut for 1 s of sim time (>= 1 s wall) ------------------
             recs = run.records()
             t_cut, v_cut = _sim_now(recs), _last(recs, 'odometry')[0]['v']
             rig.link_down()
+            wall_cut = time.monotonic()
             try:
                 assert run.wait_for(
                     lambda r: _sim_now(r) >= t_cut + 1.0, 60.0), \
                     'sim time stalled during the link cut'
+                time.sleep(max(0.0, 1.0 - (time.monotonic() - wall_cut)))
             finally:
                 rig.link_up()
             recs = run.records()
@@ -109,8 +119,32 @@ def test_trackdrive_link_cut_and_planner_kill(tmp_path: Any,
                 'the run did not recover after the link came back\n' + \
                 _dump(run)
             assert rig.counters('onboard')['rx_bytes'] - rx_before > 10e6
+            assert run.procs['onboard'].poll() is None, _dump(run)
+            print(f'link cut at sim {t_cut:.2f} s, {v_cut:.2f} m/s; up at '
+                  f'{t_up:.2f} s, {v_up:.2f} m/s, sources {sorted(srcs)}; '
+                  f'driving again at {_sim_now(run.records()):.2f} s')
+            _finish(run)
+        finally:
+            run.stop_all()
 
-            # -- planner killed: watchdog stop, AEB alive ---------------------
+
+def test_planner_kill_and_restart(tmp_path: Any, ros_domain: int) -> None:
+    """
+    Trackdrive; the planner killed mid-run, then restarted.
+
+    Killed: the car stops under the watchdog while the AEB keeps publishing
+    its status from the lidar it still receives; restarted: the planner's
+    commands resume and the car drives on.
+    """
+    rig_file = write_rig(str(tmp_path / 'rig.yaml'), width=644, height=482)
+    with NetnsRig('gbit') as rig:
+        run = TwoHostRun(rig, str(tmp_path / 'run'))
+        try:
+            run.start_onboard_nodes()
+            run.start_sim_pc('ci_trackdrive', duration=60.0,
+                             sets=[f'hil_bridge.rig={rig_file}'])
+            assert run.wait_for(_driving, 120.0), \
+                'the car never drove under cmd_vel\n' + _dump(run)
             run.kill('cone_drive_planner', signal.SIGKILL)
             t_kill = _sim_now(run.records())
             assert run.wait_for(
@@ -129,7 +163,6 @@ def test_trackdrive_link_cut_and_planner_kill(tmp_path: Any,
             assert len(aeb) >= 5, 'the AEB stopped working with the planner'
             assert not _between(recs, 'cmd_vel', t_kill + 0.3, t_now)
 
-            # -- planner restarted: the run resumes ---------------------------
             run.restart('cone_drive_planner')
             t_restart = t_now
             assert run.wait_for(
@@ -141,17 +174,10 @@ def test_trackdrive_link_cut_and_planner_kill(tmp_path: Any,
                 if name not in ('sim_pc', 'observer'):
                     assert run.procs[name].poll() is None, \
                         f'{name} died\n' + _dump(run)
-            print(f'link cut at sim {t_cut:.2f} s, {v_cut:.2f} m/s; up at '
-                  f'{t_up:.2f} s, {v_up:.2f} m/s, sources {sorted(srcs)}; '
-                  f'planner killed at {t_kill:.2f} s, {len(aeb)} AEB '
+            print(f'planner killed at sim {t_kill:.2f} s, {len(aeb)} AEB '
                   f'status while down; restarted at {t_restart:.2f} s, '
                   f'driving again at {_sim_now(run.records()):.2f} s')
-            run.kill('sim_pc', signal.SIGINT)
-            result = result_of(run.log('sim_pc'))
-            assert result is not None, _dump(run)
-            assert result['collisions'] == [], result
-            assert str(result['status']).lower() in ('running', 'finished'), \
-                result
+            _finish(run)
         finally:
             run.stop_all()
 
