@@ -249,11 +249,15 @@ def _cpu_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])  # utime + stime
 
 
+WATCHED = ('camera_left_compressed', 'lidar', 'cones_lidar', 'cones_vision',
+           'cones', 'cmd_vel', 'brake_request')
+
+
 def bench_loop(lockstep: bool, duration: float, stack: bool,
-               work: str) -> Dict[str, Any]:
+               work: str, dt: float = 0.05) -> Dict[str, Any]:
     """Bridge in simpc (full rig, JPEG on the link) and an onboard side."""
     from hil_bridge.two_hosts import TwoHostRun
-    sets = list(LINK_SETS[:2])
+    sets = list(LINK_SETS[:2]) + [f'hil_bridge.fixed_delta_seconds={dt}']
     if lockstep:
         sets += ['hil_bridge.wait_for_control=true',
                  'hil_bridge.real_time_factor=0.0']
@@ -263,13 +267,19 @@ def bench_loop(lockstep: bool, duration: float, stack: bool,
         try:
             if stack:
                 run.start_onboard_nodes(sets=list(LINK_SETS), cpus='0')
+                run.start('monitor', 'onboard', [
+                    sys.executable, '-m', 'hil_bridge.link_monitor_node',
+                    '--ros-args', '--params-file',
+                    config_path('hil_link_monitor.yaml'), '-p',
+                    f'topics:=[{",".join(WATCHED)}]', '-p', 'window:=600.0'])
             else:
                 run.start('echo', 'onboard', [
                     sys.executable, '-m', 'hil_bridge.link_probe_node',
                     'echo', '--source', 'camera_compressed', '--speed',
                     '0.0'], cpus='0')
             run.start_sim_pc('ci_trackdrive', duration=duration, sets=sets)
-            onboard = [n for n, h in run.hosts.items() if h == 'onboard']
+            onboard = [n for n, h in run.hosts.items()
+                       if h == 'onboard' and n != 'monitor']
             # CPU window: from the first frame until the bridge ends
             run.wait_for(lambda r: any(x['k'] == 'odometry' for x in r),
                          120.0)
@@ -292,6 +302,14 @@ def bench_loop(lockstep: bool, duration: float, stack: bool,
                               'ms_per_frame': 1e3 * (ticks1[n] - ticks0[n]) /
                               hz / max(frames, 1)} for n in onboard}
             out['latency'] = _loop_latency(recs)
+            out['sim_s'] = frames * dt
+            if stack:
+                from hil_bridge.link_monitor_node import STATS_PREFIX
+                run.kill('monitor', 2)
+                lines = [ln for ln in run.log('monitor').splitlines()
+                         if ln.startswith(STATS_PREFIX)]
+                out['topics'] = json.loads(lines[-1][len(STATS_PREFIX):])[
+                    'topics'] if lines else {}
             out['wire_mbyte_s'] = rig.counters('onboard')['rx_bytes'] / \
                 max(wall, 1e-9) / 1e6
         finally:
@@ -321,6 +339,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help='camera run length (wall s)')
     ap.add_argument('--duration', type=float, default=4.0,
                     help='sim seconds per loop run')
+    ap.add_argument('--cpu-dt', type=float, default=1.0 / 30.0,
+                    help='fixed_delta_seconds of the CPU run (1/30: a '
+                    'camera frame every tick)')
     ap.add_argument('--skip-cameras', action='store_true')
     ap.add_argument('--skip-loop', action='store_true')
     ap.add_argument('--skip-cpu', action='store_true')
@@ -397,7 +418,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         print('\n## 4. Onboard stack pinned to one core (taskset -c 0), '
               'asynchronous bridge, JPEG on the link\n')
         res = bench_loop(False, args.duration, True,
-                         os.path.join(tmp, 'stack'))
+                         os.path.join(tmp, 'stack'), dt=args.cpu_dt)
+        print(f'Frames every {args.cpu_dt * 1e3:.1f} ms of sim time; '
+              f'{res["sim_s"]:.1f} sim s measured.\n')
         print('| node | CPU % of one core | CPU ms per sim frame |')
         print('|---|---|---|')
         total = 0.0
@@ -417,6 +440,16 @@ def main(argv: Optional[List[str]] = None) -> int:
               f'(lidar chain {_fmt(lidar_chain)} ms x 10 Hz + vision, fusion,'
               f' planner {_fmt(per_cam)} ms x 30 Hz): {_fmt(need)} % of one '
               'core (upper bound: fusion and planner run at the camera rate).')
+        if res.get('topics'):
+            print('\nMessages seen on the onboard side over the run (all '
+                  'since start; sim Hz = count / sim s):\n')
+            print('| topic | count | sim Hz | MB/s (wall, last 600 s) |')
+            print('|---|---|---|---|')
+            sim_total = max(res['sim_s'], 1e-9)
+            for key, t in res['topics'].items():
+                print(f'| {key} | {t["total"]} | '
+                      f'{_fmt(t["total"] / sim_total)} | '
+                      f'{_fmt(t["mbit_s"] / 8.0, 2)} |')
         lat = res['latency']
         print(f'\nPlanner loop latency (frame -> cmd_vel back in simpc): '
               f'p50 {_fmt(lat["p50"])} ms, p95 {_fmt(lat["p95"])} ms, max '
