@@ -19,9 +19,10 @@ x axis, decelerations m/s^2 (> 0 braking). Every decision carries the stamp
 of the input it was computed from.
 """
 
-from dataclasses import dataclass, field, fields
+from collections import deque
+from dataclasses import dataclass, field, fields, replace
 import math
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Deque, Dict, Optional, Sequence, Tuple
 
 from aeb_control.corridor import (closest_in_corridor, Corridor,
                                   mount_transform, predict_corridor,
@@ -80,6 +81,7 @@ class AebParams:
     empty_cloud_is_blind: bool = False
     use_steering: bool = True
     steering_timeout: float = 0.3
+    steering_preview: float = 1.5
     staging: StagingParams = field(default_factory=StagingParams)
     fixed: FixedTtcParams = field(default_factory=FixedTtcParams)
 
@@ -189,6 +191,7 @@ class AebCore:
         self.driver_brake = 0.0
         self.steer_kappa: Optional[float] = None
         self.steer_t: Optional[float] = None
+        self._steer_hist: Deque[Tuple[float, float]] = deque()
         self.brake_since: Optional[float] = None
         self.last: Optional[BrakeDecision] = None
 
@@ -248,8 +251,23 @@ class AebCore:
         """
         if math.isfinite(kappa) and math.isfinite(t):
             self.steer_kappa, self.steer_t = float(kappa), float(t)
+            hist = self._steer_hist
+            if hist and t <= hist[-1][0]:
+                hist.clear()
+            hist.append((float(t), float(kappa)))
+            while hist and t - hist[0][0] > 0.25:
+                hist.popleft()
         else:
             self.steer_kappa = self.steer_t = None
+            self._steer_hist.clear()
+
+    def steering_rate(self) -> float:
+        """Return d(kappa)/dt (1/(m s)) of the commanded steering, or 0."""
+        hist = self._steer_hist
+        if len(hist) < 3 or hist[-1][0] - hist[0][0] < 0.09:
+            return 0.0
+        arr = np.asarray(hist, dtype=np.float64)
+        return float(np.polyfit(arr[:, 0] - arr[-1, 0], arr[:, 1], 1)[0])
 
     def corridor(self, yaw_rate: Optional[float] = None) -> Corridor:
         """Return the corridor predicted from the current ego state."""
@@ -271,7 +289,13 @@ class AebCore:
                 t - self.steer_t > self.params.steering_timeout or \
                 not self.params.use_steering:
             return None
-        return self.corridor(self.steer_kappa * self.speed)
+        base = self.corridor(self.steer_kappa * self.speed)
+        p = self.params
+        v = max(abs(self.speed), 1.0)
+        if p.steering_preview <= 0.0:
+            return base
+        return replace(base, kappa_rate=self.steering_rate() / v,
+                       preview=v * p.steering_preview)
 
     def update_cloud(self, t: float, points: np.ndarray) -> BrakeDecision:
         """

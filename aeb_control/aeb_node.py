@@ -96,6 +96,8 @@ PARAMS: List[ParamSpec] = [
     _R('use_steering', 'intersect with the commanded-steering corridor'),
     _R('steering_timeout', 'older applied_control is ignored (s)',
        0.01, 10.0),
+    _R('steering_preview', 'extrapolate the steering rate this long (s, '
+       '0 = constant steering)', 0.0, 5.0),
     _R('max_decel', 'maximum deceleration (m/s^2, 0 = profile)', 0.0, 20.0),
     _R('warn_ratio', 'warning when a_td >= ratio * max_decel', 0.0, 1.0),
     _R('partial_ratio', 'partial braking from this ratio', 0.0, 1.0),
@@ -115,6 +117,7 @@ PARAMS: List[ParamSpec] = [
     _R('stale_timeout', 'no usable input for this long -> stop (s)',
        0.01, 10.0),
     _R('stale_decel', 'stop deceleration when blind (m/s^2)', 0.1, 20.0),
+    _R('confirm_time', 'braking must be asked for this long (s)', 0.0, 1.0),
     _R('fixed_ttc_threshold', 'fixed_ttc: brake while TTC < this (s)',
        0.1, 20.0),
     _R('fixed_ttc_decel', 'fixed_ttc: deceleration (m/s^2, 0 = max)',

@@ -26,7 +26,7 @@ signs do not trigger the brake.
 
 from dataclasses import dataclass
 import math
-from typing import Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
@@ -39,7 +39,9 @@ class Corridor:
     ``kappa`` curvature (1/m, > 0 left), ``half_width`` (m, vehicle half
     width plus margin), ``length`` (m of path ahead of the front bumper),
     ``front`` (m, front bumper ahead of the rear axle), height band
-    ``z_min`` < z <= ``z_max`` (m above the ground).
+    ``z_min`` < z <= ``z_max`` (m above the ground). ``kappa_rate``
+    (1/m^2) makes the path a clothoid for the first ``preview`` m (used
+    for the corridor of the commanded steering while it changes).
     """
 
     kappa: float
@@ -49,6 +51,9 @@ class Corridor:
     z_min: float = 0.3
     z_max: float = 2.5
     body_tolerance: float = 0.3
+    kappa_rate: float = 0.0
+    preview: float = 0.0
+    max_curvature: float = 0.25
 
     def centreline(self, n: int = 30) -> np.ndarray:
         """Return ``n`` points (n, 2) of the arc from the bumper to the end."""
@@ -152,22 +157,49 @@ def to_vehicle_frame(points: np.ndarray, rot: np.ndarray,
     return xyz @ rot.T.astype(np.float32) + trans.astype(np.float32)
 
 
-def arc_coordinates(kappa: float, x: np.ndarray,
+def arc_coordinates(kappa: Any, x: np.ndarray,
                     y: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """
     Return (s, d) of points (m) relative to the arc of curvature ``kappa``.
 
     See the module docstring for the formulas; both are exact for any
-    curvature, including 0.
+    curvature, including 0. ``kappa`` (1/m) may also be an array with one
+    curvature per point (a curvature that changes along the path, see
+    :attr:`Corridor.kappa_rate`).
     """
-    if abs(kappa) < 1e-9:
-        return x, y
-    k = np.float32(kappa)
-    one_minus = 1.0 - k * y
-    s = np.arctan2(abs(k) * x, one_minus) / abs(k)
+    k = np.asarray(kappa, dtype=np.float32)
+    if k.ndim == 0:
+        if abs(float(k)) < 1e-9:
+            return x, y
+        one_minus = 1.0 - k * y
+        s = np.arctan2(abs(k) * x, one_minus) / abs(k)
+    else:
+        ak = np.abs(k)
+        small = ak < 1e-9
+        one_minus = 1.0 - k * y
+        s = np.where(small, x, np.arctan2(ak * x, one_minus)
+                     / np.where(small, np.float32(1.0), ak))
     root = np.sqrt((k * x) ** 2 + one_minus ** 2)
     d = (2.0 * y - k * (x * x + y * y)) / (1.0 + root)
     return s, d
+
+
+def point_curvature(corridor: Corridor, x: np.ndarray) -> Any:
+    """
+    Return the curvature (1/m) to test each point against.
+
+    For a constant-curvature corridor that is ``kappa``. With a
+    ``kappa_rate`` (a clothoid, curvature ``kappa + kappa_rate * s``) the
+    arc through the origin with the same lateral offset at arc length ``s``
+    has curvature ``kappa + kappa_rate * s / 3`` (offset ``kappa s^2 / 2 +
+    kappa_rate s^3 / 6``); ``s`` is taken as ``x`` and capped at
+    ``preview`` m, the result clipped to +-``max_curvature``.
+    """
+    if corridor.kappa_rate == 0.0:
+        return corridor.kappa
+    reach = np.clip(x, 0.0, corridor.preview)
+    return np.clip(corridor.kappa + corridor.kappa_rate * reach / 3.0,
+                   -corridor.max_curvature, corridor.max_curvature)
 
 
 @dataclass
@@ -233,7 +265,8 @@ def closest_in_corridor(points_vehicle: np.ndarray, corridor: Corridor,
               & (s >= corridor.front - corridor.body_tolerance)
               & (s <= reach))
     if also is not None and np.any(inside):
-        s2, d2 = arc_coordinates(also.kappa, cand[:, 0], cand[:, 1])
+        s2, d2 = arc_coordinates(point_curvature(also, cand[:, 0]),
+                                 cand[:, 0], cand[:, 1])
         inside &= ((np.abs(d2) <= also.half_width)
                    & (s2 >= also.front - also.body_tolerance)
                    & (s2 <= also.front + also.length))

@@ -23,7 +23,10 @@ Braking is held until the car stops, then released after ``hold_time``;
 it also ends when the threat is gone (no obstacle or no longer closing
 and ``a_td`` below the partial level less ``hysteresis``) for
 ``release_time``. Stages only go down after the same hysteresis and
-delay, so a noisy ``a_td`` cannot make the brake flicker. Below
+delay, so a noisy ``a_td`` cannot make the brake flicker. Braking starts
+only once the decisions have asked for it for ``confirm_time`` s (a
+glitch, or a turn that begins just then, does not brake), unless ``a_td``
+already exceeds ``a_max``. Below
 ``standstill_speed`` nothing new is started. The driver wins: a manual
 brake above ``driver_brake`` or a throttle kick-down above ``kickdown``
 releases the AEB (state ``override``) until the pedal is let go. Stale
@@ -77,6 +80,7 @@ class StagingParams:
     kickdown: float = 0.9
     stale_timeout: float = 0.3
     stale_decel: float = 6.0
+    confirm_time: float = 0.1
 
     def __post_init__(self) -> None:
         """Check ranges; raises ``ValueError`` naming the field."""
@@ -142,6 +146,7 @@ class StagingMachine:
         self._since = 0.0          # time the current stage started
         self._low_since: Optional[float] = None
         self._hold_since: Optional[float] = None
+        self._asked_since: Optional[float] = None
 
     def reset(self) -> None:
         """Return to idle."""
@@ -214,6 +219,16 @@ class StagingMachine:
             return self._out(0.0, False, 'standstill')
         want = self._level(inp, 0.0)
         keep = self._level(inp, p.hysteresis)
+        if want >= Stage.PARTIAL:
+            if self._asked_since is None:
+                self._asked_since = t
+        else:
+            self._asked_since = None
+        critical = not math.isfinite(inp.a_td) or inp.a_td >= p.max_decel
+        if want >= Stage.PARTIAL and self.stage < Stage.PARTIAL and \
+                t - self._asked_since < p.confirm_time - 1e-9 and \
+                not critical:
+            want = Stage.WARNING        # confirm before braking
         if self.stage in (Stage.PARTIAL, Stage.FULL):
             if want == Stage.FULL and self.stage == Stage.PARTIAL:
                 self._enter(Stage.FULL, t)

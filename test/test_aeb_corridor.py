@@ -155,3 +155,23 @@ def test_offset_path_equals_shifted_points() -> None:
         b = closest_in_corridor(pts, c, offset=offset)
         assert a.distance == pytest.approx(b.distance)
         assert a.count == b.count
+
+
+def test_clothoid_preview_bends_the_steering_corridor() -> None:
+    """kappa_rate r: a point at y = r x^3 / 6 lies on the predicted path."""
+    from dataclasses import replace
+    from aeb_control.corridor import point_curvature
+    base = predict_corridor(10.0, 0.0, half_width=1.0, front=0.0)
+    clothoid = replace(base, kappa_rate=1e-3, preview=40.0)
+    x = np.array([20.0])
+    y = 1e-3 * 20.0 ** 3 / 6.0                       # 1.33 m to the left
+    assert point_curvature(clothoid, x)[0] == pytest.approx(1e-3 * 20 / 3)
+    _s, d = arc_coordinates(point_curvature(clothoid, x), x, np.array([y]))
+    assert abs(d[0]) < 0.05
+    pts = np.array([[20.0, y, 1.0]] * 3)
+    assert closest_in_corridor(pts, base).distance is None      # straight
+    hit = closest_in_corridor(pts, base, also=clothoid)
+    assert hit.distance is None                                 # needs both
+    wide = replace(base, half_width=2.0)
+    hit = closest_in_corridor(pts, wide, also=clothoid)
+    assert hit.distance == pytest.approx(20.0)

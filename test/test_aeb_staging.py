@@ -10,7 +10,8 @@ from aeb_control.staging import (Stage, StagingInput, StagingMachine,
 import numpy as np
 import pytest
 
-P = StagingParams()   # a_max 9: warn 3.6, partial 6.3, full 7.65 m/s^2
+P = StagingParams(confirm_time=0.0)   # a_max 9: warn 3.6, partial 6.3,
+#                                       full 7.65 m/s^2; no debounce
 
 
 def _inp(t: float, a: float, speed: float = 15.0, **kw) -> StagingInput:
@@ -31,6 +32,20 @@ def test_stages_follow_required_deceleration() -> None:
         assert out.stage == stage, a
         assert out.decel == pytest.approx(decel)
         assert out.warning == (stage != Stage.IDLE)
+
+
+def test_braking_needs_confirmation() -> None:
+    """A one-frame spike only warns; a lasting threat brakes after 0.1 s."""
+    m = StagingMachine(StagingParams(confirm_time=0.1))
+    assert m.update(_inp(0.0, 8.0)).stage == Stage.WARNING
+    assert m.update(_inp(0.05, 1.0)).stage == Stage.WARNING
+    assert m.update(_inp(0.10, 8.0)).decel == 0.0
+    assert m.update(_inp(0.15, 8.0)).decel == 0.0
+    out = m.update(_inp(0.20, 8.0))
+    assert out.stage == Stage.FULL and out.decel == 9.0
+    # beyond the last point (a_td > a_max) there is no waiting
+    m = StagingMachine(StagingParams(confirm_time=0.1))
+    assert m.update(_inp(0.0, 9.5)).stage == Stage.FULL
 
 
 def test_warning_from_ttc_alone() -> None:
