@@ -154,13 +154,13 @@ def expected_heights(boxes: np.ndarray, K: np.ndarray, T_vehicle_camera: np.ndar
 def carve(mask: np.ndarray, box: np.ndarray, f: int, top: int, K: np.ndarray,
           T_vehicle_camera: np.ndarray, max_parts: int = 4) -> np.ndarray:
     """
-    Split a tall colour box into boxes of cones standing behind each other.
+    Split a tall or wide colour box into boxes of single cones.
 
     ``mask`` is the class mask at proposal scale (``f`` image pixels per
     mask pixel, first row at image row ``top``), ``box`` the tall box in
-    image pixels. From the lowest mask row up: cut the rows a small cone
-    standing there would cover, box the mask pixels in them, and continue
-    with the rows above. Returns (M, 4) image boxes.
+    image pixels. From the lowest mask row up: cut the rows and columns a
+    cone standing there would cover, box the mask pixels in them, and
+    continue with the rows above. Returns (M, 4) image boxes.
     """
     xa, xb = int(box[0]) // f, int(math.ceil(box[2] / f))
     ya, yb = (int(box[1]) - top) // f, int(math.ceil((box[3] - top) / f))
@@ -176,10 +176,18 @@ def carve(mask: np.ndarray, box: np.ndarray, f: int, top: int, K: np.ndarray,
         ground, ok = pixels_to_ground(np.array([[u, v]]), K, T_vehicle_camera)
         if not ok[0]:
             break
-        depth = float(optical_depth(ground, T_vehicle_camera)[0])
-        h = fy * CONE_SIZE[1][1] / max(depth, 1e-3) / f
+        depth = max(float(optical_depth(ground, T_vehicle_camera)[0]), 1e-3)
+        h = fy * CONE_SIZE[1][1] / depth / f
+        # Only columns a cone standing there can cover (1.3 big-cone widths
+        # around the lowest pixels), so an object of the same colour beside
+        # or behind it stays out.
+        half = 0.65 * fy * CONE_SIZE[CONE_BIG_ORANGE][0] / depth / f + 1.0
+        centre = float(np.median(cols))
+        c_lo = max(int(math.floor(centre - half)), 0)
+        c_hi = min(int(math.ceil(centre + half)) + 1, sub.shape[1])
         r0 = min(max(int(round(bottom + 1 - h)), 0), bottom)
-        cols = np.flatnonzero(sub[r0:bottom + 1].any(axis=0))
+        inside = c_lo + np.flatnonzero(sub[r0:bottom + 1, c_lo:c_hi].any(axis=0))
+        cols = inside if inside.size else cols
         out.append([(xa + cols[0]) * f, top + (ya + r0) * f, (xa + cols[-1] + 1) * f, v])
         rows = rows[rows < r0 - max(1, int(0.1 * h))]
     return np.array(out, np.float64).reshape(-1, 4)
@@ -221,11 +229,13 @@ def propose(image_bgr: np.ndarray, K: np.ndarray, T_vehicle_camera: np.ndarray,
         bw = st[:, cv2.CC_STAT_WIDTH].astype(np.float64) * f
         bh = st[:, cv2.CC_STAT_HEIGHT].astype(np.float64) * f
         parts = merge_stacked(np.stack([x0, y0, x0 + bw, y0 + bh], axis=1), params.stack_gap)
-        # Cones behind each other touch in the image: carve tall boxes
-        # into cone-sized pieces from the bottom up.
+        # Cones behind each other (or a cone before an object of its
+        # colour) touch in the image: carve tall or wide boxes into
+        # cone-sized pieces from the bottom up.
         small_h, big_h, valid = expected_heights(parts, K, T_vehicle_camera)
         limit = params.split_ratio * (big_h if cls == HUE_CLASSES[2] else small_h)
-        tall = np.flatnonzero(valid & ((parts[:, 3] - parts[:, 1]) > limit))
+        wide = (parts[:, 2] - parts[:, 0]) > params.split_ratio * 1.25 * big_h
+        tall = np.flatnonzero(valid & (((parts[:, 3] - parts[:, 1]) > limit) | wide))
         extra = [carve(m, parts[i], f, top, K, T_vehicle_camera) for i in tall]
         if extra:
             parts = np.concatenate([parts] + extra)

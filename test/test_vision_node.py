@@ -116,9 +116,11 @@ def test_vision_node_detects_and_survives_bad_input(rclpy_context) -> None:
         # Unsupported encoding and a size that does not match CameraInfo:
         # dropped with an error, no output for those stamps, node alive.
         bad = codecs.image_to_msg(np.zeros((482, 644), np.float32), 9.0, 'x', encoding='32FC1')
+        # (one at a time: the node only looks at the newest image)
         send(9.0, img_left=bad)
+        spin_until(lambda: False, 1.5)
         send(9.1, img_left=np.zeros((100, 120, 3), np.uint8))
-        spin_until(lambda: False, 1.0)
+        spin_until(lambda: False, 1.5)
         assert not {9.0, 9.1} & stamps()
         t = 10.0
         for _ in range(40):
