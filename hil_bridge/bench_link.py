@@ -23,7 +23,9 @@ prints four tables:
    and answers with a ``cmd_vel`` carrying its stamp.
 4. CPU budget: the onboard nodes pinned to one core (``taskset -c 0``),
    CPU % of each (``/proc/<pid>/stat`` utime + stime over the window) and
-   CPU ms per sim frame, with the real stack, plus the loop latency the
+   CPU ms per sim frame, with the real stack (frames every ``--cpu-dt``,
+   1/30 s), the message counts of its inputs and outputs (does it keep
+   up?) from a ``hil_link_monitor`` in onboard, and the loop latency the
    planner's commands see.
 
 Figures on a loaded machine are pessimistic; re-run on a quiet one.
