@@ -108,17 +108,24 @@ def _popen(argv: List[str]) -> subprocess.Popen:
 
 
 def _stop_group(proc: subprocess.Popen, grace: float = 30.0) -> None:
-    """SIGINT the process group of ``proc``, SIGKILL it after ``grace`` s."""
-    for sig, wait in ((signal.SIGINT, grace), (signal.SIGKILL, 10.0)):
+    """
+    Stop the runner ``proc`` like Ctrl-C would, then its group if need be.
+
+    SIGINT goes to the runner alone (it stops its nodes, the recorder
+    last); what is left of its process group after ``grace`` s is killed.
+    """
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
         try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-            return
+            proc.wait(timeout=grace)
         except subprocess.TimeoutExpired:
-            continue
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if proc.poll() is None:
+        proc.wait(timeout=10.0)
 
 
 def parse_result(output: str) -> Optional[Dict[str, Any]]:
