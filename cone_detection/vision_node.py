@@ -60,6 +60,11 @@ PARAMS = [
               'with the first camera', lo=0.0, hi=1.0),
     ParamSpec('score_offset', 'added to the model decision threshold (higher = '
               'fewer, surer cones)', lo=-5.0, hi=5.0),
+    ParamSpec('blue_hue', 'OpenCV hue range [lo, hi] (0..179) of blue cones'),
+    ParamSpec('yellow_hue', 'OpenCV hue range [lo, hi] of yellow cones'),
+    ParamSpec('orange_hue', 'OpenCV hue range [lo, hi] of orange cones'),
+    ParamSpec('sat_min', 'lowest saturation (0..255) of a cone pixel', lo=0, hi=255),
+    ParamSpec('val_min', 'lowest value (0..255) of a cone pixel', lo=0, hi=255),
     ParamSpec('publish_markers', 'publish the MarkerArray'),
     ParamSpec('error_throttle', 'seconds between repeated input error messages',
               lo=0.0, hi=3600.0),
@@ -87,9 +92,17 @@ class VisionConeNode(Node):
         self.p = p
         model_path = p['model_path'] or DEFAULT_MODEL_PATH
         # Raises FileNotFoundError / ValueError naming the file.
+        hues = {}
+        for name in ('blue', 'yellow', 'orange'):
+            value = list(p[f'{name}_hue'])
+            if len(value) != 2:
+                raise ValueError(f'parameter {name}_hue must be [lo, hi], got {value}')
+            hues[name] = (int(value[0]), int(value[1]))
         self.detector = VisionConeDetector(model_path, mode=p['mode'],
                                            score_offset=float(p['score_offset']),
-                                           stereo_gate=float(p['stereo_gate']))
+                                           stereo_gate=float(p['stereo_gate']),
+                                           sat_min=int(p['sat_min']),
+                                           val_min=int(p['val_min']), **hues)
         from hil_bridge.rig import load_rig
         rig = {s.sensor_id: s for s in load_rig(p['rig'])}
         cam_ids = list(p['cameras'])
