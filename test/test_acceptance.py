@@ -288,6 +288,39 @@ class _OdomMonitor:
         self.node.destroy_node()
 
 
+def test_cruise_holds_speed_and_ignores_cmd_vel(rclpy_context: Any) -> None:
+    """The bridge's cruise: initial speed held although cmd_vel says stop."""
+    from geometry_msgs.msg import TwistStamped
+    from hil_bridge import codecs, contract
+    monitor = _OdomMonitor(rclpy_context)
+    pub = contract.create_publisher(monitor.node, 'cmd_vel')
+
+    def stop_command() -> None:
+        msg = TwistStamped()
+        msg.header.stamp = codecs.stamp_from_sec(
+            monitor.node.get_clock().now().nanoseconds * 1e-9)
+        pub.publish(msg)  # speed 0, yaw rate 0
+    monitor.node.create_timer(0.02, stop_command)
+    argv = [sys.executable, '-m', 'hil_bridge.bridge_node', '--ros-args',
+            '--params-file', str(ROOT / 'config' / 'hil_bridge.yaml'),
+            '-p', 'scenario:=ccrs_30', '-p', 'cruise:=true',
+            '-p', 'render_cameras:=false', '-p', 'duration:=3.0',
+            '-p', 'real_time_factor:=0.0', '-p', 'use_sim_time:=false']
+    proc = _popen(argv)
+    try:
+        out, _ = proc.communicate(timeout=120.0)
+    finally:
+        if proc.poll() is None:
+            _stop_group(proc)
+        time.sleep(0.3)
+        monitor.close()
+    assert proc.returncode == 0, out[-3000:]
+    assert 'cruise: driving straight at 8.33 m/s' in out, out[-3000:]
+    x, v = monitor.last['ego']
+    assert v == pytest.approx(8.333, abs=0.3), (x, v)
+    assert x > 2.5 * 8.0, (x, v)
+
+
 @pytest.mark.parametrize('kmh', [30, 50])
 def test_ccrs_avoided(rclpy_context: Any, kmh: int) -> None:
     """Euro NCAP CCRs: the AEB stops the car before the stopped target."""
