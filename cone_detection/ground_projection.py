@@ -12,9 +12,9 @@ z = ``ground_z`` of the vehicle frame (0 for a vehicle frame on the ground).
 All functions are vectorised over points/pixels.
 """
 
-import math
 from typing import Tuple
 
+from hil_bridge import frames
 from hil_bridge.backend import Pose
 import numpy as np
 
@@ -25,23 +25,9 @@ R_SENSOR_OPTICAL = np.array([[0.0, 0.0, 1.0],
                              [0.0, -1.0, 0.0]])
 
 
-def rpy_to_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
-    """Return the 3x3 rotation R = Rz(yaw) Ry(pitch) Rx(roll) (radians)."""
-    cr, sr = math.cos(roll), math.sin(roll)
-    cp, sp = math.cos(pitch), math.sin(pitch)
-    cy, sy = math.cos(yaw), math.sin(yaw)
-    return np.array([
-        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-        [-sp, cp * sr, cp * cr]])
-
-
 def pose_to_matrix(pose: Pose) -> np.ndarray:
     """Return the 4x4 homogeneous transform of a REP-103 :class:`Pose`."""
-    out = np.eye(4)
-    out[:3, :3] = rpy_to_matrix(pose.roll, pose.pitch, pose.yaw)
-    out[:3, 3] = (pose.x, pose.y, pose.z)
-    return out
+    return frames.pose_to_matrix(pose)
 
 
 def check_intrinsics(K: np.ndarray) -> np.ndarray:
