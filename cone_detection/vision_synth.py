@@ -8,7 +8,8 @@ on a textured ground under a sky, seen by a pinhole camera mounted at
 ``T_vehicle_camera`` (REP-103 pose in the vehicle frame). Cone positions
 are base centres in the vehicle frame (metres). It is independent of the
 built-in simulator's camera, so unit tests of the detector do not depend
-on it; training uses the simulator's camera where it exists.
+on its drawing (the intrinsics are the simulator's,
+``hil_bridge.sim.camera.intrinsics``); training uses the simulator's camera.
 """
 
 from typing import Optional, Tuple
@@ -17,6 +18,7 @@ from cone_detection.ground_projection import horizon_row, project_to_image
 import cv2
 from hil_bridge.backend import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_SIZE,
                                 CONE_YELLOW)
+from hil_bridge.sim.camera import intrinsics  # noqa: F401 (re-exported for tests)
 import numpy as np
 
 #: Body and stripe colours (BGR) per class.
@@ -24,12 +26,6 @@ CONE_COLOURS = {CONE_BLUE: ((180, 70, 10), (235, 235, 235)),
                 CONE_YELLOW: ((20, 210, 235), (30, 30, 30)),
                 CONE_ORANGE: ((10, 110, 245), (235, 235, 235)),
                 CONE_BIG_ORANGE: ((10, 110, 245), (235, 235, 235))}
-
-
-def intrinsics(width: int, height: int, fov_deg: float) -> np.ndarray:
-    """Return the CARLA pinhole K: fx = fy = w / (2 tan(fov / 2)), c = centre."""
-    f = width / (2.0 * np.tan(np.radians(fov_deg) / 2.0))
-    return np.array([[f, 0.0, width / 2.0], [0.0, f, height / 2.0], [0.0, 0.0, 1.0]])
 
 
 def cone_outline(xy: Tuple[float, float], class_id: int, z_lo: float = 0.0,
