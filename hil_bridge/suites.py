@@ -108,6 +108,32 @@ def write_summary(rows: List[Dict[str, Any]], out_dir: str) -> None:
     plt.close(fig)
 
 
+def run_module_suite(suite: Dict[str, Any], out_dir: str,
+                     timeout: float) -> Dict[str, Any]:
+    """
+    Run a suite implemented by a module (its own in-process matrix).
+
+    ``python -m <module> <args>`` runs with its output saved as
+    ``summary.md`` in ``out_dir``; returns one row.
+    """
+    os.makedirs(out_dir, exist_ok=True)
+    argv = [sys.executable, '-m', suite['module'],
+            *[str(a) for a in suite.get('args', [])]]
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run(argv, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True,
+                              timeout=timeout, check=False)
+        output, code = proc.stdout, proc.returncode
+    except subprocess.TimeoutExpired as exc:
+        output, code = str(exc.stdout or ''), 124
+    with open(os.path.join(out_dir, 'summary.md'), 'w',
+              encoding='utf-8') as f:
+        f.write(output)
+    return {'scenario': suite['module'], 'exit_code': code,
+            'wall_s': round(time.monotonic() - t0, 1)}
+
+
 def run_suite(name: str, jobs: int, out_dir: str, domain_base: int = 10,
               only: Optional[List[str]] = None,
               timeout: float = 1800.0) -> List[Dict[str, Any]]:
@@ -117,9 +143,7 @@ def run_suite(name: str, jobs: int, out_dir: str, domain_base: int = 10,
         raise SystemExit(f'unknown suite {name!r}; suites: {sorted(table)}')
     suite = table[name]
     if isinstance(suite, dict) and 'module' in suite:
-        import importlib
-        mod = importlib.import_module(suite['module'])
-        raise SystemExit(mod.main(['--jobs', str(jobs), '--out', out_dir]))
+        return [run_module_suite(suite, out_dir, timeout)]
     entries = [e for e in suite if not only or e['scenario'] in only]
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [pool.submit(run_one, e, out_dir, domain_base + i, timeout)
