@@ -253,3 +253,23 @@ def test_record_and_play_round_trip(ros_domain, tmp_path) -> None:
 
 
 sys.path.insert(0, str(HERE))
+
+
+def test_suite_summary_and_module_suite(tmp_path) -> None:
+    """Suite summaries are written; module suites keep their output."""
+    from hil_bridge import suites
+    rows = [{'scenario': 'a', 'exit_code': 0, 'wall_s': 3.0},
+            {'scenario': 'b', 'exit_code': 1, 'wall_s': 5.0}]
+    suites.write_summary(rows, str(tmp_path))
+    md = (tmp_path / 'summary.md').read_text()
+    assert '| a | 0 | 3.0 |' in md and '| b | 1 | 5.0 |' in md
+    assert (tmp_path / 'summary.csv').read_text().splitlines()[0] == \
+        'scenario,exit_code,wall_s'
+    assert (tmp_path / 'summary.png').read_bytes()[:4] == b'\x89PNG'
+    row = suites.run_module_suite({'module': 'hil_bridge.contract_doc'},
+                                  str(tmp_path / 'mod'), 60.0)
+    assert row['exit_code'] == 0
+    assert '# carla_hil interface contract' in (
+        tmp_path / 'mod' / 'summary.md').read_text()
+    assert 'ncap' in suites.suites() and 'ci_trackdrive' in \
+        suites.scenario_names()
