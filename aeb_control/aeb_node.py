@@ -164,6 +164,8 @@ class AebNode(Node):
         self.imu_yaw_rate: Optional[float] = None
         self.joy_t: Optional[float] = None
         self.bad_inputs = 0
+        self.clouds_checked = 0
+        self.mount_warned = False
         create_subscription(self, 'odometry', self._on_odometry, self.role)
         create_subscription(self, 'applied_control', self._on_applied,
                             self.role)
@@ -244,12 +246,27 @@ class AebNode(Node):
             # a malformed cloud is no usable input (never refreshes it)
             self._warn_bad(f'lidar cloud rejected: {exc}')
             pts = _BLIND
+        if self.clouds_checked < 20 and pts is not _BLIND:
+            self._check_mount(pts)
         try:
             decision = self.core.update_cloud(t, pts)
         except ValueError as exc:
             self._warn_bad(f'lidar cloud rejected: {exc}')
             decision = self.core.update_cloud(t, _BLIND)
         self._publish(decision, msg.header.stamp)
+
+    def _check_mount(self, pts: np.ndarray) -> None:
+        """Warn once when the rig's mount puts many points underground."""
+        self.clouds_checked += 1
+        z = pts[:, 2].astype(np.float64) + self.params.mount_z
+        z = z[np.isfinite(z)]
+        if z.size >= 100 and np.mean(z < -0.3) > 0.2 and not self.mount_warned:
+            self.mount_warned = True
+            self.get_logger().error(
+                f'{100.0 * np.mean(z < -0.3):.0f}% of the lidar points lie '
+                f'more than 0.3 m below the ground with the mount of rig '
+                f'{self.values["rig"]!r} (z = {self.params.mount_z:g} m): '
+                f'set rig / vehicle_profile to the car being driven')
 
     def _on_actor(self, role: str, msg: Any) -> None:
         t = codecs.sec_from_stamp(msg.header.stamp)

@@ -18,14 +18,17 @@ PARAMS = str(ROOT / 'config' / 'aeb_controller.yaml')
 V = 50.0 / 3.6
 
 
-def _start_node(*overrides: str) -> subprocess.Popen:
+def _start_node(*overrides: str, passenger: bool = True
+                ) -> subprocess.Popen:
     extra = []
+    if passenger:
+        extra += ['-p', 'vehicle_profile:=passenger_car', '-p',
+                  'rig:=car_rig.yaml']
     for item in overrides:
         extra += ['-p', item]
     return subprocess.Popen(
         [sys.executable, '-m', 'aeb_control.aeb_node', '--ros-args',
-         '--params-file', PARAMS, '-p', 'vehicle_profile:=passenger_car',
-         '-p', 'rig:=car_rig.yaml'] + extra,
+         '--params-file', PARAMS] + extra,
         cwd=str(ROOT), env=dict(os.environ), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT)
 
@@ -182,8 +185,13 @@ def test_brake_request_stamped_and_bad_clouds(ros_domain: int,
 
 @pytest.mark.dds
 def test_no_lidar_requests_stop(ros_domain: int, rclpy_context: Any) -> None:
-    """Odometry and clock but no lidar: the timer requests a stop."""
-    proc = _start_node()
+    """
+    Odometry and clock but no lidar: the timer requests a stop.
+
+    The node runs with the default (FS car) rig while the warm-up clouds
+    come from a roof lidar: the wrong mount is reported.
+    """
+    proc = _start_node(passenger=False)
     h = _Harness(rclpy_context)
     try:
         assert h.wait_connected(), 'aeb_controller did not come up'
@@ -204,6 +212,7 @@ def test_no_lidar_requests_stop(ros_domain: int, rclpy_context: Any) -> None:
         h.close()
         out = _stop(proc)
     assert 'Traceback' not in out, out
+    assert 'below the ground' in out, out
 
 
 @pytest.mark.dds
