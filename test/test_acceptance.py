@@ -163,9 +163,17 @@ def run_cli(argv: List[str], timeout: float = RUN_TIMEOUT) -> Run:
     return Run(proc.returncode, parse_result(out or ''), out or '', wall)
 
 
+def _log_excerpt(output: str, lines: int = 40) -> str:
+    """Return the log lines that explain a failure (a dead node's end)."""
+    rows = output.splitlines()
+    died = [i for i, row in enumerate(rows) if 'exited with code' in row]
+    end = died[0] + 1 if died else len(rows)
+    return '\n'.join(rows[max(0, end - lines):end])
+
+
 def _explain(run: Run, lines: int = 40) -> str:
-    tail = '\n'.join(run.output.splitlines()[-lines:])
-    return f'exit code {run.code}, result {run.result}\n--- log tail ---\n{tail}'
+    return (f'exit code {run.code}, result {run.result}\n--- log ---\n'
+            + _log_excerpt(run.output, lines))
 
 
 def assert_fs_finished(run: Run, mission: str, laps: int) -> Dict[str, Any]:
@@ -424,8 +432,8 @@ def test_record_and_replay_same_detections(
                                  'publishing /perception/cones ',
                                  'scan has subscribers',
                                  '[cone_drive_planner]'], timeout=120.0)
-        assert ready, 'onboard nodes did not start:\n' + ''.join(
-            reader.lines[-40:])
+        assert ready, 'onboard nodes did not start:\n' + _log_excerpt(
+            ''.join(reader.lines), 60)
         time.sleep(3.0)  # recorder discovery runs once a second
         player = subprocess.run(
             [sys.executable, '-m', 'hil_bridge.player', str(live_path),
@@ -438,7 +446,7 @@ def test_record_and_replay_same_detections(
         _stop_group(onboard, grace=60.0)
         reader.join(timeout=10.0)
     out = ''.join(reader.lines)
-    assert 'exited with code' not in out, out[-4000:]
+    assert 'exited with code' not in out, _log_excerpt(out, 60)
     replay = _cones(replay_path)
     common = sorted(set(live) & set(replay))
     print(f'[test] replay: {len(live)} live and {len(replay)} replayed '
