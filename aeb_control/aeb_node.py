@@ -30,7 +30,7 @@ Run::
 """
 
 import math
-import signal
+import sys
 from typing import Any, Dict, List, Optional
 
 from aeb_control.aeb_core import AebCore, BrakeDecision, resolve_params
@@ -39,11 +39,10 @@ from geometry_msgs.msg import AccelStamped, Point
 from hil_bridge import codecs
 from hil_bridge.contract import create_publisher, create_subscription, frame
 from hil_bridge.low_level_control import JOY_PRESETS
+from hil_bridge.node_main import run_node
 from hil_bridge.params import declare_params, ParamSpec
 from hil_bridge.vehicle_profile import load_vehicle_profile
 import numpy as np
-import rclpy
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from visualization_msgs.msg import Marker, MarkerArray
 
@@ -379,26 +378,10 @@ class AebNode(Node):
         return out
 
 
-def _raise_interrupt(signum: int, _frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
-def main(args: Optional[list] = None) -> None:
+def main(args: Optional[list] = None) -> int:
     """Run the node until SIGINT/SIGTERM."""
-    rclpy.init(args=args)
-    signal.signal(signal.SIGTERM, _raise_interrupt)
-    node = None
-    try:
-        node = AebNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+    return run_node(AebNode, args, sigterm_as_interrupt=True)
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(main())

@@ -23,6 +23,7 @@ Malformed messages are reported and dropped. Run::
         --params-file config/cone_fusion.yaml
 """
 
+import sys
 import time
 from typing import Any, Dict, List, Optional
 
@@ -31,10 +32,9 @@ from cone_detection.fusion import (align, ConeMap, ConeSet, fuse,
 from cone_detection.markers import cone_markers
 from hil_bridge import codecs, contract
 from hil_bridge.frames import quaternion_to_euler
+from hil_bridge.node_main import run_node
 from hil_bridge.params import declare_params, ParamSpec
 import numpy as np
-import rclpy
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
 NODE_NAME = 'cone_fusion'
@@ -192,21 +192,10 @@ class ConeFusionNode(Node):
         self._markers[ns] = len(cones)
 
 
-def main(args: Optional[list] = None) -> None:
+def main(args: Optional[list] = None) -> int:
     """Run the node until SIGINT/SIGTERM."""
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = ConeFusionNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+    return run_node(ConeFusionNode, args)
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(main())

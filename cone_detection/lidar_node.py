@@ -21,6 +21,7 @@ Run::
         --params-file config/lidar_cone_detector.yaml
 """
 
+import sys
 import time
 from typing import Any, Dict, List, Optional
 
@@ -30,11 +31,10 @@ from cone_detection.lidar_cloud import CloudConeDetector, CloudConeParams
 from cone_detection.lidar_scan import detect_cones_laserscan, ScanConeParams
 from cone_detection.markers import cone_markers
 from hil_bridge import codecs, contract
+from hil_bridge.node_main import run_node
 from hil_bridge.params import declare_params, ParamSpec
 from hil_bridge.rig import load_rig
 import numpy as np
-import rclpy
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
 NODE_NAME = 'lidar_cone_detector'
@@ -219,21 +219,10 @@ class LidarConeNode(Node):
             self._markers = len(cones)
 
 
-def main(args: Optional[list] = None) -> None:
+def main(args: Optional[list] = None) -> int:
     """Run the node until SIGINT/SIGTERM."""
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = LidarConeNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+    return run_node(LidarConeNode, args)
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(main())

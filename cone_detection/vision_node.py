@@ -32,11 +32,10 @@ from cone_detection.svm_model import DEFAULT_MODEL_PATH
 from cone_detection.vision_pipeline import merge_cameras, VisionConeDetector
 from hil_bridge import codecs
 from hil_bridge.contract import create_publisher, create_subscription, frame
+from hil_bridge.node_main import run_node
 from hil_bridge.params import declare_params, ParamSpec
 import numpy as np
-import rclpy
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from std_msgs.msg import Header
 
@@ -221,23 +220,9 @@ class VisionConeNode(Node):
 
 def main(args: Optional[List[str]] = None) -> int:
     """Run the node until SIGINT/SIGTERM; exit 1 when it cannot start."""
-    rclpy.init(args=args)
-    node = None
-    code = 0
-    try:
-        node = VisionConeNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except (FileNotFoundError, ValueError) as err:
-        print(f'[{NODE_NAME}] cannot start: {err}', file=sys.stderr, flush=True)
-        code = 1
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-    return code
+    return run_node(VisionConeNode, args,
+                    startup_errors=(FileNotFoundError, ValueError),
+                    name=NODE_NAME)
 
 
 if __name__ == '__main__':

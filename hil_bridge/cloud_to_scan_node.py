@@ -24,14 +24,14 @@ default).
 """
 
 import os
+import sys
 from typing import Any, Optional
 
 from hil_bridge import codecs
 from hil_bridge.cloud_to_scan import points_to_ranges, ScanParams
+from hil_bridge.node_main import run_node
 from hil_bridge.params import declare_params, ParamSpec
-import rclpy
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data, QoSProfile
 from sensor_msgs.msg import LaserScan, PointCloud2
@@ -123,21 +123,10 @@ def make_scan(xyz: Any, params: ScanParams, header: Any) -> LaserScan:
     return msg
 
 
-def main(args: Optional[list] = None) -> None:
+def main(args: Optional[list] = None) -> int:
     """Run the node until SIGINT/SIGTERM."""
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = CloudToScanNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+    return run_node(CloudToScanNode, args)
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(main())

@@ -23,16 +23,16 @@ so watching 3.7 MB camera images costs no deserialisation. Publishes a
 
 import json
 import struct
+import sys
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from hil_bridge import contract
 from hil_bridge.link_stats import ClockEstimator, TopicWindow
+from hil_bridge.node_main import run_node
 from hil_bridge.params import declare_params, ParamSpec
-import rclpy
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray
 
@@ -209,21 +209,10 @@ def _status(name: str, level: bytes, message: str,
                          else str(v)) for k, v in values.items()])
 
 
-def main(args: Optional[List[str]] = None) -> None:
+def main(args: Optional[list] = None) -> int:
     """Run the node until SIGINT/SIGTERM."""
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = LinkMonitorNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+    return run_node(LinkMonitorNode, args)
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(main())

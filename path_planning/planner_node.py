@@ -31,20 +31,20 @@ Run::
 """
 
 import math
+import sys
 from typing import Any, List, Optional
 
 from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import Point, PoseStamped, TwistStamped
 from hil_bridge import codecs
 from hil_bridge.contract import create_publisher, create_subscription, frame
+from hil_bridge.node_main import run_node
 from hil_bridge.params import declare_params, ParamSpec
 from hil_bridge.vehicle_profile import load_vehicle_profile
 from nav_msgs.msg import Odometry, Path
 import numpy as np
 from path_planning.planner import MODES, Planner, PlannerConfig, PlanOutput
-import rclpy
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import ColorRGBA, Header
@@ -321,21 +321,10 @@ class ConeDrivePlannerNode(Node):
         self._publish_cmd(header, 0.0, 0.0)
 
 
-def main(args: Optional[list] = None) -> None:
+def main(args: Optional[list] = None) -> int:
     """Run the node until SIGINT/SIGTERM."""
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = ConeDrivePlannerNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+    return run_node(ConeDrivePlannerNode, args)
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(main())
