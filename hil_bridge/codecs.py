@@ -489,11 +489,14 @@ def _float_columns(cloud: PointCloud2, names: Sequence[str],
         out = np.empty((pts.shape[0], len(names)), dtype=np.float32)
         for i, n in enumerate(names):
             out[:, i] = pts[n]
-    if skip_nans and out.size and not np.isfinite(out.sum()):
-        # a finite sum means every value is finite (the cheap common case;
-        # an overflow to inf only sends us to the exact check)
+    if skip_nans and out.size and not _all_finite(out):
         out = out[np.isfinite(out).all(axis=1)]
     return out
+
+
+def _all_finite(values: np.ndarray) -> bool:
+    """Return True when no value is NaN or +-inf (two reductions, fast)."""
+    return bool(np.isfinite(values.max()) and np.isfinite(values.min()))
 
 
 def cloud_to_xyz(cloud: PointCloud2, skip_nans: bool = True) -> np.ndarray:

@@ -4,7 +4,8 @@
 Render the interface contract as Markdown (``docs/interfaces.md``).
 
 ``python -m hil_bridge.contract_doc > docs/interfaces.md`` regenerates the
-file; a test checks the committed file is up to date.
+file and ``python -m hil_bridge.contract_doc --readme`` the table in
+README.md; a test checks both are up to date.
 """
 
 from typing import List
@@ -21,6 +22,33 @@ QOS_TEXT = {
 }
 
 
+README_BEGIN = '<!-- interfaces:begin (python -m hil_bridge.contract_doc --readme) -->'
+README_END = '<!-- interfaces:end -->'
+
+
+def render_table() -> List[str]:
+    """Return the Markdown rows of the topic table (header included)."""
+    lines = ['| key | topic | type | QoS | from | to | notes |',
+             '|---|---|---|---|---|---|---|']
+    for row in topics().values():
+        opt = ' (optional)' if row.optional else ''
+        lines.append(
+            f'| {row.key} | `{row.name}` | {row.msg_type}{opt} | {row.qos} '
+            f'| {row.publisher} | {", ".join(row.subscribers)} '
+            f'| {row.doc} |')
+    return lines
+
+
+def update_readme(text: str) -> str:
+    """Return README text with the table between the markers replaced."""
+    if README_BEGIN not in text or README_END not in text:
+        raise ValueError('README.md has no interface table markers')
+    head, rest = text.split(README_BEGIN, 1)
+    _, tail = rest.split(README_END, 1)
+    return head + README_BEGIN + '\n' + '\n'.join(render_table()) + \
+        '\n' + README_END + tail
+
+
 def render() -> str:
     """Return the Markdown text of the interface contract."""
     lines: List[str] = [
@@ -34,15 +62,8 @@ def render() -> str:
         '',
         '## Topics',
         '',
-        '| key | topic | type | QoS | from | to | notes |',
-        '|---|---|---|---|---|---|---|',
     ]
-    for row in topics().values():
-        opt = ' (optional)' if row.optional else ''
-        lines.append(
-            f'| {row.key} | `{row.name}` | {row.msg_type}{opt} | {row.qos} '
-            f'| {row.publisher} | {", ".join(row.subscribers)} '
-            f'| {row.doc} |')
+    lines += render_table()
     lines += ['', '## QoS kinds', '']
     for kind, text in QOS_TEXT.items():
         lines.append(f'- `{kind}`: {text}')
@@ -61,4 +82,13 @@ def render() -> str:
 
 
 if __name__ == '__main__':
-    print(render(), end='')
+    import sys
+    if '--readme' in sys.argv:
+        path = sys.argv[sys.argv.index('--readme') + 1] \
+            if len(sys.argv) > sys.argv.index('--readme') + 1 else 'README.md'
+        with open(path, encoding='utf-8') as f:
+            new = update_readme(f.read())
+        with open(path, 'w', encoding='utf-8') as f:
+            f.write(new)
+    else:
+        print(render(), end='')

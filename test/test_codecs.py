@@ -133,6 +133,12 @@ def test_xyzi_cloud_round_trip_and_nans() -> None:
     clean = c.cloud_to_xyz(msg)
     assert clean.shape == (999, 3) and clean.flags.c_contiguous
     assert np.array_equal(clean, np.delete(pts, 5, axis=0)[:, :3])
+    for bad in (np.inf, -np.inf):
+        pts2 = pts.copy()
+        pts2[5, 1] = 0.0
+        pts2[7, 2] = bad
+        kept = c.cloud_to_xyz(c.xyzi_to_cloud(pts2, 2.0, 'lidar'))
+        assert kept.shape == (999, 3) and np.isfinite(kept).all()
 
 
 def test_read_points_semantics() -> None:

@@ -19,6 +19,13 @@ def test_docs_interfaces_up_to_date() -> None:
         'run: python -m hil_bridge.contract_doc > docs/interfaces.md'
 
 
+def test_readme_interface_table_up_to_date() -> None:
+    """README.md's interface table is the generated one."""
+    text = (ROOT / 'README.md').read_text(encoding='utf-8')
+    assert contract_doc.update_readme(text) == text, \
+        'run: python -m hil_bridge.contract_doc --readme'
+
+
 def test_every_message_type_importable() -> None:
     """Every non-optional topic type imports from the installed wheels."""
     for row in contract.topics().values():
