@@ -302,3 +302,26 @@ def test_camera_noise_is_seeded() -> None:
     assert not np.array_equal(imgs[0], imgs[2])
     diff = imgs[0] - imgs[3]
     assert 5.0 < diff.std() < 15.0
+
+
+def test_random_lighting_varies_with_seed_and_is_shared() -> None:
+    """random_lighting: seeded, one lighting for both cameras, not default."""
+    from hil_bridge.rig import load_rig
+    from hil_bridge.scenario import load_scenario
+    from hil_bridge.sim.builtin_backend import BuiltinBackend
+    rig = load_rig('hil_rig.yaml')
+    light = {}
+    for seed in (1, 2):
+        be = BuiltinBackend(seed=seed, random_lighting=True)
+        be.setup(load_scenario('acceleration'), rig)
+        cams = [s.sensor for s in be.sensors if hasattr(s.sensor, 'lighting')]
+        assert len(cams) == 2 and cams[0].lighting == cams[1].lighting
+        light[seed] = cams[0].lighting
+        be.teardown()
+    assert light[1] != light[2]
+    plain = BuiltinBackend(seed=1)
+    plain.setup(load_scenario('acceleration'), rig)
+    from hil_bridge.sim.camera import Lighting
+    assert all(s.sensor.lighting == Lighting() for s in plain.sensors
+               if hasattr(s.sensor, 'lighting'))
+    plain.teardown()

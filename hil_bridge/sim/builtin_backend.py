@@ -79,8 +79,10 @@ class BuiltinBackend(Backend):
     False skips the cameras (fast runs); ``camera_noise_stddev`` (> 0)
     overrides the cameras' pixel noise (``sim_noise_stddev``, 8-bit
     levels); ``lidar_noise_stddev`` (not None) overrides the lidars'
-    ``noise_stddev`` (m). ``sensor_factory`` replaces
-    ``hil_bridge.sim.sensors.make_sensor`` (tests).
+    ``noise_stddev`` (m). ``random_lighting`` draws one daylight variation
+    (brightness, tint, sun direction) from the seed for all cameras of the
+    run (``hil_bridge.sim.camera.Lighting.random``). ``sensor_factory``
+    replaces ``hil_bridge.sim.sensors.make_sensor`` (tests).
     """
 
     synchronous = True
@@ -88,8 +90,8 @@ class BuiltinBackend(Backend):
     def __init__(self, seed: int = 0, render_cameras: bool = True,
                  camera_noise_stddev: float = 0.0,
                  lidar_noise_stddev: Optional[float] = None,
-                 sensor_factory: Optional[Callable[[SensorSpec], Any]] = None
-                 ) -> None:
+                 sensor_factory: Optional[Callable[[SensorSpec], Any]] = None,
+                 random_lighting: bool = False) -> None:
         if not (math.isfinite(camera_noise_stddev)
                 and camera_noise_stddev >= 0.0):
             raise ValueError('camera_noise_stddev must be finite and >= 0')
@@ -101,6 +103,7 @@ class BuiltinBackend(Backend):
         self.camera_noise_stddev = float(camera_noise_stddev)
         self.lidar_noise_stddev = lidar_noise_stddev
         self._factory = sensor_factory
+        self.random_lighting = bool(random_lighting)
         self._ready = False
         self.scenario: Any = None
         self.frame: Optional[Frame] = None
@@ -186,8 +189,16 @@ class BuiltinBackend(Backend):
             except ValueError as exc:
                 raise BackendError(f'sensor {spec.sensor_id!r}: {exc}') \
                     from exc
+            if self.random_lighting and hasattr(sensor, 'lighting'):
+                sensor.lighting = self._lighting()
             self.sensors.append(_SensorSlot(spec, sensor,
                                             np.random.default_rng(seq)))
+
+    def _lighting(self) -> Any:
+        """Return the run's lighting, the same for every camera."""
+        from hil_bridge.sim.camera import Lighting
+        rng = np.random.default_rng([self.seed, 0x11647])
+        return Lighting.random(rng)
 
     # ---------------------------------------------------------- control
     def apply_control(self, control: VehicleControl) -> None:
