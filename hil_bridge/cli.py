@@ -53,6 +53,43 @@ def _parse_sets(items: List[str]) -> Dict[str, Dict[str, str]]:
     return out
 
 
+def ros_value(value: Any) -> str:
+    """Return a YAML/ROS command-line spelling of a parameter value."""
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    if isinstance(value, (list, tuple)):
+        return '[' + ','.join(ros_value(v) for v in value) + ']'
+    return str(value)
+
+
+def scenario_node_params(scenario: str) -> Dict[str, Dict[str, str]]:
+    """
+    Return the scenario's ``node_params`` as ``--set`` strings.
+
+    Scenarios carry the node parameters they need (for example the
+    driver-robot ``cruise`` of the Euro NCAP cases, or the skidpad planner
+    mode). An empty name, or a backend-only name without a file, gives {}.
+    """
+    if not scenario:
+        return {}
+    from hil_bridge.scenario import load_scenario
+    try:
+        scn = load_scenario(scenario)
+    except FileNotFoundError:
+        return {}
+    return {node: {k: ros_value(v) for k, v in params.items()}
+            for node, params in scn.node_params.items()}
+
+
+def _merge_sets(base: Dict[str, Dict[str, str]],
+                top: Dict[str, Dict[str, str]]
+                ) -> Dict[str, Dict[str, str]]:
+    out = {n: dict(p) for n, p in base.items()}
+    for node, params in top.items():
+        out.setdefault(node, {}).update(params)
+    return out
+
+
 def build_processes(profile: str, backend: str = 'builtin',
                     scenario: str = '', host: str = '', port: int = 0,
                     namespace: str = '', duration: float = 0.0,
@@ -64,7 +101,7 @@ def build_processes(profile: str, backend: str = 'builtin',
     The bridge gets ``backend``/``scenario``/``host``/``port``/``duration``
     and ``exit_on_mission_end`` as parameter overrides.
     """
-    sets = sets or {}
+    sets = _merge_sets(scenario_node_params(scenario), sets or {})
     known = {s.name for s in graph.profile('all')}
     unknown = set(sets) - known
     if unknown:

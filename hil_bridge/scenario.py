@@ -59,11 +59,14 @@ class Scenario:
     laps: int = 1
     timeout: float = 120.0
     source: str = ''
+    #: node parameters this scenario needs ({node name: {param: value}}),
+    #: applied by the runner like ``--set`` (which wins over them)
+    node_params: Dict[str, Dict[str, Any]] = field(default_factory=dict)
 
 
 # ----------------------------------------------------------------- loading
 SCENARIO_KEYS = ('name', 'mission', 'ego', 'actors', 'track', 'rig', 'laps',
-                 'timeout', 'description')
+                 'timeout', 'description', 'node_params')
 ACTOR_KEYS = ('role_name', 'blueprint', 'profile', 'pose', 'size',
               'initial_speed', 'behaviour')
 TRACK_KEYS = ('generator', 'seed', 'params', 'track_file')
@@ -326,6 +329,12 @@ def load_scenario(name_or_path: str, **overrides: Any) -> Scenario:
     rig = data.get('rig', 'hil_rig.yaml')
     if not isinstance(rig, str) or not rig:
         raise w.error(('rig',), f'expected a rig file name, got {rig!r}')
+    node_params = data.get('node_params') or {}
+    if not isinstance(node_params, dict) or not all(
+            isinstance(v, dict) for v in node_params.values()):
+        raise w.error(('node_params',), 'expected {node: {param: value}}')
     return Scenario(name=name, mission=mission, ego=ego, actors=actors,
                     track=track, rig=rig, laps=int(laps), timeout=timeout,
-                    source=path)
+                    source=path,
+                    node_params={str(k): dict(v)
+                                 for k, v in node_params.items()})

@@ -64,16 +64,12 @@ CI_SETS = [
 ]
 
 #: CCRs: passenger car on car_rig.yaml, the bridge holds the speed
+#: (cruise, rig and vehicle of every node come from the scenarios'
+#: node_params)
 CCRS_SETS = [
-    'hil_bridge.cruise=true',
     'hil_bridge.wait_for_control=true',
     'hil_bridge.lockstep_topics=[cmd_vel,brake_request]',
     'hil_bridge.real_time_factor=0.0',
-    'lidar_cone_detector.rig=car_rig.yaml',
-    'lidar_cone_detector.mode=cloud',
-    'aeb_controller.rig=car_rig.yaml',
-    'aeb_controller.vehicle_profile=passenger_car',
-    'cone_drive_planner.vehicle=passenger_car',
 ]
 
 pytestmark = [pytest.mark.closed_loop, pytest.mark.dds, pytest.mark.slow]

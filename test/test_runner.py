@@ -273,3 +273,24 @@ def test_suite_summary_and_module_suite(tmp_path) -> None:
         tmp_path / 'mod' / 'summary.md').read_text()
     assert 'ncap' in suites.suites() and 'ci_trackdrive' in \
         suites.scenario_names()
+
+
+def test_scenario_node_params(tmp_path) -> None:
+    """Scenario node_params become overrides; --set wins over them."""
+    procs = {p.name: p.argv for p in cli.build_processes(
+        'all', scenario='ccrs_30')}
+    assert 'cruise:=true' in procs['hil_bridge']
+    assert 'rig:=car_rig.yaml' in procs['lidar_cone_detector']
+    assert 'vehicle_profile:=passenger_car' in procs['aeb_controller']
+    procs = {p.name: p.argv for p in cli.build_processes(
+        'onboard', scenario='ccrs_30',
+        sets={'lidar_cone_detector': {'mode': 'scan'}})}
+    assert 'mode:=scan' in procs['lidar_cone_detector']
+    assert 'mode:=cloud' not in procs['lidar_cone_detector']
+    assert cli.ros_value([True, 1.5, 'a']) == '[true,1.5,a]'
+    bad = tmp_path / 'bad.yaml'
+    bad.write_text((Path(__file__).resolve().parents[1] / 'config' /
+                    'scenarios' / 'ccrs_30.yaml').read_text()
+                   + 'extra_node: 3\n')
+    with pytest.raises(ValueError, match='extra_node'):
+        cli.scenario_node_params(str(bad))
