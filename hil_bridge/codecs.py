@@ -402,13 +402,19 @@ def create_cloud(header: Header, fields: Sequence[PointField],
     msg = PointCloud2()
     msg.header = header
     msg.height, msg.width = 1, int(arr.shape[0])
-    msg.fields = list(fields)
+    msg.fields = _copy_fields(fields)
     msg.is_bigendian = sys.byteorder == 'big'
     msg.point_step = int(point_step)
     msg.row_step = int(point_step) * int(arr.shape[0])
     msg.is_dense = False
     msg.data = _fill_uint8(arr)
     return msg
+
+
+def _copy_fields(fields: Sequence[PointField]) -> List[PointField]:
+    """Return new PointField objects (a message must not share them)."""
+    return [PointField(name=f.name, offset=f.offset, datatype=f.datatype,
+                       count=f.count) for f in fields]
 
 
 def make_fields(spec: Sequence[Tuple[str, int, int]]) -> List[PointField]:
@@ -441,7 +447,7 @@ def _packed_cloud(header: Header, fields: List[PointField],
     msg = PointCloud2()
     msg.header = header
     msg.height, msg.width = 1, int(data.shape[0])
-    msg.fields = fields
+    msg.fields = _copy_fields(fields)
     msg.is_bigendian = sys.byteorder == 'big'
     msg.point_step = point_step
     msg.row_step = point_step * int(data.shape[0])

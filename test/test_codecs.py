@@ -225,11 +225,14 @@ def test_empty_clouds() -> None:
     (lambda m: m.fields.__setitem__(0, PointField(
         name='x', offset=0, datatype=42, count=1)), 'datatype')])
 def test_malformed_cloud_rejected(mutate, match) -> None:
-    """Malformed clouds give a clear ValueError."""
+    """Malformed clouds give a clear ValueError (and leak into no other)."""
     msg = c.xyzi_to_cloud(np.ones((10, 4), np.float32), 0.0, 'l')
     mutate(msg)
     with pytest.raises(ValueError, match=match):
         c.cloud_to_xyz(msg)
+    fresh = c.xyzi_to_cloud(np.ones((10, 4), np.float32), 0.0, 'l')
+    assert c.cloud_to_xyz(fresh).shape == (10, 3)
+    assert [f.datatype for f in c.XYZI_FIELDS] == [PointField.FLOAT32] * 4
 
 
 def test_cones_round_trip() -> None:
