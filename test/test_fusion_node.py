@@ -2,11 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """cone_fusion over DDS: lidar-only, fused and vision-only fallback."""
 
-import os
 from pathlib import Path
-import subprocess
 import sys
-import time
 
 from cone_detection.fusion_node import NODE_NAME, PARAMS
 from hil_bridge.backend import CONE_BLUE, CONE_YELLOW
@@ -15,6 +12,9 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'test'))
+from node_harness import node_under_test  # noqa: E402,I100
+
 CONFIG = ROOT / 'config' / 'cone_fusion.yaml'
 
 
@@ -35,34 +35,22 @@ def _cones(xy, cls, t, frame='ego_vehicle'):
 @pytest.mark.dds
 def test_fusion_over_dds(rclpy_context) -> None:
     """Vision-only fallback, fused colours, lidar-only pass-through."""
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
     from hil_bridge import codecs, contract
-    proc = subprocess.Popen(
-        [sys.executable, '-m', 'cone_detection.fusion_node', '--ros-args',
-         '--params-file', str(CONFIG), '-p', 'use_sim_time:=false'],
-        env=dict(os.environ), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True)
-    node = rclpy.create_node('fusion_node_test', context=rclpy_context)
-    ex = SingleThreadedExecutor(context=rclpy_context)
-    ex.add_node(node)
-    got = []
-    try:
-        pub_l = contract.create_publisher(node, 'cones_lidar')
-        pub_v = contract.create_publisher(node, 'cones_vision')
-        contract.create_subscription(node, 'cones', got.append)
+    with node_under_test('cone_detection.fusion_node', CONFIG,
+                         rclpy_context, probe_name='fusion_node_test') as h:
+        got = []
+        pub_l = contract.create_publisher(h.node, 'cones_lidar')
+        pub_v = contract.create_publisher(h.node, 'cones_vision')
+        contract.create_subscription(h.node, 'cones', got.append)
 
         def wait_for(stamp: float, send) -> object:
-            deadline = time.monotonic() + 20.0
-            while time.monotonic() < deadline:
-                send()
-                ex.spin_once(timeout_sec=0.1)
-                for msg in got:
-                    if codecs.sec_from_stamp(msg.header.stamp) == \
-                            pytest.approx(stamp):
-                        return msg
-                assert proc.poll() is None, proc.stdout.read()
-            raise AssertionError(f'no cones with stamp {stamp}')
+            def found() -> list:
+                return [m for m in got if codecs.sec_from_stamp(
+                    m.header.stamp) == pytest.approx(stamp)]
+            if not h.spin_until(lambda: bool(found()), 20.0, send,
+                                period=0.1):
+                raise AssertionError(f'no cones with stamp {stamp}')
+            return found()[0]
 
         lidar_xy = [[5.0, 1.5], [5.0, -1.5], [10.0, 1.6]]
         vision_xy = [[5.2, 1.4], [4.9, -1.6]]
@@ -93,13 +81,5 @@ def test_fusion_over_dds(rclpy_context) -> None:
             _cones(lidar_xy, [0, 0, 0], 9.0)))
         _, cls, _ = codecs.cloud_to_cones(msg)
         assert cls.tolist() == [0, 0, 0]
-        assert proc.poll() is None
-    finally:
-        node.destroy_node()
-        proc.terminate()
-        try:
-            out, _ = proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, _ = proc.communicate()
-    assert 'wrong_frame' in out, out
+        assert h.proc.poll() is None
+    assert 'wrong_frame' in h.output, h.output

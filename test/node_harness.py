@@ -1,0 +1,77 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+Test helper: one node under test in its own process, one probe node here.
+
+``with node_under_test(module, params_file, context) as h:`` starts
+``python -m module --ros-args --params-file ...`` (wall-clock time), creates
+a probe node ``h.node`` with an executor on the test's rclpy context, and on
+exit destroys the probe, stops the process and keeps its output in
+``h.output``.
+"""
+
+from contextlib import contextmanager
+import os
+import subprocess
+import sys
+import time
+from typing import Any, Callable, Iterator, List, Sequence
+
+
+class Harness:
+    """The running process, the probe node and its executor."""
+
+    def __init__(self, proc: subprocess.Popen, node: Any,
+                 executor: Any) -> None:
+        """Keep the handles; ``output`` is filled when the process ends."""
+        self.proc, self.node, self.executor = proc, node, executor
+        self.output = ''
+
+    def spin_until(self, done: Callable[[], bool], timeout: float = 30.0,
+                   each: Callable[[], None] = None,
+                   period: float = 0.2) -> bool:
+        """
+        Spin until ``done()`` is true; call ``each()`` before every spin.
+
+        Fails at once, with the process output, when the process dies.
+        Returns ``done()`` (False on timeout).
+        """
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not done():
+            if each is not None:
+                each()
+            self.executor.spin_once(timeout_sec=period)
+            assert self.proc.poll() is None, self.proc.stdout.read()
+        return done()
+
+
+@contextmanager
+def node_under_test(module: str, params_file: Any, context: Any,
+                    params: Sequence[str] = (),
+                    probe_name: str = 'probe') -> Iterator[Harness]:
+    """Run ``module`` as a node process with ``-p`` overrides ``params``."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    argv: List[str] = [sys.executable, '-m', module, '--ros-args',
+                       '--params-file', str(params_file),
+                       '-p', 'use_sim_time:=false']
+    for item in params:
+        argv += ['-p', item]
+    proc = subprocess.Popen(argv, env=dict(os.environ),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    node = rclpy.create_node(probe_name, context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    harness = Harness(proc, node, executor)
+    try:
+        yield harness
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        proc.terminate()
+        try:
+            harness.output, _ = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            harness.output, _ = proc.communicate()
