@@ -22,7 +22,7 @@ from hil_bridge.mcap_io import iter_raw
 from hil_bridge.recorder import msg_class
 import numpy as np
 
-CONE_COLOURS = {0: '#888888', 1: '#1f4fff', 2: '#f2c200', 3: '#ff7f0e',
+CONE_COLOURS = {0: '#444444', 1: '#1f4fff', 2: '#f2c200', 3: '#ff7f0e',
                 4: '#d62728'}
 
 
@@ -146,9 +146,14 @@ def plot_birdseye(run: Dict[str, Any], path: str) -> None:
                 ax.scatter(xyz[sel, 0], xyz[sel, 1], s=40, c=colour,
                            marker='^', edgecolors='k', linewidths=0.5,
                            label=f'cone {c} (truth)')
-    for mx, my, cls in _to_map(run['detections'][::5], run['odometry']):
-        ax.scatter(mx, my, s=4, c=[CONE_COLOURS.get(int(k), '#888')
-                                   for k in cls], alpha=0.3)
+    seen = _to_map(run['detections'][::5], run['odometry'])
+    if seen:
+        mx = np.concatenate([m[0] for m in seen])
+        my = np.concatenate([m[1] for m in seen])
+        cls = np.concatenate([m[2] for m in seen])
+        ax.scatter(mx, my, s=9, marker='o', alpha=0.35, linewidths=0,
+                   c=[CONE_COLOURS.get(int(k), '#444444') for k in cls],
+                   label='detected (fused, by class; grey = unknown)')
     odo = run['odometry']
     if len(odo):
         sc = ax.scatter(odo[:, 1], odo[:, 2], c=odo[:, 4], s=3,
