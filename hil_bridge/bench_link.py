@@ -38,7 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 from hil_bridge.config import config_path
 from hil_bridge.link_stats import count_gaps, percentiles
@@ -256,8 +256,14 @@ WATCHED = ('camera_left_compressed', 'lidar', 'cones_lidar', 'cones_vision',
 
 
 def bench_loop(lockstep: bool, duration: float, stack: bool,
-               work: str, dt: float = 0.05) -> Dict[str, Any]:
-    """Bridge in simpc (full rig, JPEG on the link) and an onboard side."""
+               work: str, dt: float = 0.05,
+               onboard_sets: Sequence[str] = ()) -> Dict[str, Any]:
+    """
+    Bridge in simpc (full rig, JPEG on the link) and an onboard side.
+
+    ``onboard_sets`` are extra ``NODE.PARAM=VALUE`` overrides of the
+    onboard nodes (e.g. one camera only).
+    """
     from hil_bridge.two_hosts import TwoHostRun
     sets = list(LINK_SETS[:2]) + [f'hil_bridge.fixed_delta_seconds={dt}']
     if lockstep:
@@ -268,7 +274,8 @@ def bench_loop(lockstep: bool, duration: float, stack: bool,
         run = TwoHostRun(rig, work)
         try:
             if stack:
-                run.start_onboard_nodes(sets=list(LINK_SETS), cpus='0')
+                run.start_onboard_nodes(
+                    sets=list(LINK_SETS) + list(onboard_sets), cpus='0')
                 run.start('monitor', 'onboard', [
                     sys.executable, '-m', 'hil_bridge.link_monitor_node',
                     '--ros-args', '--params-file',
@@ -347,6 +354,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument('--skip-cameras', action='store_true')
     ap.add_argument('--skip-loop', action='store_true')
     ap.add_argument('--skip-cpu', action='store_true')
+    ap.add_argument('--set', action='append', default=[],
+                    metavar='NODE.PARAM=VALUE',
+                    help='onboard override for the CPU run (repeatable)')
     args = ap.parse_args(argv)
     os.environ.setdefault('ROS_DOMAIN_ID', str(100 + os.getpid() % 100))
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -420,7 +430,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         print('\n## 4. Onboard stack pinned to one core (taskset -c 0), '
               'asynchronous bridge, JPEG on the link\n')
         res = bench_loop(False, args.duration, True,
-                         os.path.join(tmp, 'stack'), dt=args.cpu_dt)
+                         os.path.join(tmp, 'stack'), dt=args.cpu_dt,
+                         onboard_sets=args.set)
+        if args.set:
+            print('Onboard overrides: ' + ', '.join(args.set) + '\n')
         print(f'Frames every {args.cpu_dt * 1e3:.1f} ms of sim time; '
               f'{res["sim_s"]:.1f} sim s measured.\n')
         print('| node | CPU % of one core | CPU ms per sim frame |')
