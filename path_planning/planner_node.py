@@ -44,6 +44,7 @@ from hil_bridge.vehicle_profile import load_vehicle_profile
 from nav_msgs.msg import Odometry, Path
 import numpy as np
 from path_planning.planner import MODES, Planner, PlannerConfig, PlanOutput
+from path_planning.route_follower import RouteFollower
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from sensor_msgs.msg import PointCloud2
@@ -52,9 +53,14 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 NODE_NAME = 'cone_drive_planner'
 
+#: cone-based modes of the Planner plus routes known in advance
+ROUTE_MODES = ('skidpad',)
+NODE_MODES = MODES + ROUTE_MODES
+
 PARAMS = [
     ParamSpec('role_name', 'ego role name in the contract topics'),
-    ParamSpec('mode', 'cone_drive | midline | auto', choices=MODES),
+    ParamSpec('mode', 'cone_drive | midline | auto | skidpad (known route '
+              'followed on odometry)', choices=NODE_MODES),
     ParamSpec('vehicle', 'vehicle profile name (config/vehicles) or path'),
     ParamSpec('lookahead', 'CONEDRIVE look-ahead arc length (m)', lo=1.0,
               hi=50.0),
@@ -207,8 +213,14 @@ class ConeDrivePlannerNode(Node):
         values = declare_params(self, PARAMS, NODE_NAME)
         self.role = str(values['role_name'])
         self.profile = load_vehicle_profile(str(values['vehicle']))
-        self.config = PlannerConfig.from_mapping(values, self.profile)
+        self.route_mode = str(values['mode']) if values['mode'] in \
+            ROUTE_MODES else ''
+        cone_values = dict(values, mode='cone_drive') if self.route_mode \
+            else values
+        self.config = PlannerConfig.from_mapping(cone_values, self.profile)
         self.planner = Planner(self.config)
+        self.route: Optional[RouteFollower] = None
+        self.pose: Optional[tuple] = None
         self.cone_timeout = float(values['cone_timeout'])
         self.odom_timeout = float(values['odom_timeout'])
         self.markers_on = bool(values['publish_markers'])
@@ -230,7 +242,8 @@ class ConeDrivePlannerNode(Node):
         self.timer = self.create_timer(
             0.1, self._watchdog, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
-            f'mode {self.config.mode}, vehicle {self.profile.name}, '
+            f'mode {self.route_mode or self.config.mode}, '
+            f'vehicle {self.profile.name}, '
             f'look-ahead {self.config.cone_drive.lookahead} m, max speed '
             f'{self.config.speed.max_speed} m/s')
 
@@ -251,6 +264,11 @@ class ConeDrivePlannerNode(Node):
         self.speed = v
         self.yaw_rate = w
         self.odom_stamp = codecs.sec_from_stamp(msg.header.stamp)
+        p, q = msg.pose.pose.position, msg.pose.pose.orientation
+        yaw = math.atan2(2.0 * (q.w * q.z + q.x * q.y),
+                         1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+        if all(math.isfinite(c) for c in (p.x, p.y, yaw)):
+            self.pose = (float(p.x), float(p.y), yaw)
 
     def _measured_speed(self, t: float) -> Optional[float]:
         if self.odom_stamp is None or self.speed is None:
@@ -273,6 +291,9 @@ class ConeDrivePlannerNode(Node):
         self.counts['nan_cones'] += max(int(n_rows) - int(xyz.shape[0]), 0)
         self.last_cones = t
         speed = self._measured_speed(t)
+        if self.route_mode:
+            self._follow_route(cloud.header, t, speed)
+            return
         try:
             out = self.planner.plan(t, xyz, cls, speed,
                                     None if speed is None else self.yaw_rate)
@@ -295,6 +316,33 @@ class ConeDrivePlannerNode(Node):
         if self.markers_on:
             self.marker_pub.publish(make_markers(out, header,
                                                  self.profile.wheelbase))
+
+    def _follow_route(self, header: Header, t: float,
+                      speed: Optional[float]) -> None:
+        """Route modes: steer along the known route from the odometry pose."""
+        out_header = Header(stamp=header.stamp,
+                            frame_id=header.frame_id or self.vehicle_frame)
+        if self.pose is None or speed is None:
+            self.counts['stops'] += 1
+            self.get_logger().warning('route mode: no odometry yet, stop',
+                                      throttle_duration_sec=2.0)
+            self._publish_cmd(out_header, 0.0, 0.0)
+            return
+        cfg = self.config
+        if self.route is None:
+            self.route = RouteFollower.skidpad(
+                self.pose, cfg.pursuit, cfg.speed.max_speed,
+                cfg.speed.a_lat_max, cfg.speed.decel)
+            self.get_logger().info(
+                f'skidpad route of {self.route.length:.1f} m from '
+                f'({self.pose[0]:.2f}, {self.pose[1]:.2f})')
+        cmd = self.route.plan(*self.pose, speed)
+        self.counts['cycles'] += 1
+        if cmd.done:
+            self.get_logger().info('route finished: stop',
+                                   throttle_duration_sec=5.0)
+        self._publish_cmd(out_header, cmd.speed, cmd.yaw_rate)
+        self.path_pub.publish(make_path(cmd.path, out_header))
 
     def _publish_cmd(self, header: Header, speed: float, yaw_rate: float
                      ) -> None:

@@ -206,13 +206,13 @@ def test_trackdrive_lidar_only(ros_domain: int) -> None:
     assert_fs_finished(run, 'trackdrive', 1)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    'cone_drive_planner has no skidpad route logic: at the crossing of the '
-    'figure of eight no cone is ahead, it commands a stop and the referee '
-    'calls a stall (DNF); also in-process: python -m path_planning.'
-    'closed_loop --scenario skidpad'))
 def test_skidpad(ros_domain: int) -> None:
-    """Skidpad: the four timed laps of the figure of eight, no cone hit."""
+    """
+    Skidpad: the four timed laps of the figure of eight, no cone hit.
+
+    The planner drives the known layout on odometry (``mode: skidpad``,
+    set by the scenario's node_params).
+    """
     run = run_cli(_runner_argv('skidpad', CI_SETS))
     assert_fs_finished(run, 'skidpad', 4)
 

@@ -211,11 +211,23 @@ def test_record_and_play_round_trip(ros_domain, tmp_path) -> None:
     time.sleep(1.5)
     pub = subprocess.Popen([sys.executable, str(HERE / 'codec_publisher.py')],
                            env=dict(os.environ))
+    # on a loaded machine the publisher may take long to start: wait until
+    # its topics exist in the graph (the recorder discovers them the same
+    # way), then give the recorder 5 s of messages
+    probe_ctx = rclpy.context.Context()
+    rclpy.init(context=probe_ctx, domain_id=ros_domain)
+    probe = rclpy.create_node('rec_probe', context=probe_ctx)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and '/codec_test/cloud' not in dict(
+            probe.get_topic_names_and_types()):
+        time.sleep(0.2)
+    probe.destroy_node()
+    rclpy.shutdown(context=probe_ctx)
     time.sleep(5.0)
     pub.terminate()
     pub.wait(timeout=10)
     rec.send_signal(2)
-    assert rec.wait(timeout=15) == 0
+    assert rec.wait(timeout=30) == 0
     with open(mcap_path, 'rb') as f:
         reader = make_reader(f, decoder_factories=[DecoderFactory()])
         topics = [c.topic for _, c, _, _ in reader.iter_decoded_messages()]
