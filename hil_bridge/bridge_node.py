@@ -39,6 +39,7 @@ seconds or on SIGINT/SIGTERM; the referee result is printed as one line
 
 import json
 import math
+import signal
 import sys
 import threading
 import time
@@ -55,6 +56,7 @@ from hil_bridge.vehicle_profile import load_vehicle_profile
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
 from std_srvs.srv import SetBool, Trigger
 
 NODE_NAME = 'hil_bridge'
@@ -186,6 +188,7 @@ class BridgeNode(Node):
                                         int(v['jpeg_quality']))
         self.lock = threading.Lock()
         self.wake = threading.Condition(self.lock)
+        self.stop_requested = threading.Event()
         self._cmd: Optional[Tuple[float, float, float]] = None
         self._brake: Optional[Tuple[float, float]] = None
         self._joy: Optional[JoyState] = None
@@ -335,6 +338,15 @@ class BridgeNode(Node):
                     'controller': dict(self.llc.counters)})
         return out
 
+    def request_stop(self, signum: int = 0, _frame: object = None) -> None:
+        """Ask the run loop to end after the current frame (signal-safe)."""
+        self.stop_requested.set()
+        with self.wake:
+            self.wake.notify_all()
+
+    def _running(self) -> bool:
+        return rclpy.ok(context=self.context) and not self.stop_requested.is_set()
+
     def _setup_backend(self) -> Frame:
         deadline = time.monotonic() + float(self.values['reconnect_timeout'])
         while True:
@@ -343,7 +355,7 @@ class BridgeNode(Node):
             except BackendError as err:
                 where = (f"CARLA at {self.values['host']}:{self.values['port']}"
                          if self.values['backend'] == 'carla' else 'the built-in simulator')
-                if time.monotonic() >= deadline or not rclpy.ok(context=self.context):
+                if time.monotonic() >= deadline or not self._running():
                     raise BackendError(
                         f'cannot set up {where}: {err}. Check that the server runs, '
                         'the host/port parameters and the timeout') from err
@@ -383,7 +395,7 @@ class BridgeNode(Node):
                         f"{self.values['port']}: commands stopped, retrying for "
                         f"{self.values['reconnect_timeout']} s")
                     self.control, self.source = VehicleControl(brake=1.0), 'watchdog'
-                if time.monotonic() >= deadline or not rclpy.ok(context=self.context):
+                if time.monotonic() >= deadline or not self._running():
                     raise
                 time.sleep(0.5)
 
@@ -401,7 +413,7 @@ class BridgeNode(Node):
         with self.lock:
             self.clock.on_published(frame.sim_time, time.monotonic())
         last_pub = time.monotonic()
-        while rclpy.ok(context=self.context):
+        while self._running():
             with self.wake:
                 decision = self.clock.ready(time.monotonic())
                 if not decision.tick:
@@ -452,12 +464,20 @@ def _spin(executor: SingleThreadedExecutor) -> None:
 
 
 def main(args: Optional[List[str]] = None) -> int:
-    """Start the bridge, run it to the end and return the exit code."""
-    rclpy.init(args=args)
+    """
+    Start the bridge, run it to the end and return the exit code.
+
+    SIGINT and SIGTERM do not tear the ROS context down under the running
+    loop (rclpy's own handlers would, and a publish on a dead context
+    raises): they ask the loop to stop after the current frame, so the
+    referee result line is always printed before the context goes.
+    """
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node: Optional[BridgeNode] = None
     code = EXIT_OK
     executor = SingleThreadedExecutor()
     thread = None
+    previous = {}
     try:
         try:
             node = BridgeNode()
@@ -467,6 +487,8 @@ def main(args: Optional[List[str]] = None) -> int:
         except BackendError as err:
             print(f'hil_bridge: {err}', file=sys.stderr, flush=True)
             return EXIT_BACKEND
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, node.request_stop)
         executor.add_node(node)
         thread = threading.Thread(target=_spin, args=(executor,), daemon=True)
         thread.start()
@@ -476,22 +498,22 @@ def main(args: Optional[List[str]] = None) -> int:
             node.get_logger().error(f'{err}; exiting')
             node.finish('backend_lost', status='error')
             code = EXIT_BACKEND
-        except KeyboardInterrupt:
-            code = node.finish('shutdown')
         time.sleep(0.3)  # let reliable subscribers get the last messages
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         if node is not None:
             try:
                 node.backend.teardown()
             except Exception as err:  # noqa: B902 - teardown must not mask the exit
                 print(f'hil_bridge: teardown failed: {err}', file=sys.stderr)
         executor.shutdown(timeout_sec=1.0)
+        if thread is not None:
+            thread.join(timeout=2.0)
         if node is not None:
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
-        if thread is not None:
-            thread.join(timeout=2.0)
     return code
 
 
