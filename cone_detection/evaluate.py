@@ -168,21 +168,43 @@ class CloudDetector:
 class VisionDetector:
     """Engineer F's ``VisionConeDetector`` on the rig's cameras (stereo)."""
 
-    def __init__(self, specs: List[SensorSpec]) -> None:
-        """Load the shipped model; ``ImportError`` when it is not there."""
+    def __init__(self, specs: List[SensorSpec], jpeg_quality: int = 0,
+                 image_reduce: int = 1) -> None:
+        """
+        Load the shipped model; ``ImportError`` when it is not there.
+
+        ``jpeg_quality`` > 0 sends each image through a JPEG encode and
+        decode of that quality, as ``publish_compressed`` does on the
+        link; ``image_reduce`` detects on images reduced by that factor
+        (reduced JPEG decode, else area averaging), as the node's
+        ``image_reduce`` parameter does.
+        """
         from cone_detection.vision_pipeline import VisionConeDetector
         if not specs:
             raise ValueError('the rig has no rgb camera')
-        self.detector = VisionConeDetector()
+        if not 0 <= jpeg_quality <= 100:
+            raise ValueError(f'jpeg_quality must be 0..100, got {jpeg_quality}')
+        self.detector = VisionConeDetector(image_reduce=image_reduce)
         self.specs = specs
         self.T = [pose_matrix(s.mount) for s in specs]
+        self.jpeg_quality = int(jpeg_quality)
+        self.reduce = int(image_reduce)
+
+    def _image(self, data: np.ndarray) -> np.ndarray:
+        from hil_bridge import codecs
+        if self.jpeg_quality <= 0:
+            return codecs.reduce_image(data, self.reduce)
+        msg = codecs.image_to_compressed(data, 0.0, quality=self.jpeg_quality)
+        return codecs.compressed_to_image(msg, self.reduce)
 
     def __call__(self, frame: Frame) -> ConeSet:
         """Detect cones in the camera images of ``frame`` and merge them."""
+        from hil_bridge import codecs
         readings = [frame.sensors[s.sensor_id] for s in self.specs]
         xyz, cls, conf = self.detector.detect_stereo(
-            [r.data for r in readings], [r.intrinsics for r in readings],
-            self.T)
+            [self._image(r.data) for r in readings],
+            [codecs.reduce_intrinsics(r.intrinsics, self.reduce)
+             for r in readings], self.T)
         return ConeSet(np.asarray(xyz).reshape(-1, 3), cls, conf)
 
 
@@ -210,7 +232,8 @@ class EvalConfig:
     distance (m), plus ``gate_per_m`` times the cone's distance (None: 0.03
     for vision, whose ground projection error grows with range, else 0);
     ``max_range`` (m) and ``fov`` (rad, full width) of the visible set;
-    ``vision_range`` (m); ``track_seed`` replaces the scenario's track
+    ``vision_range`` (m); ``jpeg_quality`` (0 = raw images) and
+    ``image_reduce`` as :class:`VisionDetector`; ``track_seed`` replaces the scenario's track
     generator seed (another generated track); ``paper`` runs the scan
     detector as the paper does (centre point, no surface rule).
     """
@@ -232,6 +255,8 @@ class EvalConfig:
     max_range: float = 20.0
     fov: float = math.pi
     vision_range: float = 12.0
+    jpeg_quality: int = 0
+    image_reduce: int = 1
 
 
 class PurePursuit:
@@ -412,7 +437,8 @@ def make_detector(cfg: EvalConfig, rig: List[SensorSpec]
     if cfg.detector == 'lidar':
         return scan, rig
     vision = VisionDetector([s for s in rig
-                             if s.blueprint == 'sensor.camera.rgb'])
+                             if s.blueprint == 'sensor.camera.rgb'],
+                            cfg.jpeg_quality, cfg.image_reduce)
     if cfg.detector == 'vision':
         return vision, rig
     return FusedDetector(scan, vision), rig
@@ -731,13 +757,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument('--recorded-cones', default='',
                     help='with --recording: score the recorded detections '
                     'of this contract key (cones, cones_lidar, ...)')
+    ap.add_argument('--jpeg-quality', type=int, default=0,
+                    help='vision: JPEG round trip of this quality (0 = raw)')
+    ap.add_argument('--image-reduce', type=int, default=1, choices=(1, 2, 4),
+                    help='vision: detect on images reduced by this factor')
     ap.add_argument('--json', action='store_true')
     a = ap.parse_args(argv)
     cfg = EvalConfig(detector=a.detector, scenario=a.scenario, laps=a.laps,
                      track_seed=a.track_seed,
                      range_noise=a.range_noise, image_noise=a.image_noise,
                      seed=a.seed, speed=a.speed, stride=a.stride,
-                     max_frames=a.max_frames, paper=a.paper)
+                     max_frames=a.max_frames, paper=a.paper,
+                     jpeg_quality=a.jpeg_quality, image_reduce=a.image_reduce)
     try:
         if a.recording:
             res = evaluate_recording(a.recording, cfg,

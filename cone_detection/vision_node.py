@@ -13,7 +13,10 @@ class_id, confidence in the vehicle frame ``{role}``, stamped with the
 first camera's image stamp) and ``vision_markers`` (MarkerArray).
 
 The mount poses come from the rig file (parameter ``rig``); intrinsics and
-image size from CameraInfo. Images before their CameraInfo are dropped
+image size from CameraInfo. ``image_reduce`` 2 (the default) detects on
+half-size images: a JPEG is decoded at half size in the DCT domain (about
+3x faster than a full decode), a raw image area-averaged, and K scaled to
+match; this is what lets both cameras run at 30 Hz on one core. Images before their CameraInfo are dropped
 with one warning; images in an unsupported encoding or of a size that
 differs from CameraInfo are dropped with an error (throttled), and the
 node keeps running. A missing or corrupt model file stops the node at
@@ -53,6 +56,9 @@ PARAMS = [
               'one stamps the output'),
     ParamSpec('role_name', 'vehicle role name in topics and frames'),
     ParamSpec('use_compressed', 'subscribe the JPEG CompressedImage topics'),
+    ParamSpec('image_reduce', 'detect on images reduced by this factor (1, 2, 4): '
+              'JPEG decoded at reduced size, raw images area-averaged',
+              choices=(1, 2, 4)),
     ParamSpec('stereo_gate', 'merge gate between cameras (m, plus 3 % of range)',
               lo=0.0, hi=5.0),
     ParamSpec('sync_tolerance', 'largest stamp difference (s) of images merged '
@@ -101,7 +107,9 @@ class VisionConeNode(Node):
                                            score_offset=float(p['score_offset']),
                                            stereo_gate=float(p['stereo_gate']),
                                            sat_min=int(p['sat_min']),
-                                           val_min=int(p['val_min']), **hues)
+                                           val_min=int(p['val_min']),
+                                           image_reduce=int(p['image_reduce']), **hues)
+        self.reduce = int(p['image_reduce'])
         from hil_bridge.rig import load_rig
         rig = {s.sensor_id: s for s in load_rig(p['rig'])}
         cam_ids = list(p['cameras'])
@@ -147,7 +155,9 @@ class VisionConeNode(Node):
         except ValueError as err:
             self._error(f'info/{cam.sensor_id}', f'{cam.sensor_id}: bad CameraInfo: {err}')
             return
-        cam.K, cam.size = k, (int(width), int(height))
+        r = self.reduce
+        cam.K = codecs.reduce_intrinsics(k, r)
+        cam.size = (-(-int(width) // r), -(-int(height) // r))
 
     def _on_image(self, cam: _Camera, msg: Any) -> None:
         cam.pending = msg
@@ -162,9 +172,9 @@ class VisionConeNode(Node):
             return None
         try:
             if self.p['use_compressed']:
-                img = codecs.compressed_to_image(msg)
+                img = codecs.compressed_to_image(msg, self.reduce)
             else:
-                img = codecs.msg_to_image(msg, 'bgr8')
+                img = codecs.reduce_image(codecs.msg_to_image(msg, 'bgr8'), self.reduce)
         except ValueError as err:
             self._error(f'image/{cam.sensor_id}', f'{cam.sensor_id}: image dropped: {err}')
             return None

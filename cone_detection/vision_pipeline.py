@@ -40,7 +40,7 @@ def _split_params(params: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any
     fast_names = {f.name for f in fields(FastParams)}
     ref_names = {f.name for f in fields(ReferenceParams)}
     hue_names = {f.name for f in fields(HueThresholds)}
-    own = {'stereo_gate'}
+    own = {'stereo_gate', 'image_reduce'}
     unknown = set(params) - fast_names - ref_names - hue_names - own
     if unknown:
         raise ValueError(f'VisionConeDetector: unknown parameters {sorted(unknown)}')
@@ -58,7 +58,12 @@ class VisionConeDetector:
     Keyword parameters: any field of :class:`FastParams`,
     :class:`ReferenceParams` (a name in both sets both) or
     :class:`HueThresholds`; ``stereo_gate`` (m, default 0.5) for
-    :meth:`detect_stereo`. Raises ``FileNotFoundError`` / ``ValueError``
+    :meth:`detect_stereo`; ``image_reduce`` (1, 2 or 4, default 1): the
+    images passed in are already reduced by this factor (a reduced JPEG
+    decode, :func:`hil_bridge.codecs.compressed_to_image`, with K from
+    :func:`hil_bridge.codecs.reduce_intrinsics`), so the fast mode's
+    proposal ``downscale`` is divided by it (proposals keep their
+    resolution) unless ``downscale`` is given. Raises ``FileNotFoundError`` / ``ValueError``
     naming the model file when it is missing or corrupt, ``ValueError``
     for unknown modes or parameters.
     """
@@ -71,6 +76,11 @@ class VisionConeDetector:
         self.model_path = model_path
         self.model = model if model is not None else load_model(model_path)
         fast, ref, hue, own = _split_params(params)
+        self.image_reduce = int(own.get('image_reduce', 1))
+        if self.image_reduce not in (1, 2, 4):
+            raise ValueError(f'image_reduce must be 1, 2 or 4, got {self.image_reduce}')
+        if 'downscale' not in fast:
+            fast['downscale'] = max(1, FastParams().downscale // self.image_reduce)
         self.fast_params = replace(FastParams(), **fast)
         self.reference_params = replace(ReferenceParams(), **ref)
         self.thresholds = replace(DEFAULT_THRESHOLDS, **hue)

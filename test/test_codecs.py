@@ -102,6 +102,37 @@ def test_compressed_round_trip_and_errors() -> None:
         c.image_to_compressed(img, 0, 'c', quality=0)
 
 
+def test_reduced_decode_matches_area_reduction_and_intrinsics() -> None:
+    """A reduced JPEG decode equals area averaging; K follows pixel centres."""
+    yy, xx = np.mgrid[0:97, 0:130]
+    img = np.dstack([xx * 1.5, yy * 2, (xx + yy) * 0.8]).astype(np.uint8)
+    msg = c.image_to_compressed(img, 1.0, 'c', quality=95)
+    for reduce in (2, 4):
+        small = c.compressed_to_image(msg, reduce)
+        area = c.reduce_image(img, reduce)
+        want = (-(-97 // reduce), -(-130 // reduce), 3)
+        assert small.shape == area.shape == want
+        assert np.abs(small.astype(int) - area).mean() < 3.0
+    assert c.reduce_image(img, 1) is img
+    k = np.array([[600.0, 0.0, 643.5], [0.0, 600.0, 481.5], [0.0, 0.0, 1.0]])
+    k2 = c.reduce_intrinsics(k, 2)
+    pts = np.array([[0.3, -0.2, 4.0], [-1.0, 0.5, 9.0]])
+    uv = (k @ pts.T).T
+    uv2 = (k2 @ pts.T).T
+    uv, uv2 = uv[:, :2] / uv[:, 2:], uv2[:, :2] / uv2[:, 2:]
+    np.testing.assert_allclose(uv2, (uv + 0.5) / 2 - 0.5)
+    np.testing.assert_array_equal(c.reduce_intrinsics(k, 1), k)
+    for bad in (0, 3, 16):
+        with pytest.raises(ValueError, match='reduce'):
+            c.compressed_to_image(msg, bad)
+        with pytest.raises(ValueError, match='reduce'):
+            c.reduce_image(img, bad)
+        with pytest.raises(ValueError, match='reduce'):
+            c.reduce_intrinsics(k, bad)
+    with pytest.raises(ValueError, match='3x3'):
+        c.reduce_intrinsics(np.eye(4), 2)
+
+
 def test_camera_info() -> None:
     """K survives a CameraInfo round trip; bad K is rejected."""
     K = np.array([[644.0, 0, 644], [0, 644, 482], [0, 0, 1]])

@@ -161,6 +161,26 @@ def test_stereo_detects_both_cameras(detector, sim_views) -> None:
     assert len(one) <= len(both) <= len(one) + 2
 
 
+def test_half_size_images_give_the_same_cones(detector) -> None:
+    """image_reduce=2 on a half-size image and K finds and places the same cones."""
+    from hil_bridge import codecs
+    xy = np.array([[3.0, 1.5], [5.0, -1.5], [7.0, 1.5], [9.0, -1.5], [11.0, 1.6]])
+    cls = np.array([CONE_BLUE, CONE_YELLOW, CONE_BLUE, CONE_YELLOW, CONE_BLUE], np.uint8)
+    img = render(K, MOUNT, 1288, 964, xy, cls)
+    half = VisionConeDetector(image_reduce=2)
+    assert half.fast_params.downscale == 1 and detector.fast_params.downscale == 2
+    small = codecs.compressed_to_image(codecs.image_to_compressed(img, 0.0), 2)
+    xyz, cid, _conf = half.detect(small, codecs.reduce_intrinsics(K, 2), MOUNT)
+    assert len(cid) == len(xy)
+    d = np.linalg.norm(xyz[:, None, :2] - xy[None], axis=2)
+    nearest = d.argmin(axis=1)
+    assert sorted(nearest.tolist()) == list(range(len(xy)))
+    assert (d.min(axis=1) < 0.1 + 0.03 * np.linalg.norm(xy[nearest], axis=1)).all()
+    assert (cid == cls[nearest]).all()
+    with pytest.raises(ValueError, match='image_reduce'):
+        VisionConeDetector(image_reduce=3)
+
+
 def test_bad_inputs(detector, tmp_path) -> None:
     """Bad images, intrinsics, poses, modes, params and model files raise clearly."""
     img = np.zeros((100, 120, 3), np.uint8)
