@@ -102,7 +102,7 @@ class ConeFusionNode(Node):
         self.published = 0
         self.get_logger().info(
             f'fusing {"lidar + vision" if v["use_vision"] else "lidar only"}'
-            f', map {"on" if self.map else "off"}, publishing '
+            f', map {"off" if self.map is None else "on"}, publishing '
             f'{self.pub.topic_name} in {self.vehicle_frame}')
 
     def _bad(self, what: str, err: Exception) -> None:

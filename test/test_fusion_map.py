@@ -1,0 +1,167 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+Cone map with fusion: the vision colours survive the map.
+
+Core level: lidar cones (no colour, precise) fused with vision cones
+(colour, coarse, shorter range, every other frame) over many frames of a
+moving and turning ego, accumulated in :class:`ConeMap`. Node level: the
+same through ``ConeFusionNode``'s callbacks in-process (no second process),
+with ``map_enabled`` on.
+"""
+
+from typing import Any, List, Optional, Tuple
+
+from cone_detection.fusion import (ConeMap, ConeSet, fuse, FusionParams,
+                                   se2, transform_xy)
+from hil_bridge.backend import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE,
+                                CONE_UNKNOWN, CONE_YELLOW)
+import numpy as np
+import pytest
+
+#: cones in ``map`` (m): a gentle left bend, all four colours
+_S = np.linspace(4.0, 28.0, 7)
+TRUTH = np.vstack((
+    np.column_stack((_S, 1.5 + 0.01 * _S ** 2)),
+    np.column_stack((_S, -1.5 + 0.01 * _S ** 2)),
+    [[2.0, 2.5], [2.0, -2.5], [12.0, 3.9]],
+))
+TRUTH_CLS = np.concatenate((
+    np.full(_S.size, CONE_BLUE), np.full(_S.size, CONE_YELLOW),
+    [CONE_BIG_ORANGE, CONE_BIG_ORANGE, CONE_ORANGE])).astype(np.uint8)
+
+
+def _ego(k: int) -> Tuple[float, float, float]:
+    """Return the ego pose (x, y, yaw) of frame ``k`` (10 Hz, ~5 m/s)."""
+    x = 0.5 * k
+    return x, 0.01 * x ** 2, float(np.arctan(0.02 * x))
+
+
+def _frame(k: int, rng: np.random.Generator
+           ) -> Tuple[ConeSet, Optional[ConeSet]]:
+    """Return the lidar and vision cones (vehicle frame) of frame ``k``."""
+    x, y, yaw = _ego(k)
+    local = transform_xy(np.linalg.inv(se2(x, y, yaw)),
+                         np.column_stack((TRUTH, np.zeros(len(TRUTH)))))
+    dist = np.hypot(local[:, 0], local[:, 1])
+    ahead = local[:, 0] > 0.5
+    seen_l = ahead & (dist < 20.0)
+    n_l = int(seen_l.sum())
+    lid = local[seen_l].copy()
+    lid[:, :2] += rng.normal(0.0, 0.03, (n_l, 2))
+    lidar = ConeSet(lid, np.zeros(n_l, np.uint8), np.full(n_l, 0.7))
+    if k % 2:
+        return lidar, None
+    seen_v = ahead & (dist < 12.0)
+    n_v = int(seen_v.sum())
+    vis = local[seen_v].copy()
+    vis[:, :2] += rng.normal(0.0, 0.15, (n_v, 2))
+    return lidar, ConeSet(vis, TRUTH_CLS[seen_v], np.full(n_v, 0.8))
+
+
+def _nearest(xy: np.ndarray, cones_xy: np.ndarray) -> Tuple[int, float]:
+    """Return the index of the cone nearest ``xy`` and its distance (m)."""
+    d = np.hypot(cones_xy[:, 0] - xy[0], cones_xy[:, 1] - xy[1])
+    j = int(np.argmin(d))
+    return j, float(d[j])
+
+
+def test_cone_map_keeps_vision_colours_over_frames() -> None:
+    """Every mapped cone vision saw keeps its colour; no duplicates."""
+    rng = np.random.default_rng(3)
+    cmap = ConeMap(merge_radius=0.7, min_observations=2)
+    params = FusionParams()
+    for k in range(50):
+        lidar, vision = _frame(k, rng)
+        fused = fuse(lidar, vision, params)
+        cmap.update_from_vehicle(fused, *_ego(k))
+        # what the node publishes: confirmed map cones near the ego
+        near = cmap.cones_in_vehicle(*_ego(k), max_range=25.0)
+        if k >= 4:
+            coloured = np.mean(near.class_id != CONE_UNKNOWN)
+            assert coloured >= 0.5, (k, near.class_id)
+    out = cmap.cones()
+    assert len(cmap) == len(TRUTH)
+    assert len(out) == len(TRUTH)
+    for xy, want in zip(TRUTH, TRUTH_CLS):
+        j, dist = _nearest(xy, out.xyz)
+        assert dist < 0.05
+        assert out.class_id[j] == want, (xy, out.class_id[j], want)
+    assert out.class_id.dtype == np.uint8
+
+
+def test_cone_map_colour_outvotes_unknown_sightings() -> None:
+    """A cone seen coloured once and unknown many times stays coloured."""
+    cmap = ConeMap(min_observations=2)
+    xy = np.array([[5.0, 1.5], [5.0, -1.5], [9.0, 1.5], [9.0, -1.5]])
+    cls = np.array([CONE_BLUE, CONE_YELLOW, CONE_ORANGE, CONE_BIG_ORANGE],
+                   np.uint8)
+    cmap.update(ConeSet(xy, cls, np.full(4, 0.3)))
+    for _ in range(20):
+        cmap.update(ConeSet(xy, np.zeros(4, np.uint8), np.ones(4)))
+    out = cmap.cones()
+    order = [_nearest(p, out.xyz)[0] for p in xy]
+    assert out.class_id[order].tolist() == cls.tolist()
+    near = cmap.cones_in_vehicle(5.0, 0.0, np.pi / 2, max_range=10.0)
+    assert sorted(near.class_id.tolist()) == sorted(cls.tolist())
+
+
+def _odom(t: float, x: float, y: float, yaw: float) -> Any:
+    from hil_bridge import codecs
+    from nav_msgs.msg import Odometry
+    msg = Odometry()
+    msg.header.stamp = codecs.stamp_from_sec(t)
+    msg.header.frame_id = 'map'
+    msg.pose.pose.position.x = float(x)
+    msg.pose.pose.position.y = float(y)
+    msg.pose.pose.orientation.z = float(np.sin(0.5 * yaw))
+    msg.pose.pose.orientation.w = float(np.cos(0.5 * yaw))
+    return msg
+
+
+def _cloud(cones: ConeSet, t: float) -> Any:
+    from hil_bridge import codecs
+    return codecs.cones_to_cloud(cones.xyz.astype(np.float32),
+                                 cones.class_id, cones.confidence, t,
+                                 'ego_vehicle')
+
+
+@pytest.mark.dds
+def test_fusion_node_map_publishes_colours(rclpy_context, capfd) -> None:
+    """With map_enabled the published cones keep the vision colours."""
+    from cone_detection.fusion_node import ConeFusionNode
+    from hil_bridge import codecs
+    from rclpy.parameter import Parameter
+    node = ConeFusionNode(context=rclpy_context, parameter_overrides=[
+        Parameter('map_enabled', value=True),
+        Parameter('use_sim_time', value=False)])
+    try:
+        assert node.map is not None
+        got: List[Any] = []
+        node.pub.publish = got.append
+        rng = np.random.default_rng(5)
+        for k in range(30):
+            t = 10.0 + 0.1 * k
+            for dt in (-0.05, 0.0, 0.05):
+                x, y, yaw = _ego(k + dt / 0.1)
+                node._on_odom(_odom(t + dt, x, y, yaw))
+            lidar, vision = _frame(k, rng)
+            if vision is not None:
+                node._on_vision(_cloud(vision, t - 0.02))
+            node._on_lidar(_cloud(lidar, t))
+        assert node.published >= 30
+        xyz, cls, _ = codecs.cloud_to_cones(got[-1])
+        assert codecs.sec_from_stamp(got[-1].header.stamp) == \
+            pytest.approx(12.9)
+        assert len(cls) > 0
+        world = transform_xy(se2(*_ego(29)), xyz.astype(np.float64))
+        for p, c in zip(world, cls):
+            j, dist = _nearest(p, TRUTH)
+            assert dist < 0.1
+            if np.hypot(*(TRUTH[j] - _ego(29)[:2])) < 10.0:
+                assert c == TRUTH_CLS[j], (p, c, TRUTH_CLS[j])
+        assert np.mean(cls != CONE_UNKNOWN) >= 0.5, cls
+    finally:
+        node.destroy_node()
+    err = capfd.readouterr().err
+    assert 'map on' in err, err
