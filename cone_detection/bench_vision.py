@@ -8,7 +8,9 @@ Benchmark of the vision cone detector on 1288x964 frames (no rclpy).
 Renders frames of a generated track with the built-in camera, then prints
 the per-frame time (median, 90th percentile) of a plain ``cv2.cvtColor``
 to HSV (the same-run baseline), the fast mode's colour proposals alone,
-the fast mode, and the reference mode (the paper's sliding window): wall
+the fast mode on the full-size image, a full-size JPEG decode, what the
+node does by default (``image_reduce`` 2: JPEG decoded at half size, fast
+mode on it, ``max_range`` 20 m), and the reference mode (the paper's sliding window): wall
 and process CPU time, the CPU-time ratio to the baseline, frames per
 second of one core and cones found. Single-threaded OpenCV
 (``cv2.setNumThreads(1)``) so the figures are per core.
@@ -23,6 +25,7 @@ from cone_detection.train_vision import SimViews
 from cone_detection.vision_fast import propose
 from cone_detection.vision_pipeline import VisionConeDetector
 import cv2
+from hil_bridge import codecs
 import numpy as np
 
 
@@ -58,7 +61,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     views = list(SimViews(seed=11, tracks=[21], noise_share=0.0).take(max(args.frames, 1)))
     h, w = views[0].image.shape[:2]
     fast = VisionConeDetector()
+    half = VisionConeDetector(model=fast.model, image_reduce=2, max_range=20.0)
     ref = VisionConeDetector(model=fast.model, mode='reference')
+    jpegs = [codecs.image_to_compressed(v.image, 0.0, quality=80) for v in views]
+    half_k = [codecs.reduce_intrinsics(v.K, 2) for v in views]
 
     def hsv(i: int) -> int:
         cv2.cvtColor(views[i % len(views)].image, cv2.COLOR_BGR2HSV)
@@ -72,13 +78,24 @@ def main(argv: Optional[List[str]] = None) -> int:
         v = views[i % len(views)]
         return len(fast.detect(v.image, v.K, v.T_vehicle_camera)[1])
 
+    def decode_full(i: int) -> int:
+        codecs.compressed_to_image(jpegs[i % len(views)])
+        return 0
+
+    def run_half(i: int) -> int:
+        j = i % len(views)
+        img = codecs.compressed_to_image(jpegs[j], 2)
+        return len(half.detect(img, half_k[j], views[j].T_vehicle_camera)[1])
+
     def run_ref(i: int) -> int:
         v = views[i % len(views)]
         return len(ref.detect(v.image, v.K, v.T_vehicle_camera)[1])
 
     rows = [('cv2.cvtColor BGR->HSV (baseline)', hsv, args.frames),
             ('fast: colour proposals only', proposals, args.frames),
-            ('fast mode (default)', run_fast, args.frames),
+            ('fast mode, full-size image', run_fast, args.frames),
+            ('JPEG q80 decode, full size', decode_full, args.frames),
+            ('node default: half-size decode+fast', run_half, args.frames),
             ('reference mode (sliding window)', run_ref, args.reference_frames)]
     print(f'vision cone detector, {w}x{h} frames, cv2 threads {args.threads}, '
           f'OpenCV {cv2.__version__}')

@@ -25,6 +25,10 @@ R_SENSOR_OPTICAL = np.array([[0.0, 0.0, 1.0],
                              [0.0, -1.0, 0.0]])
 
 
+_EYE3 = np.eye(3)
+_LAST_ROW = np.array([0.0, 0.0, 0.0, 1.0])
+
+
 def pose_to_matrix(pose: Pose) -> np.ndarray:
     """Return the 4x4 homogeneous transform of a REP-103 :class:`Pose`."""
     return frames.pose_to_matrix(pose)
@@ -41,21 +45,28 @@ def check_intrinsics(K: np.ndarray) -> np.ndarray:
         raise ValueError(f'camera intrinsics K must be 3x3, got {k.shape}')
     if not np.all(np.isfinite(k)):
         raise ValueError('camera intrinsics K contains NaN/inf')
-    if k[0, 0] <= 0 or k[1, 1] <= 0 or not np.allclose(k[2], (0, 0, 1)):
+    if k[0, 0] <= 0 or k[1, 1] <= 0 or abs(k[2, 0]) > 1e-8 or abs(k[2, 1]) > 1e-8 \
+            or abs(k[2, 2] - 1.0) > 1e-8:
         raise ValueError(f'camera intrinsics K is not a pinhole matrix: {k.tolist()}')
     return k
 
 
 def check_transform(T: np.ndarray, name: str = 'T_vehicle_camera') -> np.ndarray:
-    """Return ``T`` as a float64 4x4 rigid transform or raise ``ValueError``."""
+    """
+    Return ``T`` as a float64 4x4 rigid transform or raise ``ValueError``.
+
+    Rigid: finite, ``R R^T = I`` within 1e-5 per entry and a last row of
+    (0, 0, 0, 1). Plain max-abs checks (no ``np.allclose``): this runs for
+    every projection, many times per image.
+    """
     t = np.asarray(T, dtype=np.float64)
     if t.shape != (4, 4):
         raise ValueError(f'{name} must be 4x4, got {t.shape}')
     if not np.all(np.isfinite(t)):
         raise ValueError(f'{name} contains NaN/inf')
     rot = t[:3, :3]
-    if not np.allclose(rot @ rot.T, np.eye(3), atol=1e-6) or \
-            not np.allclose(t[3], (0, 0, 0, 1)):
+    if not np.abs(rot @ rot.T - _EYE3).max() <= 1e-5 or \
+            not np.abs(t[3] - _LAST_ROW).max() <= 1e-8:
         raise ValueError(f'{name} is not a rigid transform')
     return t
 
