@@ -8,7 +8,7 @@ Subscribes each configured camera's ``Image`` (or ``CompressedImage`` when
 ``camera_left*`` / ``camera_right*``), runs
 :class:`cone_detection.vision_pipeline.VisionConeDetector` on the newest
 image of each camera (older, unprocessed images are dropped), merges the
-cameras and publishes ``cones_vision`` (PointCloud2 with x, y, z,
+cameras (``camera_schedule`` all) and publishes ``cones_vision`` (PointCloud2 with x, y, z,
 class_id, confidence in the vehicle frame ``{role}``, stamped with the
 first camera's image stamp) and ``vision_markers`` (MarkerArray).
 
@@ -16,10 +16,15 @@ The mount poses come from the rig file (parameter ``rig``); intrinsics and
 image size from CameraInfo. ``image_reduce`` 2 (the default) detects on
 half-size images: a JPEG is decoded at half size in the DCT domain (about
 3x faster than a full decode), a raw image area-averaged, and K scaled to
-match; this is what lets both cameras run at 30 Hz on one core. Images before their CameraInfo are dropped
-with one warning; images in an unsupported encoding or of a size that
-differs from CameraInfo are dropped with an error (throttled), and the
-node keeps running. A missing or corrupt model file stops the node at
+match. ``camera_schedule`` ``all`` runs every camera on each cycle and
+merges them (stereo); ``alternate`` runs one camera per cycle, in turn,
+and publishes its cones stamped with its own image: the rig's cameras are
+0.12 m apart and see the same cones, so each output is complete, at half
+the CPU of ``all`` (what one core of a Jetson-class computer affords at
+30 Hz). Images before their CameraInfo are dropped with one warning;
+images in an unsupported encoding or of a size that differs from
+CameraInfo are dropped with an error (throttled), and the node keeps
+running. A missing or corrupt model file stops the node at
 start-up with an error naming the file and exit status 1::
 
     python -m cone_detection.vision_node --ros-args \
@@ -52,17 +57,21 @@ PARAMS = [
               choices=('fast', 'reference')),
     ParamSpec('model_path', 'model JSON file; "" = the shipped model'),
     ParamSpec('rig', 'sensor rig file (config/sensors) with the camera mounts'),
-    ParamSpec('cameras', 'rig camera ids to use (rgb_left, rgb_right); the first '
-              'one stamps the output'),
+    ParamSpec('cameras', 'rig camera ids to use (rgb_left, rgb_right); with '
+              'camera_schedule all, the first one stamps the output'),
     ParamSpec('role_name', 'vehicle role name in topics and frames'),
     ParamSpec('use_compressed', 'subscribe the JPEG CompressedImage topics'),
     ParamSpec('image_reduce', 'detect on images reduced by this factor (1, 2, 4): '
               'JPEG decoded at reduced size, raw images area-averaged',
               choices=(1, 2, 4)),
+    ParamSpec('camera_schedule', 'all: every camera each cycle, merged; alternate: '
+              'one camera per cycle, in turn', choices=('all', 'alternate')),
     ParamSpec('stereo_gate', 'merge gate between cameras (m, plus 3 % of range)',
               lo=0.0, hi=5.0),
     ParamSpec('sync_tolerance', 'largest stamp difference (s) of images merged '
               'with the first camera', lo=0.0, hi=1.0),
+    ParamSpec('max_range', 'fast mode: skip proposals farther than this (m, '
+              'optical depth)', lo=1.0, hi=1000.0),
     ParamSpec('score_offset', 'added to the model decision threshold (higher = '
               'fewer, surer cones)', lo=-5.0, hi=5.0),
     ParamSpec('blue_hue', 'OpenCV hue range [lo, hi] (0..179) of blue cones'),
@@ -105,6 +114,7 @@ class VisionConeNode(Node):
             hues[name] = (int(value[0]), int(value[1]))
         self.detector = VisionConeDetector(model_path, mode=p['mode'],
                                            score_offset=float(p['score_offset']),
+                                           max_range=float(p['max_range']),
                                            stereo_gate=float(p['stereo_gate']),
                                            sat_min=int(p['sat_min']),
                                            val_min=int(p['val_min']),
@@ -137,6 +147,7 @@ class VisionConeNode(Node):
         self.marker_pub = create_publisher(self, 'vision_markers', role=role) \
             if p['publish_markers'] else None
         self._last_stamp = -1.0
+        self._turn = 0
         self.frames = 0
         self.timer = self.create_timer(0.005, self._process,
                                        clock=Clock(clock_type=ClockType.STEADY_TIME))
@@ -186,22 +197,27 @@ class VisionConeNode(Node):
         return img
 
     def _process(self) -> None:
-        """Detect on the newest image of the first camera (plus the others)."""
-        first = self.cameras[0]
-        msg = first.pending
+        """Detect on the newest image of the camera(s) due (see the module doc)."""
+        if self.p['camera_schedule'] == 'alternate':
+            lead = self.cameras[self._turn % len(self.cameras)]
+            others: List[_Camera] = []
+        else:
+            lead, others = self.cameras[0], self.cameras[1:]
+        msg = lead.pending
         if msg is None:
             return
-        first.pending = None
+        lead.pending = None
         stamp = codecs.sec_from_stamp(msg.header.stamp)
         if stamp < self._last_stamp:
             return
-        img = self._decode(first, msg)
+        img = self._decode(lead, msg)
         if img is None:
             return
+        self._turn += 1
         results = []
         try:
-            results.append(self.detector.detect(img, first.K, first.T))
-            for cam in self.cameras[1:]:
+            results.append(self.detector.detect(img, lead.K, lead.T))
+            for cam in others:
                 other = cam.pending
                 if other is None:
                     continue

@@ -49,7 +49,8 @@ def test_vision_node_detects_and_survives_bad_input(rclpy_context) -> None:
 
     child = subprocess.Popen(
         [sys.executable, '-m', 'cone_detection.vision_node', '--ros-args',
-         '--params-file', PARAMS_FILE], cwd=str(ROOT), env=dict(os.environ),
+         '--params-file', PARAMS_FILE, '-p', 'camera_schedule:=all'],
+        cwd=str(ROOT), env=dict(os.environ),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     node = rclpy.create_node('vision_probe', context=rclpy_context)
     clouds, markers = [], []
@@ -193,6 +194,53 @@ def test_vision_node_compressed_single_camera(rclpy_context) -> None:
         assert len(cls) == len(CONES)
         stamp = codecs.sec_from_stamp(clouds[-1].header.stamp)
         assert 1.0 <= stamp < t
+    finally:
+        child.terminate()
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+        node.destroy_node()
+
+
+@pytest.mark.dds
+def test_alternate_schedule_takes_the_cameras_in_turn(rclpy_context) -> None:
+    """camera_schedule alternate: outputs come from left and right in strict turn."""
+    import rclpy
+    from hil_bridge.contract import create_publisher, create_subscription
+    from rclpy.executors import SingleThreadedExecutor
+
+    child = subprocess.Popen(
+        [sys.executable, '-m', 'cone_detection.vision_node', '--ros-args',
+         '--params-file', PARAMS_FILE, '-p', 'camera_schedule:=alternate',
+         '-p', 'publish_markers:=false'], cwd=str(ROOT), env=dict(os.environ))
+    node = rclpy.create_node('vision_probe_turns', context=rclpy_context)
+    clouds = []
+    create_subscription(node, 'cones_vision', clouds.append)
+    pubs = {key: create_publisher(node, key) for key in
+            ('camera_left', 'camera_left_info', 'camera_right', 'camera_right_info')}
+    executor = SingleThreadedExecutor(context=rclpy_context)
+    executor.add_node(node)
+    left, k = _render(0.06)
+    blank = np.full_like(left, 90)  # the right camera sees no cone
+    try:
+        t = 1.0
+        deadline = time.monotonic() + 60.0
+        while len(clouds) < 6 and time.monotonic() < deadline:
+            for key in ('camera_left_info', 'camera_right_info'):
+                pubs[key].publish(codecs.camera_info_msg(k, 644, 482, t, 'optical'))
+            pubs['camera_left'].publish(codecs.image_to_msg(left, t, 'l'))
+            pubs['camera_right'].publish(codecs.image_to_msg(blank, t, 'r'))
+            end = time.monotonic() + 0.3
+            while time.monotonic() < end:
+                executor.spin_once(timeout_sec=0.05)
+            assert child.poll() is None, 'vision node died'
+            t = round(t + 0.1, 3)
+        assert len(clouds) >= 6, f'only {len(clouds)} outputs'
+        counts = [len(codecs.cloud_to_cones(c)[1]) for c in clouds[:6]]
+        assert set(counts) == {0, len(CONES)}, counts
+        assert all(a != b for a, b in zip(counts, counts[1:])), counts
     finally:
         child.terminate()
         try:
