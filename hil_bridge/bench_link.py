@@ -289,9 +289,13 @@ def bench_loop(lockstep: bool, duration: float, stack: bool,
             run.start_sim_pc('ci_trackdrive', duration=duration, sets=sets)
             onboard = [n for n, h in run.hosts.items()
                        if h == 'onboard' and n != 'monitor']
-            # CPU window: from the first frame until the bridge ends
-            run.wait_for(lambda r: any(x['k'] == 'odometry' for x in r),
-                         120.0)
+            # CPU window: from the loop being closed (the first cmd_vel
+            # back in simpc, every node imported and subscribed) plus a
+            # settling second until the bridge ends; start-up (imports,
+            # model loading) is not steady-state load.
+            first = 'cmd_vel' if stack else 'odometry'
+            run.wait_for(lambda r: any(x['k'] == first for x in r), 120.0)
+            time.sleep(1.0)
             t0 = time.monotonic()
             ticks0 = {n: _cpu_ticks(run.procs[n].pid) for n in onboard}
             recs0 = len(run.records())
@@ -348,6 +352,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help='camera run length (wall s)')
     ap.add_argument('--duration', type=float, default=4.0,
                     help='sim seconds per loop run')
+    ap.add_argument('--cpu-duration', type=float, default=15.0,
+                    help='sim seconds of the CPU run')
     ap.add_argument('--cpu-dt', type=float, default=1.0 / 30.0,
                     help='fixed_delta_seconds of the CPU run (1/30: a '
                     'camera frame every tick)')
@@ -429,7 +435,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not args.skip_cpu:
         print('\n## 4. Onboard stack pinned to one core (taskset -c 0), '
               'asynchronous bridge, JPEG on the link\n')
-        res = bench_loop(False, args.duration, True,
+        res = bench_loop(False, args.cpu_duration, True,
                          os.path.join(tmp, 'stack'), dt=args.cpu_dt,
                          onboard_sets=args.set)
         if args.set:
