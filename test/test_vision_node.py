@@ -206,7 +206,7 @@ def test_vision_node_compressed_single_camera(rclpy_context) -> None:
 
 @pytest.mark.dds
 def test_alternate_schedule_takes_the_cameras_in_turn(rclpy_context) -> None:
-    """camera_schedule alternate: outputs come from left and right in strict turn."""
+    """camera_schedule alternate: left and right in strict turn; a silent camera is skipped."""
     import rclpy
     from hil_bridge.contract import create_publisher, create_subscription
     from rclpy.executors import SingleThreadedExecutor
@@ -241,6 +241,19 @@ def test_alternate_schedule_takes_the_cameras_in_turn(rclpy_context) -> None:
         counts = [len(codecs.cloud_to_cones(c)[1]) for c in clouds[:6]]
         assert set(counts) == {0, len(CONES)}, counts
         assert all(a != b for a, b in zip(counts, counts[1:])), counts
+        # The right camera goes silent: after SILENT_CAMERA the left one
+        # carries on alone, every frame.
+        seen = len(clouds)
+        while len(clouds) < seen + 4 and time.monotonic() < deadline + 30.0:
+            pubs['camera_left_info'].publish(codecs.camera_info_msg(k, 644, 482, t, 'optical'))
+            pubs['camera_left'].publish(codecs.image_to_msg(left, t, 'l'))
+            end = time.monotonic() + 0.3
+            while time.monotonic() < end:
+                executor.spin_once(timeout_sec=0.05)
+            assert child.poll() is None, 'vision node died'
+            t = round(t + 0.1, 3)
+        later = [len(codecs.cloud_to_cones(c)[1]) for c in clouds[seen:]]
+        assert len(later) >= 4 and later[-3:] == [len(CONES)] * 3, later
     finally:
         child.terminate()
         try:
