@@ -113,19 +113,24 @@ class TwoHostRun:
         return proc
 
     def start_sim_pc(self, scenario: str, duration: float = 0.0,
-                     sets: Sequence[str] = (), observe: bool = True) -> None:
-        """Start ``carla-hil run --profile sim_pc`` (+ observer) in simpc."""
+                     sets: Sequence[str] = (), observe: bool = True,
+                     cpus: str = '') -> None:
+        """
+        Start ``carla-hil run --profile sim_pc`` (+ observer) in simpc.
+
+        ``cpus`` pins both to those cores (taskset list; '' = any).
+        """
         if observe:
             self.start('observer', 'simpc', [
                 sys.executable, '-m', 'hil_bridge.link_probe_node',
-                'observe', self.observer_path])
+                'observe', self.observer_path], cpus=cpus)
         argv = [sys.executable, '-m', 'hil_bridge.cli', 'run', '--profile',
                 'sim_pc', '--scenario', scenario, '--progress-every', '1000']
         if duration:
             argv += ['--duration', str(duration)]
         for item in sets:
             argv += ['--set', item]
-        self.start('sim_pc', 'simpc', argv)
+        self.start('sim_pc', 'simpc', argv, cpus=cpus)
 
     def start_onboard_cli(self, sets: Sequence[str] = (),
                           cpus: str = '') -> None:
