@@ -20,12 +20,12 @@ match. ``camera_schedule`` ``all`` runs every camera on each cycle and
 merges them (stereo); ``alternate`` runs one camera per cycle, in turn,
 and publishes its cones stamped with its own image: the rig's cameras are
 0.12 m apart and see the same cones, so each output is complete, at half
-the CPU of ``all`` (what one core of a Jetson-class computer affords at
-30 Hz); a camera that sends no usable image for ``SILENT_CAMERA`` s is
-skipped until it does. Images are processed in their subscription
-callback (no polling timer). CameraInfo is read once per camera (the
-subscription is then dropped: each rclpy callback costs ~2 ms of CPU on a
-small core) and read again when an image's size stops matching it. Images before their CameraInfo are dropped with one warning;
+the CPU of ``all``; a camera that sends no usable image for
+``SILENT_CAMERA`` s is skipped until it does. Images are processed in
+their subscription callback (no polling timer). CameraInfo is read once
+per camera (the subscription is then dropped: each rclpy callback costs
+~2 ms of CPU on a small core) and read again when an image's size stops
+matching it. Images before their CameraInfo are dropped with one warning;
 images in an unsupported encoding or of a size that differs from
 CameraInfo are dropped with an error (throttled), and the node keeps
 running. A missing or corrupt model file stops the node at
