@@ -380,7 +380,7 @@ class AebNode(Node):
 
 def main(args: Optional[list] = None) -> int:
     """Run the node until SIGINT/SIGTERM."""
-    return run_node(AebNode, args, sigterm_as_interrupt=True)
+    return run_node(AebNode, args)
 
 
 if __name__ == '__main__':

@@ -29,9 +29,11 @@ import time
 from typing import Any, Dict, List, Optional, TextIO
 
 from hil_bridge import codecs, contract
+from hil_bridge.node_main import StopRequest
 import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
 
 OBSERVED = ('odometry', 'applied_control', 'cmd_vel', 'brake_request',
             'aeb_status')
@@ -133,7 +135,9 @@ def main(args: Optional[List[str]] = None) -> int:
         p.add_argument('--duration', type=float, default=0.0)
         p.add_argument('--role', default=contract.DEFAULT_ROLE)
     opts = parser.parse_args(argv)
-    rclpy.init(args=['probe'] + ros_args)
+    rclpy.init(args=['probe'] + ros_args,
+               signal_handler_options=SignalHandlerOptions.NO)
+    stop = StopRequest()
     node: Optional[Node] = None
     out: Optional[TextIO] = None
     try:
@@ -143,11 +147,13 @@ def main(args: Optional[List[str]] = None) -> int:
         else:
             node = EchoNode(opts.source, opts.speed, role=opts.role)
         end = time.monotonic() + opts.duration if opts.duration > 0 else None
-        while rclpy.ok() and (end is None or time.monotonic() < end):
+        while rclpy.ok() and not stop.requested and \
+                (end is None or time.monotonic() < end):
             rclpy.spin_once(node, timeout_sec=0.1)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        stop.restore()
         if node is not None:
             print(f'{opts.cmd}: {node.count} messages', flush=True)
             node.destroy_node()

@@ -4,38 +4,70 @@
 
 import signal
 import sys
-from typing import Callable, List, Optional, Tuple, Type
+from typing import Any, Callable, Dict, List, Optional, Tuple, Type
 
 import rclpy
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+
+#: Longest wait (s) of one executor pass, so a stop request is seen even
+#: when no message arrives any more (Python runs signal handlers only
+#: between its own bytecodes, not inside rcl_wait).
+STOP_POLL = 0.25
 
 
-def _raise_interrupt(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt
+class StopRequest:
+    """
+    SIGINT and SIGTERM set a flag instead of raising inside rclpy.
+
+    rclpy's default handling raises KeyboardInterrupt wherever the main
+    thread is, also inside a pybind11 call taking a message, which then
+    surfaces as ``RuntimeError: Unable to convert call argument`` and a
+    non-zero exit; with this, the spin loop ends after its current
+    callback and the node shuts down cleanly (exit code 0).
+    """
+
+    def __init__(self, signums: Tuple[int, ...] = (signal.SIGINT, signal.SIGTERM)) -> None:
+        """Install the handlers (main thread only); :meth:`restore` undoes it."""
+        self.requested = False
+        self._previous: Dict[int, Any] = {}
+        for signum in signums:
+            self._previous[signum] = signal.signal(signum, self._on_signal)
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        self.requested = True
+
+    def restore(self) -> None:
+        """Put the previous handlers back."""
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
 
 
 def run_node(make_node: Callable[[], Node], args: Optional[List[str]] = None,
              startup_errors: Tuple[Type[BaseException], ...] = (),
-             name: str = '', sigterm_as_interrupt: bool = False) -> int:
+             name: str = '') -> int:
     """
     Initialise rclpy, build the node, spin until SIGINT/SIGTERM, clean up.
 
     Exceptions in ``startup_errors`` raised while building the node (for
     example a missing model file) are printed as one clear line naming the
-    node and give exit code 1; Ctrl-C and external shutdown give 0.
-    ``sigterm_as_interrupt`` makes SIGTERM raise KeyboardInterrupt in the
-    spinning thread (rclpy's own handler is replaced), so a node can finish
-    its last output in its ``finally`` code.
+    node and give exit code 1; SIGINT, SIGTERM and external shutdown give
+    0 (see :class:`StopRequest`: the node's own ``finally`` code and
+    ``destroy_node`` always run).
     """
-    rclpy.init(args=args)
-    if sigterm_as_interrupt:
-        signal.signal(signal.SIGTERM, _raise_interrupt)
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = None
     code = 0
+    stop: Optional[StopRequest] = None
     try:
+        stop = StopRequest()
         node = make_node()
-        rclpy.spin(node)
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        while not stop.requested and rclpy.ok():
+            executor.spin_once(timeout_sec=STOP_POLL)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except startup_errors as err:
@@ -44,6 +76,8 @@ def run_node(make_node: Callable[[], Node], args: Optional[List[str]] = None,
         print(f'[{label}] cannot start: {err}', file=sys.stderr, flush=True)
         code = 1
     finally:
+        if stop is not None:
+            stop.restore()
         if node is not None:
             node.destroy_node()
         if rclpy.ok():

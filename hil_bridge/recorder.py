@@ -20,12 +20,14 @@ import threading
 from typing import Any, Dict, List
 
 from hil_bridge.msg_definitions import full_definition
+from hil_bridge.node_main import STOP_POLL, StopRequest
 from mcap.writer import CompressionType, Writer
 import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile,
                        ReliabilityPolicy)
+from rclpy.signals import SignalHandlerOptions
 
 SKIP = {'/rosout', '/parameter_events'}
 #: back-pressure limit of the write queue (messages beyond it are dropped)
@@ -156,13 +158,17 @@ def main(args: List[str] = None) -> int:
         print('usage: python -m hil_bridge.recorder FILE.mcap '
               '[--exclude TOPIC_PATTERN ...]', file=sys.stderr)
         return 2
-    rclpy.init(args=['recorder'] + ros_args)
+    rclpy.init(args=['recorder'] + ros_args,
+               signal_handler_options=SignalHandlerOptions.NO)
+    stop = StopRequest()
     node = McapRecorder(plain[0], exclude)
     try:
-        rclpy.spin(node)
+        while not stop.requested and rclpy.ok():
+            rclpy.spin_once(node, timeout_sec=STOP_POLL)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        stop.restore()
         node.close()
         print(f'[recorder] wrote {node.count} messages to {plain[0]}'
               f' ({node.dropped} dropped)')
