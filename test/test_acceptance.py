@@ -309,7 +309,9 @@ def test_cruise_holds_speed_and_ignores_cmd_vel(rclpy_context: Any) -> None:
             '--params-file', str(ROOT / 'config' / 'hil_bridge.yaml'),
             '-p', 'scenario:=ccrs_30', '-p', 'cruise:=true',
             '-p', 'render_cameras:=false', '-p', 'duration:=3.0',
-            '-p', 'real_time_factor:=0.0', '-p', 'use_sim_time:=false']
+            # real time: 3 s of wall time, so the monitor is surely
+            # discovered and hears the last frames even on a loaded machine
+            '-p', 'real_time_factor:=1.0', '-p', 'use_sim_time:=false']
     proc = _popen(argv)
     try:
         out, _ = proc.communicate(timeout=120.0)
