@@ -118,7 +118,9 @@ def test_trackdrive_runner_both_hosts_link_cut(tmp_path: Any,
                 lambda r: _driving(r, 1.0) and _sim_now(r) > t_up, 90.0), \
                 'the run did not recover after the link came back\n' + \
                 _dump(run)
-            assert rig.counters('onboard')['rx_bytes'] - rx_before > 10e6
+            # traffic crossed the link again (one 644x482 image is ~0.9 MB
+            # raw; how much depends on how fast the loop recovered)
+            assert rig.counters('onboard')['rx_bytes'] - rx_before > 1e6
             assert run.procs['onboard'].poll() is None, _dump(run)
             print(f'link cut at sim {t_cut:.2f} s, {v_cut:.2f} m/s; up at '
                   f'{t_up:.2f} s, {v_up:.2f} m/s, sources {sorted(srcs)}; '
