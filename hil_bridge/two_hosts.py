@@ -26,12 +26,14 @@ import yaml
 
 
 def write_rig(path: str, base: str = 'hil_rig.yaml', width: int = 0,
-              height: int = 0, drop: Sequence[str] = ()) -> str:
+              height: int = 0, drop: Sequence[str] = (),
+              ticks: Optional[Dict[str, float]] = None) -> str:
     """
     Write a copy of rig ``base`` with camera size ``width`` x ``height``.
 
-    0 keeps the size; sensors whose id is in ``drop`` are left out.
-    Returns ``path``.
+    0 keeps the size; sensors whose id is in ``drop`` are left out;
+    ``ticks`` sets the ``sensor_tick`` (s between captures, CARLA's
+    attribute) of sensors by id. Returns ``path``.
     """
     if width < 0 or height < 0:
         raise ValueError('camera size must be >= 0')
@@ -44,6 +46,8 @@ def write_rig(path: str, base: str = 'hil_rig.yaml', width: int = 0,
         if sensor['blueprint'].startswith('sensor.camera') and width:
             attrs['image_size_x'] = int(width)
             attrs['image_size_y'] = int(height or width * 3 // 4)
+        if ticks and sensor['id'] in ticks:
+            attrs['sensor_tick'] = float(ticks[sensor['id']])
         sensors.append(dict(sensor, attributes=attrs))
     with open(path, 'w', encoding='utf-8') as stream:
         yaml.safe_dump({'sensors': sensors}, stream)
