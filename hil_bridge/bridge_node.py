@@ -121,6 +121,9 @@ PARAMS = [
     ParamSpec('publish_raw_images', 'publish sensor_msgs/Image'),
     ParamSpec('publish_compressed', 'publish JPEG CompressedImage too'),
     ParamSpec('jpeg_quality', 'JPEG quality (1..100)', lo=1, hi=100),
+    ParamSpec('clock_period', '/clock every this many sim seconds (0 = every frame; '
+              'fewer messages for small onboard CPUs, coarser sim-time timers)',
+              lo=0.0, hi=1.0),
     ParamSpec('publish_tf', 'publish /tf and /tf_static (needs tf2_msgs)'),
     ParamSpec('cruise', "driver robot: drive straight at the ego's scenario "
               'initial_speed and ignore cmd_vel (still counted for lockstep); '
@@ -185,7 +188,8 @@ class BridgeNode(Node):
         self.converter = FrameConverter(self.role, self.rig,
                                         bool(v['publish_raw_images']),
                                         bool(v['publish_compressed']),
-                                        int(v['jpeg_quality']))
+                                        int(v['jpeg_quality']),
+                                        float(v['clock_period']))
         self.lock = threading.Lock()
         self.wake = threading.Condition(self.lock)
         self.stop_requested = threading.Event()

@@ -536,3 +536,25 @@ def test_async_mode_publishes_what_the_world_gives(rclpy_context, tmp_path: Path
     assert world.n == 10 and world.polls == 30
     assert len(world.controls) == 10   # one control per new frame
     assert node.frame.sim_time == pytest.approx(0.5)
+
+
+def test_clock_period_thins_clock_messages() -> None:
+    """clock_period: /clock every 0.1 s of sim time, again after a reset; 0 = every frame."""
+    from hil_bridge.backend import ActorState, Frame, Pose
+    from hil_bridge.frame_msgs import FrameConverter
+    ego = ActorState('ego_vehicle', Pose())
+
+    def clocks(conv: FrameConverter, times) -> list:
+        out = []
+        for k, t in enumerate(times):
+            msgs = conv.messages(Frame(frame=k, sim_time=t, ego=ego))
+            if 'clock' in {key for key, _ in msgs}:
+                out.append(t)
+        return out
+
+    times = [round(0.05 * k, 3) for k in range(9)] + [0.0, 0.05, 0.1]
+    assert clocks(FrameConverter('ego_vehicle', []), times) == times
+    thin = clocks(FrameConverter('ego_vehicle', [], clock_period=0.1), times)
+    assert thin == [0.0, 0.1, 0.2, 0.3, 0.4, 0.0, 0.1]
+    with pytest.raises(ValueError, match='clock_period'):
+        FrameConverter('ego_vehicle', [], clock_period=-0.1)
