@@ -261,13 +261,15 @@ WATCHED = ('camera_left_compressed', 'lidar', 'cones_lidar', 'cones_vision',
 def bench_loop(lockstep: bool, duration: float, stack: bool,
                work: str, dt: float = 0.05,
                onboard_sets: Sequence[str] = (),
-               lidar_hz: float = 0.0) -> Dict[str, Any]:
+               lidar_hz: float = 0.0,
+               sim_sets: Sequence[str] = ()) -> Dict[str, Any]:
     """
     Bridge in simpc (full rig, JPEG on the link) and an onboard side.
 
     ``onboard_sets`` are extra ``NODE.PARAM=VALUE`` overrides of the
     onboard nodes (e.g. one camera only); ``lidar_hz`` > 0 gives the
-    lidar that capture rate (``sensor_tick``; 0: a sweep every frame).
+    lidar that capture rate (``sensor_tick``; 0: a sweep every frame);
+    ``sim_sets`` are extra overrides of the simulator PC side.
     """
     from hil_bridge.two_hosts import TwoHostRun, write_rig
     sets = list(LINK_SETS[:2]) + [f'hil_bridge.fixed_delta_seconds={dt}']
@@ -276,6 +278,7 @@ def bench_loop(lockstep: bool, duration: float, stack: bool,
         rig_file = write_rig(os.path.join(work, 'rig.yaml'),
                              ticks={'lidar': 1.0 / lidar_hz})
         sets.append(f'hil_bridge.rig={rig_file}')
+    sets += list(sim_sets)
     if lockstep:
         sets += ['hil_bridge.wait_for_control=true',
                  'hil_bridge.real_time_factor=0.0']
@@ -379,6 +382,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument('--set', action='append', default=[],
                     metavar='NODE.PARAM=VALUE',
                     help='onboard override for the CPU run (repeatable)')
+    ap.add_argument('--sim-set', action='append', default=[],
+                    metavar='NODE.PARAM=VALUE',
+                    help='simulator PC override for the CPU run (repeatable), '
+                    'e.g. hil_bridge.clock_period=0.1')
     args = ap.parse_args(argv)
     os.environ.setdefault('ROS_DOMAIN_ID', str(100 + os.getpid() % 100))
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -453,9 +460,10 @@ def main(argv: Optional[List[str]] = None) -> int:
               'asynchronous bridge, JPEG on the link\n')
         res = bench_loop(False, args.cpu_duration, True,
                          os.path.join(tmp, 'stack'), dt=args.cpu_dt,
-                         onboard_sets=args.set, lidar_hz=args.lidar_hz)
-        if args.set:
-            print('Onboard overrides: ' + ', '.join(args.set) + '\n')
+                         onboard_sets=args.set, lidar_hz=args.lidar_hz,
+                         sim_sets=args.sim_set)
+        if args.set or args.sim_set:
+            print('Overrides: ' + ', '.join(args.set + args.sim_set) + '\n')
         lidar = (f'lidar at {args.lidar_hz:g} Hz' if args.lidar_hz > 0
                  else 'a lidar sweep every frame')
         print(f'Frames (camera pair, odometry) every {args.cpu_dt * 1e3:.1f} '
