@@ -99,11 +99,21 @@ def _run(context: Any, tmp_path: Path, case: Case, gap: float
         out.twist.linear.x = speed
         cmd.publish(out)
     create_subscription(node, 'odometry', on_odom)
-    create_subscription(node, 'brake_request',
-                        lambda m: brakes.append(-m.accel.linear.x))
+    brake_sub = create_subscription(node, 'brake_request',
+                                    lambda m: brakes.append(-m.accel.linear.x))
     aeb = _start('aeb_control.aeb_node',
                  [str(ROOT / 'config' / 'aeb_controller.yaml')],
                  {'vehicle_profile': 'passenger_car', 'rig': 'car_rig.yaml'})
+    # The bridge runs unpaced: the braking is over in about a second of
+    # wall time, so this probe must hear the AEB before the bridge starts.
+    ready = time.monotonic() + 60.0
+    while node.count_publishers(brake_sub.topic_name) < 1 and time.monotonic() < ready:
+        ex.spin_once(timeout_sec=0.05)
+    if node.count_publishers(brake_sub.topic_name) < 1:
+        log = _stop(aeb)
+        ex.shutdown()
+        node.destroy_node()
+        pytest.fail('the AEB never published brake_request\n' + log[-2000:])
     bridge = _start('hil_bridge.bridge_node',
                     [str(ROOT / 'config' / 'hil_bridge.yaml')],
                     {'scenario': str(scn), 'rig': str(rig),
