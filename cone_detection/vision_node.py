@@ -23,11 +23,11 @@ and publishes its cones stamped with its own image: the rig's cameras are
 the CPU of ``all``; a camera that sends no usable image for
 ``SILENT_CAMERA`` s is skipped until it does. Images are processed in
 their subscription callback (no polling timer). CameraInfo is read once
-per camera (the subscription is then dropped: each rclpy callback costs
-~2 ms of CPU on a small core) and read again when an image's size stops
-matching it. Images before their CameraInfo are dropped with one warning;
-images in an unsupported encoding or of a size that differs from
-CameraInfo are dropped with an error (throttled), and the node keeps
+per camera and read again when an image's size stops matching it (the
+subscription stays: destroying it from a callback could crash rclpy).
+Images before their CameraInfo are dropped with one warning; images in
+an unsupported encoding or of a size that differs from CameraInfo are
+dropped with an error (throttled), and the node keeps
 running. A missing or corrupt model file stops the node at
 start-up with an error naming the file and exit status 1::
 
@@ -184,6 +184,8 @@ class VisionConeNode(Node):
                 role=self.p['role_name'])
 
     def _on_info(self, cam: _Camera, msg: Any) -> None:
+        if cam.K is not None:
+            return  # static: read once, re-read after a size mismatch
         try:
             k, width, height = codecs.camera_info_to_k(msg)
         except ValueError as err:
@@ -194,11 +196,6 @@ class VisionConeNode(Node):
         cam.size = (-(-int(width) // r), -(-int(height) // r))
 
     def _on_image(self, cam: _Camera, msg: Any) -> None:
-        if cam.K is not None and cam.info_sub is not None:
-            # CameraInfo is static: read once, then stop paying ~2 ms of
-            # rclpy overhead per message for it (re-read on a size change)
-            self.destroy_subscription(cam.info_sub)
-            cam.info_sub = None
         cam.pending = msg
         cam.arrived = time.monotonic()
         if self.p['camera_schedule'] == 'alternate':
