@@ -26,7 +26,9 @@ prints four tables:
    CPU ms per sim frame, with the real stack (frames every ``--cpu-dt``,
    1/30 s), the message counts of its inputs and outputs (does it keep
    up?) from a ``hil_link_monitor`` in onboard, and the loop latency the
-   planner's commands see.
+   planner's commands see; first a machine reference from the same run
+   (rclpy CPU per received message, per executor), since this machine's
+   speed varies about twofold from day to day.
 
 Figures on a loaded machine are pessimistic; re-run on a quiet one.
 """
@@ -43,6 +45,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from hil_bridge.config import config_path
 from hil_bridge.link_stats import count_gaps, percentiles
 from hil_bridge.netns_rig import NetnsRig, ProfileUnavailable
+from hil_bridge.node_main import EXECUTOR_ENV, executor_kind, EXECUTOR_KINDS
 import numpy as np
 
 FPS = 30.0
@@ -228,6 +231,79 @@ def bench_clock_idle(seconds: float) -> Dict[str, float]:
     return _clock(outs[1])
 
 
+# -- machine reference: rclpy cost of one received message ------------------
+#: Rate (Hz) and length (s) of the reference Odometry stream.
+REF_HZ, REF_SECONDS = 100.0, 6.0
+
+
+def _ref_pub_main(seconds: float) -> None:
+    import rclpy
+    from nav_msgs.msg import Odometry
+    rclpy.init()
+    node = rclpy.create_node('bench_ref_pub')
+    pub = node.create_publisher(Odometry, 'bench_ref', 10)
+    msg, start, k = Odometry(), time.monotonic(), 0
+    while time.monotonic() - start < seconds:
+        k += 1
+        msg.header.stamp.sec = k
+        pub.publish(msg)
+        time.sleep(max(0.0, start + k / REF_HZ - time.monotonic()))
+    node.destroy_node()
+    rclpy.shutdown()
+
+
+def _ref_sub_main(kind: str, seconds: float) -> None:
+    import rclpy
+    from nav_msgs.msg import Odometry
+    from hil_bridge.node_main import make_executor
+    rclpy.init()
+    node = rclpy.create_node('bench_ref_sub')
+    count = [0]
+    node.create_subscription(Odometry, 'bench_ref',
+                             lambda _m: count.__setitem__(0, count[0] + 1), 10)
+    executor = make_executor(kind)
+    executor.add_node(node)
+    end = time.monotonic() + 1.5  # discovery and the first messages
+    while time.monotonic() < end:
+        executor.spin_once(timeout_sec=0.1)
+    n0, c0, w0 = count[0], time.process_time(), time.monotonic()
+    while time.monotonic() - w0 < seconds:
+        executor.spin_once(timeout_sec=0.1)
+    cpu, n = time.process_time() - c0, count[0] - n0
+    print(RESULT + json.dumps({'messages': n, 'ms_per_msg': 1e3 * cpu / max(n, 1),
+                               'cpu_pct': 100.0 * cpu / seconds}), flush=True)
+    executor.shutdown()
+    node.destroy_node()
+    rclpy.shutdown()
+
+
+def bench_message_cost(kind: str) -> Dict[str, float]:
+    """
+    CPU of one rclpy subscriber receiving Odometry at 100 Hz on core 0.
+
+    The publisher runs on the other core; ``kind`` is the executor
+    (``node_main.EXECUTOR_KINDS``). A machine reference for section 4:
+    the same code costs about twice as much on a loaded shared host.
+    """
+    env = dict(os.environ, ROS_DOMAIN_ID=str(150 + os.getpid() % 50),
+               ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST')
+    me = [sys.executable, '-m', 'hil_bridge.bench_link']
+    pin = ['taskset', '-c', OTHER_CORE] if OTHER_CORE else []
+    pub = subprocess.Popen(pin + me + ['_ref_pub', str(REF_SECONDS + 4.0)],
+                           env=env)
+    try:
+        out = subprocess.run(['taskset', '-c', '0'] + me + [
+            '_ref_sub', kind, str(REF_SECONDS)], env=env, text=True,
+            capture_output=True, timeout=60)
+    finally:
+        pub.terminate()
+        pub.wait(timeout=10)
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith(RESULT)]
+    if not lines:
+        raise RuntimeError(f'reference subscriber failed: {out.stderr[-500:]}')
+    return json.loads(lines[-1][len(RESULT):])
+
+
 def _loop_latency(recs: List[Dict[str, Any]]) -> Dict[str, float]:
     """Frame (odometry receipt) to cmd_vel receipt, same stamp, in ms."""
     odom = {r['s']: r['w'] for r in recs if r['k'] == 'odometry'}
@@ -360,6 +436,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     if argv and argv[0] == '_pub':
         _pub_main(argv[1], argv[2], float(argv[3]), int(argv[4]))
         return 0
+    if argv and argv[0] == '_ref_pub':
+        _ref_pub_main(float(argv[1]))
+        return 0
+    if argv and argv[0] == '_ref_sub':
+        _ref_sub_main(argv[1], float(argv[2]))
+        return 0
     if argv and argv[0] == '_sub':
         _sub_main(argv[1], float(argv[2]))
         return 0
@@ -376,6 +458,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument('--cpu-dt', type=float, default=1.0 / 30.0,
                     help='fixed_delta_seconds of the CPU run (1/30: a '
                     'camera frame every tick)')
+    ap.add_argument('--executor', choices=EXECUTOR_KINDS, default=None,
+                    help='executor of the onboard nodes in the CPU run '
+                    f'(sets {EXECUTOR_ENV}; default: the environment, else auto)')
     ap.add_argument('--skip-cameras', action='store_true')
     ap.add_argument('--skip-loop', action='store_true')
     ap.add_argument('--skip-cpu', action='store_true')
@@ -458,6 +543,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not args.skip_cpu:
         print('\n## 4. Onboard stack pinned to one core (taskset -c 0), '
               'asynchronous bridge, JPEG on the link\n')
+        if args.executor:
+            os.environ[EXECUTOR_ENV] = args.executor
+        kind = executor_kind()
+        kinds = ['single'] + (['events'] if executor_kind('auto') == 'events'
+                              else [])
+        print('Machine reference (same run): one rclpy subscriber on core 0 '
+              f'receiving Odometry at {REF_HZ:g} Hz costs ' + ', '.join(
+                  f'{k} executor {_fmt(bench_message_cost(k)["ms_per_msg"], 2)}'
+                  ' ms CPU per message' for k in kinds) + '.\n')
+        print(f'Onboard nodes spin with the {kind} executor '
+              f'({EXECUTOR_ENV}).\n')
         res = bench_loop(False, args.cpu_duration, True,
                          os.path.join(tmp, 'stack'), dt=args.cpu_dt,
                          onboard_sets=args.set, lidar_hz=args.lidar_hz,
