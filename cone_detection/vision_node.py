@@ -104,8 +104,6 @@ class _Camera:
         self.pending: Any = None
         self.arrived = 0.0
         self.warned_info = False
-        self.info_key = ''
-        self.info_sub: Any = None
 
 
 class VisionConeNode(Node):
@@ -152,8 +150,11 @@ class VisionConeNode(Node):
             image_key = key + '_compressed' if p['use_compressed'] else key
             create_subscription(self, image_key, lambda msg, c=cam: self._on_image(c, msg),
                                 role=role)
-            cam.info_key = key + '_info'
-            self._subscribe_info(cam)
+            # kept for the node's life (read once; re-read after a size
+            # mismatch sets K to None); destroying a subscription from a
+            # callback is what crashed the node once
+            create_subscription(self, key + '_info', lambda msg, c=cam: self._on_info(c, msg),
+                                role=role)
         self.pub = create_publisher(self, 'cones_vision', role=role)
         self.marker_pub = create_publisher(self, 'vision_markers', role=role) \
             if p['publish_markers'] else None
@@ -176,12 +177,6 @@ class VisionConeNode(Node):
         if now - self._last_error.get(key, -1e18) >= float(self.p['error_throttle']):
             self._last_error[key] = now
             self.get_logger().error(text)
-
-    def _subscribe_info(self, cam: _Camera) -> None:
-        if cam.info_sub is None:
-            cam.info_sub = create_subscription(
-                self, cam.info_key, lambda msg, c=cam: self._on_info(c, msg),
-                role=self.p['role_name'])
 
     def _on_info(self, cam: _Camera, msg: Any) -> None:
         if cam.K is not None:
@@ -248,7 +243,6 @@ class VisionConeNode(Node):
                         f'match CameraInfo {cam.size[0]}x{cam.size[1]}; dropped, '
                         'waiting for a new CameraInfo')
             cam.K = None
-            self._subscribe_info(cam)
             return None
         return img
 

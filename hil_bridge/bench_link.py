@@ -295,9 +295,11 @@ def bench_message_cost(kind: str) -> Dict[str, float]:
         out = subprocess.run(['taskset', '-c', '0'] + me + [
             '_ref_sub', kind, str(REF_SECONDS)], env=env, text=True,
             capture_output=True, timeout=60)
+        pub.wait(timeout=REF_SECONDS + 30.0)  # it ends on its own
     finally:
-        pub.terminate()
-        pub.wait(timeout=10)
+        if pub.poll() is None:
+            pub.kill()
+            pub.wait()
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith(RESULT)]
     if not lines:
         raise RuntimeError(f'reference subscriber failed: {out.stderr[-500:]}')
@@ -430,6 +432,67 @@ def _fmt(v: Any, nd: int = 1) -> str:
     return str(v)
 
 
+#: The CPU run's variants: (label, extra simulator PC overrides).
+CLOCK_VARIANTS = (('/clock every frame', ()),
+                  ('/clock every 0.1 s', ('hil_bridge.clock_period=0.1',)))
+
+
+def report_cpu(args: argparse.Namespace, tmp: str) -> None:
+    """Section 4: print the onboard CPU table for each of CLOCK_VARIANTS."""
+    print('\n## 4. Onboard stack pinned to one core (taskset -c 0), '
+          'asynchronous bridge, JPEG on the link\n')
+    if args.executor:
+        os.environ[EXECUTOR_ENV] = args.executor
+    kind = executor_kind()
+    kinds = ['single'] + (['events'] if executor_kind('auto') == 'events' else [])
+    print('Machine reference (same run): one rclpy subscriber on core 0 '
+          f'receiving Odometry at {REF_HZ:g} Hz costs ' + ', '.join(
+              f'{k} executor {_fmt(bench_message_cost(k)["ms_per_msg"], 2)}'
+              ' ms CPU per message' for k in kinds) + '.')
+    print(f'Onboard nodes spin with the {kind} executor ({EXECUTOR_ENV}).')
+    if args.set or args.sim_set:
+        print('Overrides: ' + ', '.join(args.set + args.sim_set))
+    lidar = (f'lidar at {args.lidar_hz:g} Hz' if args.lidar_hz > 0
+             else 'a lidar sweep every frame')
+    print(f'Frames (camera pair, odometry) every {args.cpu_dt * 1e3:.1f} ms of '
+          f'sim time, {lidar}.\n')
+    runs = []
+    for label, extra in CLOCK_VARIANTS:
+        res = bench_loop(False, args.cpu_duration, True,
+                         os.path.join(tmp, f'stack_{len(runs)}'), dt=args.cpu_dt,
+                         onboard_sets=args.set, lidar_hz=args.lidar_hz,
+                         sim_sets=list(extra) + list(args.sim_set))
+        runs.append((label, res))
+    print('| node | ' + ' | '.join(
+        f'{label}: CPU ms per sim frame | {label}: CPU % of one core at real time'
+        for label, _r in runs) + ' |')
+    print('|---|' + '---|---|' * len(runs))
+    totals = [0.0] * len(runs)
+    for name in runs[0][1]['cpu']:
+        cells = []
+        for i, (_label, res) in enumerate(runs):
+            c = res['cpu'].get(name, {'ms_per_frame': float('nan')})
+            real_time = c['ms_per_frame'] / args.cpu_dt / 10.0
+            totals[i] += real_time
+            cells += [_fmt(c['ms_per_frame']), _fmt(real_time)]
+        print(f'| {name} | ' + ' | '.join(cells) + ' |')
+    print('| all onboard | ' + ' | '.join(f'| **{_fmt(t)}**' for t in totals) + ' |')
+    print('\n"At real time" = CPU per sim frame x frames per sim second: the '
+          'load if the simulator delivered these rates in real time (every '
+          'rate scales with sim time). Over 100 % means one core cannot '
+          'keep up.\n')
+    for label, res in runs:
+        lat = res['latency']
+        counts = {k: t['total'] for k, t in res.get('topics', {}).items()}
+        print(f'- {label}: {res["sim_s"]:.1f} sim s measured, bridge at '
+              f'{_fmt(lat["rtf"], 2)} x real time; planner loop latency '
+              f'(frame -> cmd_vel back in simpc) p50 {_fmt(lat["p50"])} / p95 '
+              f'{_fmt(lat["p95"])} / max {_fmt(lat["max"])} ms over '
+              f'{lat["answered"]} of {lat["frames"]} frames; messages seen '
+              'onboard since start: ' + ', '.join(
+                  f'{k} {v}' for k, v in counts.items()))
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Run the benchmark (or a helper role) and print the tables."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -541,61 +604,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                   f'| {_fmt(lat["p95"])} | {_fmt(lat["max"])} | '
                   f'{_fmt(lat["rtf"], 2)} |')
     if not args.skip_cpu:
-        print('\n## 4. Onboard stack pinned to one core (taskset -c 0), '
-              'asynchronous bridge, JPEG on the link\n')
-        if args.executor:
-            os.environ[EXECUTOR_ENV] = args.executor
-        kind = executor_kind()
-        kinds = ['single'] + (['events'] if executor_kind('auto') == 'events'
-                              else [])
-        print('Machine reference (same run): one rclpy subscriber on core 0 '
-              f'receiving Odometry at {REF_HZ:g} Hz costs ' + ', '.join(
-                  f'{k} executor {_fmt(bench_message_cost(k)["ms_per_msg"], 2)}'
-                  ' ms CPU per message' for k in kinds) + '.\n')
-        print(f'Onboard nodes spin with the {kind} executor '
-              f'({EXECUTOR_ENV}).\n')
-        res = bench_loop(False, args.cpu_duration, True,
-                         os.path.join(tmp, 'stack'), dt=args.cpu_dt,
-                         onboard_sets=args.set, lidar_hz=args.lidar_hz,
-                         sim_sets=args.sim_set)
-        if args.set or args.sim_set:
-            print('Overrides: ' + ', '.join(args.set + args.sim_set) + '\n')
-        lidar = (f'lidar at {args.lidar_hz:g} Hz' if args.lidar_hz > 0
-                 else 'a lidar sweep every frame')
-        print(f'Frames (camera pair, odometry) every {args.cpu_dt * 1e3:.1f} '
-              f'ms of sim time, {lidar}; {res["sim_s"]:.1f} sim s measured; '
-              f'the bridge ran at {_fmt(res["latency"]["rtf"], 2)} x real '
-              'time.\n')
-        print('| node | CPU % of one core (wall) | CPU ms per sim frame | '
-              'CPU % of one core at real time |')
-        print('|---|---|---|---|')
-        total = total_rt = 0.0
-        for name, c in res['cpu'].items():
-            real_time = c['ms_per_frame'] / args.cpu_dt / 10.0
-            total += c['cpu_pct']
-            total_rt += real_time
-            print(f'| {name} | {_fmt(c["cpu_pct"])} | '
-                  f'{_fmt(c["ms_per_frame"])} | {_fmt(real_time)} |')
-        print(f'| all onboard | {_fmt(total)} | | {_fmt(total_rt)} |')
-        print('\n"At real time" = CPU per sim frame x frames per sim second: '
-              'the load if the simulator delivered these rates in real '
-              'time (every rate scales with sim time). A figure over 100 % '
-              'means one core cannot keep up.')
-        if res.get('topics'):
-            print('\nMessages seen on the onboard side over the run (all '
-                  'since start; sim Hz = count / sim s):\n')
-            print('| topic | count | sim Hz | MB/s (wall, last 600 s) |')
-            print('|---|---|---|---|')
-            sim_total = max(res['sim_s'], 1e-9)
-            for key, t in res['topics'].items():
-                print(f'| {key} | {t["total"]} | '
-                      f'{_fmt(t["total"] / sim_total)} | '
-                      f'{_fmt(t["mbit_s"] / 8.0, 2)} |')
-        lat = res['latency']
-        print(f'\nPlanner loop latency (frame -> cmd_vel back in simpc): '
-              f'p50 {_fmt(lat["p50"])} ms, p95 {_fmt(lat["p95"])} ms, max '
-              f'{_fmt(lat["max"])} ms over {lat["answered"]} of '
-              f'{lat["frames"]} frames; sim/wall {_fmt(lat["rtf"], 2)}.')
+        report_cpu(args, tmp)
     return 0
 
 

@@ -44,6 +44,13 @@ class Harness:
             assert self.proc.poll() is None, self.proc.stdout.read()
         return done()
 
+    def spin_for(self, seconds: float) -> None:
+        """Spin for ``seconds``; fails at once when the process dies."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=min(0.05, seconds))
+            assert self.proc.poll() is None, self.proc.stdout.read()
+
 
 @contextmanager
 def node_under_test(module: str, params_file: Any, context: Any,

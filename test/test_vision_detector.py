@@ -30,6 +30,16 @@ def sim_views() -> list:
     return list(SimViews(seed=901, tracks=[77], noise_share=0.0).take(3))
 
 
+def _assert_matches(xyz: np.ndarray, cid: np.ndarray, xy: np.ndarray, cls: np.ndarray) -> None:
+    """One detection per true cone, its class, within 10 cm + 3 % of range."""
+    assert len(cid) == len(xy)
+    d = np.linalg.norm(xyz[:, None, :2] - xy[None], axis=2)
+    nearest = d.argmin(axis=1)
+    assert sorted(nearest.tolist()) == list(range(len(xy)))
+    assert (d.min(axis=1) < 0.1 + 0.03 * np.linalg.norm(xy[nearest], axis=1)).all()
+    assert (cid == cls[nearest]).all()
+
+
 def test_fast_finds_synthetic_cones_with_colour_and_position(detector) -> None:
     """Cones drawn by an independent renderer are found, coloured and placed."""
     xy = np.array([[3.0, 1.5], [5.0, -1.5], [7.0, 1.5], [9.0, -1.5], [6.0, 0.2]])
@@ -37,12 +47,7 @@ def test_fast_finds_synthetic_cones_with_colour_and_position(detector) -> None:
     img = render(K, MOUNT, 1288, 964, xy, cls)
     xyz, cid, conf = detector.detect(img, K, MOUNT)
     assert xyz.dtype == np.float32 and cid.dtype == np.uint8 and conf.dtype == np.float32
-    assert len(cid) == len(xy)
-    d = np.linalg.norm(xyz[:, None, :2] - xy[None], axis=2)
-    nearest = d.argmin(axis=1)
-    assert sorted(nearest.tolist()) == list(range(len(xy)))
-    assert (d.min(axis=1) < 0.1 + 0.03 * np.linalg.norm(xy[nearest], axis=1)).all()
-    assert (cid == cls[nearest]).all()
+    _assert_matches(xyz, cid, xy, cls)
     assert ((conf > 0.5) & (conf <= 1.0)).all()
     np.testing.assert_array_equal(xyz[:, 2], 0.0)
 
@@ -171,12 +176,7 @@ def test_half_size_images_give_the_same_cones(detector) -> None:
     assert half.fast_params.downscale == 1 and detector.fast_params.downscale == 2
     small = codecs.compressed_to_image(codecs.image_to_compressed(img, 0.0), 2)
     xyz, cid, _conf = half.detect(small, codecs.reduce_intrinsics(K, 2), MOUNT)
-    assert len(cid) == len(xy)
-    d = np.linalg.norm(xyz[:, None, :2] - xy[None], axis=2)
-    nearest = d.argmin(axis=1)
-    assert sorted(nearest.tolist()) == list(range(len(xy)))
-    assert (d.min(axis=1) < 0.1 + 0.03 * np.linalg.norm(xy[nearest], axis=1)).all()
-    assert (cid == cls[nearest]).all()
+    _assert_matches(xyz, cid, xy, cls)
     with pytest.raises(ValueError, match='image_reduce'):
         VisionConeDetector(image_reduce=3)
 
