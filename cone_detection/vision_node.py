@@ -152,7 +152,7 @@ class VisionConeNode(Node):
                                 role=role)
             # kept for the node's life (read once; re-read after a size
             # mismatch sets K to None); destroying a subscription from a
-            # callback is what crashed the node once
+            # callback most likely crashed the node once
             create_subscription(self, key + '_info', lambda msg, c=cam: self._on_info(c, msg),
                                 role=role)
         self.pub = create_publisher(self, 'cones_vision', role=role)

@@ -45,7 +45,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from hil_bridge.config import config_path
 from hil_bridge.link_stats import count_gaps, percentiles
 from hil_bridge.netns_rig import NetnsRig, ProfileUnavailable
-from hil_bridge.node_main import EXECUTOR_ENV, executor_kind, EXECUTOR_KINDS
+from hil_bridge.node_main import EXECUTOR_ENV, executor_kind, EXECUTOR_KINDS, make_executor
 import numpy as np
 
 FPS = 30.0
@@ -255,7 +255,6 @@ def _ref_pub_main(seconds: float) -> None:
 def _ref_sub_main(kind: str, seconds: float) -> None:
     import rclpy
     from nav_msgs.msg import Odometry
-    from hil_bridge.node_main import make_executor
     rclpy.init()
     node = rclpy.create_node('bench_ref_sub')
     count = [0]

@@ -12,6 +12,7 @@ exit destroys the probe, stops the process and keeps its output in
 
 from contextlib import contextmanager
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -52,6 +53,18 @@ class Harness:
             assert self.proc.poll() is None, self.proc.stdout.read()
 
 
+def stop_process(proc: subprocess.Popen, signum: int = signal.SIGTERM,
+                 timeout: float = 10.0) -> str:
+    """Send ``signum``, wait ``timeout`` s (then kill); return the output."""
+    proc.send_signal(signum)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+    return out or ''
+
+
 @contextmanager
 def node_under_test(module: str, params_file: Any, context: Any,
                     params: Sequence[str] = (),
@@ -76,9 +89,4 @@ def node_under_test(module: str, params_file: Any, context: Any,
     finally:
         executor.shutdown()
         node.destroy_node()
-        proc.terminate()
-        try:
-            harness.output, _ = proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            harness.output, _ = proc.communicate()
+        harness.output = stop_process(proc)

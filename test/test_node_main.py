@@ -11,6 +11,9 @@ import time
 from hil_bridge import node_main
 import pytest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__))))
+from node_harness import stop_process  # noqa: E402,I100
+
 # A node process: counts Odometry messages on 'odom', prints the count when
 # it is stopped (its own destroy_node), spins through run_node.
 CHILD = """
@@ -109,12 +112,7 @@ def test_run_node_serves_messages_and_stops_cleanly(
         secs = [m.header.stamp.sec for m in echoes]
         assert secs == sorted(secs) and secs[-1] < sent
     finally:
-        child.send_signal(signal.SIGINT)
-        try:
-            out, _ = child.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            out, _ = child.communicate()
+        out = stop_process(child, signal.SIGINT)
         executor.shutdown()
         node.destroy_node()
     assert child.returncode == 0, out
