@@ -65,6 +65,9 @@ EXIT_OK, EXIT_CONFIG, EXIT_BACKEND = 0, 2, 3
 RESULT_PREFIX = 'REFEREE_RESULT '
 #: lockstep: re-send the current frame this often (s) until the first commands
 REPUBLISH_PERIOD = 1.0
+#: contract keys lockstep may wait for (recorder_status: a recorder's /clock
+#: acknowledgement, so a recording never falls behind)
+LOCKSTEP_KEYS = ('cmd_vel', 'brake_request', 'recorder_status')
 
 PARAMS = [
     ParamSpec('backend', 'simulator backend', choices=('builtin', 'carla')),
@@ -84,8 +87,8 @@ PARAMS = [
               '0 as fast as possible', lo=0.0, hi=100.0),
     ParamSpec('wait_for_control', 'lockstep: wait for the commands computed '
               'from each frame before the next tick'),
-    ParamSpec('lockstep_topics', 'command topics (contract keys: cmd_vel, '
-              'brake_request) lockstep waits for'),
+    ParamSpec('lockstep_topics', 'topics lockstep waits for (contract keys: '
+              'cmd_vel, brake_request, recorder_status)'),
     ParamSpec('lockstep_timeout', 'lockstep: wall seconds to wait for a '
               'command before ticking on (0 = forever)', lo=0.0, hi=3600.0),
     ParamSpec('lockstep_startup_timeout', 'lockstep: wall seconds to wait '
@@ -173,9 +176,9 @@ class BridgeNode(Node):
         self.mode = select_mode(bool(v['synchronous_mode']), bool(v['wait_for_control']))
         topics = list(v['lockstep_topics'] or [])
         for name in topics:
-            if name not in ('cmd_vel', 'brake_request'):
-                raise ValueError(f'lockstep_topics: {name!r} is not cmd_vel or '
-                                 'brake_request')
+            if name not in LOCKSTEP_KEYS:
+                raise ValueError(f'lockstep_topics: {name!r} is not one of '
+                                 f'{", ".join(LOCKSTEP_KEYS)}')
         self.backend = backend if backend is not None else make_backend(v)
         rtf = float(v['real_time_factor'])
         if self.mode == 'async' and type(self.backend).latest is Backend.latest:
@@ -213,6 +216,12 @@ class BridgeNode(Node):
         contract.create_subscription(self, 'cmd_vel', self._on_cmd, self.role)
         contract.create_subscription(self, 'brake_request', self._on_brake, self.role)
         contract.create_subscription(self, 'joy', self._on_joy, self.role)
+        if 'recorder_status' in topics and self.mode == 'lockstep':
+            contract.create_subscription(self, 'recorder_status', self._on_recorder,
+                                         self.role)
+        #: messages published per topic name (the runner compares a
+        #: recording's counts with these)
+        self.published: Dict[str, int] = {}
         self.create_service(SetBool, '~/pause', self._srv_pause)
         self.create_service(Trigger, '~/step', self._srv_step)
         self.create_service(Trigger, '~/advance', self._srv_advance)
@@ -252,6 +261,12 @@ class BridgeNode(Node):
         with self.wake:
             self._brake = (msg.accel.linear.x, stamp)
             self.clock.on_command('brake_request', stamp)
+            self.wake.notify_all()
+
+    def _on_recorder(self, msg: Any) -> None:
+        stamp = stamps.sec_from_stamp(msg.header.stamp)
+        with self.wake:
+            self.clock.on_command('recorder_status', stamp)
             self.wake.notify_all()
 
     def _on_joy(self, msg: Any) -> None:
@@ -296,8 +311,11 @@ class BridgeNode(Node):
         for (key, name), msg in self.converter.messages(frame, self.source,
                                                         self.control).items():
             self._publisher(key, name).publish(msg)
+            self.published[name] = self.published.get(name, 0) + 1
         if self.tf_pub is not None:
             self.tf_pub.publish(tf_message(self.converter.transforms(frame)))
+            name = contract.topic('tf').resolve(self.role)
+            self.published[name] = self.published.get(name, 0) + 1
 
     def _take_inputs(self) -> Tuple[Any, Any, Any]:
         with self.lock:
@@ -340,7 +358,8 @@ class BridgeNode(Node):
                     'sim_time': None if frame is None else frame.sim_time,
                     'frames': None if frame is None else frame.frame,
                     'lockstep_timeouts': self.clock.timeouts,
-                    'controller': dict(self.llc.counters)})
+                    'controller': dict(self.llc.counters),
+                    'published': dict(sorted(self.published.items()))})
         return out
 
     def request_stop(self, signum: int = 0, _frame: object = None) -> None:
@@ -410,6 +429,7 @@ class BridgeNode(Node):
         self.frame = frame
         if self.tf_static_pub is not None:
             self.tf_static_pub.publish(tf_message(self.converter.static_transforms()))
+            self.published[contract.topic('tf_static').resolve(self.role)] = 1
         self.get_logger().info(
             f'{self.values["backend"]} backend ready: scenario {self.scenario.name}, '
             f'{len(self.rig)} sensors, mode {self.mode}, dt {self.dt} s')

@@ -101,3 +101,50 @@ def declare_params(node: Any, specs: List[ParamSpec], node_name: str,
         check_value(spec, value)
         values[spec.name] = value
     return values
+
+
+def coerce_text(name: str, default: Any, text: str) -> str:
+    """
+    Return a ``-p name:=text`` value spelled in the type of ``default``.
+
+    ROS parses ``0`` as an integer, which a double parameter refuses
+    (InvalidParameterTypeException); the value is respelled to the
+    declared (default's) type: ``0`` -> ``0.0`` for doubles, a number
+    for a string parameter is quoted, ``2.0`` -> ``2`` for integers,
+    and element-wise for arrays. Raises ``ValueError`` with one line
+    naming the parameter when the text cannot have that type.
+    """
+    import yaml
+    try:
+        value = yaml.safe_load(text) if text.strip() else ''
+    except yaml.YAMLError:
+        value = text
+    if isinstance(default, list):
+        items = value if isinstance(value, list) else [value]
+        if not default:
+            return text
+        return '[' + ','.join(coerce_text(name, default[0], _spell(v))
+                              for v in items) + ']'
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return 'true' if value else 'false'
+        raise ValueError(f'parameter {name}: {text!r} is not a bool '
+                         '(true/false)')
+    if isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or value != int(value):
+            raise ValueError(f'parameter {name}: {text!r} is not an integer')
+        return str(int(value))
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f'parameter {name}: {text!r} is not a number')
+        return repr(float(value))
+    if isinstance(default, str) and not isinstance(value, str):
+        return "'" + text.replace("'", "''") + "'"
+    return text
+
+
+def _spell(value: Any) -> str:
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    return str(value)

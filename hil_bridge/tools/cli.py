@@ -6,39 +6,65 @@
 Subcommands::
 
     carla-hil run --profile all|sim_pc|onboard --backend builtin|carla
-                  --scenario NAME [--duration S] [--record FILE.mcap]
-                  [--report DIR] [--set NODE.PARAM=VALUE ...]
-    carla-hil play FILE.mcap [--rate R] [--no-clock]
-    carla-hil report FILE.mcap --out DIR
+                  --scenario NAME [--duration S] [--real-time]
+                  [--record BAG_DIR [--record-topics PATTERN ...]
+                   [--record-exclude PATTERN ...]]
+                  [--out RUN_DIR | --no-report] [--set NODE.PARAM=VALUE ...]
+    carla-hil play BAG [--rate R] [--no-clock]
+    carla-hil report BAG --out DIR
     carla-hil scenarios list
     carla-hil scenarios run SUITE [--jobs N] [--out DIR]
     carla-hil train-vision ... | evaluate ... | ncap ...
 
 ``run`` starts the nodes of ``config/graph.yaml`` as separate processes
 with the same parameter files as the launch files, prefixes and forwards
-their logs, stops everything on Ctrl-C, on ``--duration`` or when the
-bridge reports the mission's end, and exits non-zero when a node dies
-(2) or the mission fails (1).
+their logs, shows one live progress line, stops everything on Ctrl-C, on
+``--duration`` or when the bridge reports the mission's end, and prints
+the result table and the report's path. Profile ``all`` on the built-in
+backend runs lockstep and unpaced (the bridge waits for the commands
+computed from each frame, then ticks at once); ``--real-time`` keeps the
+configured clock (paced at real time, no lockstep), the HIL set-up.
+
+A recorder (``--record``, and a small one without images, lidar and
+markers for the report) starts first; the nodes start once it has
+subscribed, and in lockstep the bridge also waits for it, so it holds
+every frame from frame 0. Exit codes: 0 mission finished (or still
+running at ``--duration``), 1 mission failed (DNF, timeout), 2 a node
+died or bad configuration, 3 simulator unreachable or lost, 130
+interrupted (Ctrl-C / SIGTERM), in every profile.
 """
 
 import argparse
+import datetime
 import importlib
 import json
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 from typing import Any, Dict, List, Optional
 
-from hil_bridge.interface.config import dds_environment
+from hil_bridge.interface.config import dds_environment, node_params
+from hil_bridge.interface.params import coerce_text
 from hil_bridge.tools import graph
 from hil_bridge.tools.supervisor import ProcessSpec, Supervisor
 
 RESULT_PREFIX = 'REFEREE_RESULT '
-EXIT_OK, EXIT_MISSION_FAILED, EXIT_NODE_DIED, EXIT_INTERRUPTED = 0, 1, 2, 130
+RECORDER_PREFIX = 'RECORDER_RESULT '
+EXIT_OK, EXIT_MISSION_FAILED, EXIT_NODE_DIED, EXIT_BACKEND = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130
+#: the bridge's own exit codes passed through (2 bad config, 3 backend)
+BRIDGE_CODES = {2: EXIT_NODE_DIED, 3: EXIT_BACKEND}
+#: topics the report's recording leaves out (large, not used by the report)
+REPORT_EXCLUDE = ('*/image', '*/image/compressed', '*/lidar', '*/scan',
+                  '*/markers', '/carla/actors', '/tf', '/tf_static')
+#: lockstep settings of the default (unpaced) run on the built-in backend
+LOCKSTEP_SETS = {'wait_for_control': 'true',
+                 'lockstep_topics': '[cmd_vel,brake_request]',
+                 'real_time_factor': '0.0'}
+#: wall seconds to wait for the recorder to subscribe
+RECORDER_READY_TIMEOUT = 120.0
 
 
 def _parse_sets(items: List[str]) -> Dict[str, Dict[str, str]]:
@@ -90,6 +116,31 @@ def _merge_sets(base: Dict[str, Dict[str, str]],
     return out
 
 
+def coerce_overrides(spec: graph.NodeSpec, overrides: Dict[str, str]
+                     ) -> Dict[str, str]:
+    """
+    Return ``overrides`` spelled in the types of the node's config file.
+
+    Raises ``SystemExit`` with one line for an unknown parameter or a
+    value of the wrong type.
+    """
+    defaults = node_params(spec.name, spec.params)
+    out = {}
+    for param, text in overrides.items():
+        if param == 'use_sim_time':
+            out[param] = text
+            continue
+        if param not in defaults:
+            raise SystemExit(f'--set {spec.name}.{param}: no such parameter '
+                             f'in config/{spec.params}')
+        try:
+            out[param] = coerce_text(f'{spec.name}.{param}',
+                                     defaults[param], text)
+        except ValueError as err:
+            raise SystemExit(f'--set {err} (config/{spec.params})') from None
+    return out
+
+
 def build_processes(profile: str, backend: str = 'builtin',
                     scenario: str = '', host: str = '', port: int = 0,
                     namespace: str = '', duration: float = 0.0,
@@ -99,14 +150,17 @@ def build_processes(profile: str, backend: str = 'builtin',
     Return the processes of ``profile``, as the launch files start them.
 
     The bridge gets ``backend``/``scenario``/``host``/``port``/``duration``
-    and ``exit_on_mission_end`` as parameter overrides.
+    and ``exit_on_mission_end`` as parameter overrides. Every override is
+    spelled in its parameter's type (``real_time_factor=0`` -> ``0.0``).
     """
     sets = _merge_sets(scenario_node_params(scenario), sets or {})
-    known = {s.name for s in graph.profile('all')}
-    unknown = set(sets) - known
+    specs = {s.name: s for s in graph.profile('all')}
+    unknown = set(sets) - set(specs)
     if unknown:
         raise SystemExit(f'--set names unknown node(s) {sorted(unknown)}; '
-                         f'nodes: {sorted(known)}')
+                         f'nodes: {sorted(specs)}')
+    for node, params in sets.items():
+        coerce_overrides(specs[node], params)  # refuse bad values early
     procs = []
     for spec in graph.profile(profile):
         overrides = dict(sets.get(spec.name, {}))
@@ -122,6 +176,7 @@ def build_processes(profile: str, backend: str = 'builtin',
                 base['duration'] = str(float(duration))
             base.update(overrides)
             overrides = base
+        overrides = coerce_overrides(spec, overrides)
         argv = [sys.executable, '-m', graph.module_of(spec.executable)]
         argv += graph.ros_args(spec, namespace=namespace,
                                overrides=overrides)
@@ -129,20 +184,39 @@ def build_processes(profile: str, backend: str = 'builtin',
     return procs
 
 
-class _Progress:
-    """Collects the bridge's referee result line and prints progress."""
+def effective_param(node: str, param: str,
+                    sets: Dict[str, Dict[str, str]]) -> Any:
+    """Return a node parameter as the run will see it (set or config)."""
+    import yaml
+    if param in sets.get(node, {}):
+        return yaml.safe_load(sets[node][param])
+    spec = {s.name: s for s in graph.profile('all')}[node]
+    return node_params(spec.name, spec.params).get(param)
+
+
+class _Lines:
+    """Collect the bridge's and the recorder's result lines."""
 
     def __init__(self) -> None:
         self.result: Optional[Dict[str, Any]] = None
-        self.events: List[str] = []
+        self.recorder: Dict[str, Dict[str, Any]] = {}
+        self.ready: set = set()
 
     def on_line(self, name: str, line: str) -> None:
-        idx = line.find(RESULT_PREFIX)
-        if idx >= 0:
+        for prefix in (RESULT_PREFIX, RECORDER_PREFIX):
+            idx = line.find(prefix)
+            if idx < 0:
+                continue
             try:
-                self.result = json.loads(line[idx + len(RESULT_PREFIX):])
+                data = json.loads(line[idx + len(prefix):])
             except ValueError:
-                pass
+                continue
+            if prefix == RESULT_PREFIX:
+                self.result = data
+            else:
+                self.recorder[name] = data
+        if '[recorder] ready:' in line:
+            self.ready.add(name)
 
 
 FAILED_STATUS = ('dnf', 'failed', 'timeout', 'collision', 'error')
@@ -168,25 +242,197 @@ def mission_exit_code(result: Optional[Dict[str, Any]],
     return EXIT_MISSION_FAILED
 
 
+def recording_table(published: Dict[str, int],
+                    recorded: Dict[str, int],
+                    lost: Optional[Dict[str, int]] = None,
+                    excluded: Optional[List[str]] = None) -> List[Dict[str, Any]]:
+    """
+    Return per-topic rows: published by the bridge, recorded, missing.
+
+    ``missing`` is published - recorded for the bridge's topics (never
+    negative; a topic recorded more often, e.g. from another publisher,
+    counts 0 missing); topics only the recorder saw have ``published``
+    None. Excluded topics are listed with ``recorded`` None.
+    """
+    import fnmatch
+    rows = []
+    for topic in sorted(set(published) | set(recorded)):
+        pub = published.get(topic)
+        if excluded and any(fnmatch.fnmatch(topic, p) for p in excluded) \
+                and topic not in recorded:
+            rows.append({'topic': topic, 'published': pub, 'recorded': None,
+                         'missing': None, 'lost_events': None})
+            continue
+        rec = recorded.get(topic, 0)
+        rows.append({'topic': topic, 'published': pub, 'recorded': rec,
+                     'missing': None if pub is None else max(0, pub - rec),
+                     'lost_events': (lost or {}).get(topic, 0)})
+    return rows
+
+
+def format_recording(rows: List[Dict[str, Any]]) -> List[str]:
+    """Return the recording table as text lines."""
+    out = [f'{"topic":48s} {"published":>9s} {"recorded":>9s} '
+           f'{"missing":>8s}']
+    for r in rows:
+        def cell(v: Any) -> str:
+            return '-' if v is None else str(v)
+        rec = 'excluded' if r['recorded'] is None else cell(r['recorded'])
+        out.append(f'{r["topic"]:48s} {cell(r["published"]):>9s} '
+                   f'{rec:>9s} {cell(r["missing"]):>8s}')
+    missing = sum(r['missing'] or 0 for r in rows)
+    total = sum(r['published'] or 0 for r in rows
+                if r['recorded'] is not None and r['published'] is not None)
+    out.append(f'recorded {total - missing} of {total} messages the bridge '
+               f'published on recorded topics: {missing} missing')
+    return out
+
+
+def format_result(result: Optional[Dict[str, Any]], wall: float,
+                  code: int) -> List[str]:
+    """Return the run's result table as text lines."""
+    res = result or {}
+
+    def num(v: Any, fmt: str = '{:.2f}') -> str:
+        return '-' if v is None else fmt.format(v)
+    laps = res.get('lap_times') or []
+    rows = [('mission', f'{res.get("mission", "-")} '
+                        f'({res.get("scenario", "-")})'),
+            ('status', f'{res.get("status", "no result")} '
+                       f'{res.get("reason") or res.get("end_reason") or ""}'),
+            ('laps', f'{res.get("laps", "-")} of '
+                     f'{res.get("laps_required", "-")}'),
+            ('lap times (s)', ', '.join(f'{t:.2f}' for t in laps) or '-'),
+            ('best lap (s)', num(res.get('best_lap'))),
+            ('cones hit', str(res.get('cones_hit', '-'))),
+            ('off course', str(res.get('off_courses', '-'))),
+            ('penalties (s)', num(res.get('penalty_time'), '{:.1f}')),
+            ('total time (s)', num(res.get('total_time'))),
+            ('sim time (s)', num(res.get('sim_time'))),
+            ('wall time (s)', f'{wall:.1f}'),
+            ('real-time factor', num(res['sim_time'] / wall
+                                     if res.get('sim_time') and wall > 0
+                                     else None)),
+            ('lockstep timeouts', str(res.get('lockstep_timeouts', '-'))),
+            ('exit code', str(code))]
+    return [f'  {k:18s} {v}' for k, v in rows]
+
+
+class _Output:
+    """Node logs above a live progress line (tqdm) or as plain lines."""
+
+    def __init__(self, live: bool) -> None:
+        self.live = live
+        self.bar = None
+        if live:
+            from tqdm import tqdm
+            self.bar = tqdm(total=0, bar_format='{desc}', dynamic_ncols=True,
+                            file=sys.stdout, leave=False)
+
+    def write(self, text: str) -> None:
+        for line in text.rstrip('\n').split('\n'):
+            if self.bar is not None:
+                self.bar.write(line, file=sys.stdout)
+            else:
+                sys.stdout.write(line + '\n')
+                sys.stdout.flush()
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+    def status(self, line: str) -> None:
+        if self.bar is not None:
+            self.bar.set_description_str(line)
+        else:
+            self.write(f'[carla-hil] {line}')
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _default_run_dir(scenario: str) -> str:
+    stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
+    return os.path.join('out', 'runs', f'{scenario or "run"}_{stamp}')
+
+
+def _recorder_spec(name: str, bag: str, topics: List[str],
+                   exclude: List[str], namespace: str) -> ProcessSpec:
+    argv = [sys.executable, '-m', 'hil_bridge.tools.recorder', bag]
+    if topics:
+        argv += ['--topics', *topics]
+    for pattern in exclude:
+        argv += ['--exclude', pattern]
+    argv += ['--ros-args', '-p', 'use_sim_time:=true']
+    if namespace:
+        argv += ['-r', f'__ns:={namespace}']
+    return ProcessSpec(name=name, argv=argv, essential=False)
+
+
+def _wait_ready(sup: Supervisor, lines: _Lines, names: List[str],
+                stop: threading.Event) -> Optional[str]:
+    """Wait until each recorder printed its ready line; return a problem."""
+    deadline = time.monotonic() + RECORDER_READY_TIMEOUT
+    while time.monotonic() < deadline and not stop.is_set():
+        for name in names:
+            rc = sup.returncode(name)
+            if rc is not None:
+                return f'{name} exited with code {rc} before it was ready'
+        if all(n in lines.ready for n in names):
+            return None
+        time.sleep(0.05)
+    if stop.is_set():
+        return None
+    return f'{", ".join(names)} not ready within {RECORDER_READY_TIMEOUT:.0f} s'
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a profile of the graph; return the exit code."""
     os.environ.update(dds_environment())
+    sets = _parse_sets(args.set)
+    names = [s.name for s in graph.profile(args.profile)]
+    has_bridge = 'hil_bridge' in names
+    if has_bridge and args.profile == 'all' and args.backend == 'builtin' \
+            and not args.real_time:
+        bridge = dict(LOCKSTEP_SETS)
+        bridge.update(sets.get('hil_bridge', {}))
+        sets['hil_bridge'] = bridge
+    run_dir = args.out or args.report or ''
+    report = has_bridge and not args.no_report or bool(run_dir)
+    if report and not run_dir:
+        run_dir = _default_run_dir(args.scenario)
+    bags: Dict[str, str] = {}  # recorder process name -> bag directory
+    if args.record:
+        bags['recorder'] = args.record
+    if report and not args.record:
+        bags['report_recorder'] = os.path.join(run_dir, 'bag')
+    lockstep = has_bridge and bool(effective_param(
+        'hil_bridge', 'wait_for_control', sets))
+    if bags and lockstep:
+        topics = list(effective_param('hil_bridge', 'lockstep_topics', sets)
+                      or [])
+        if 'recorder_status' not in topics:
+            sets.setdefault('hil_bridge', {})['lockstep_topics'] = \
+                '[' + ','.join(topics + ['recorder_status']) + ']'
     procs = build_processes(args.profile, args.backend, args.scenario,
                             args.host, args.port, args.namespace,
-                            args.duration, _parse_sets(args.set))
-    record, exclude, temp_dir = args.record, [], None
-    if args.report and not record:
-        # a recording only for the report: camera images are not needed
-        temp_dir = tempfile.mkdtemp(prefix='carla_hil_')
-        record = os.path.join(temp_dir, 'run.mcap')
-        exclude = ['--exclude', '*/image', '--exclude', '*/image/compressed']
-    if record:
-        procs.append(ProcessSpec(
-            name='recorder', essential=False,
-            argv=[sys.executable, '-m', 'hil_bridge.tools.recorder', record,
-                  *exclude, '--ros-args', '-p', 'use_sim_time:=true']))
-    progress = _Progress()
-    sup = Supervisor(on_line=progress.on_line)
+                            args.duration, sets)
+    recorders = []
+    for name, bag in bags.items():
+        exclude = list(args.record_exclude)
+        topics = list(args.record_topics)
+        if name == 'report_recorder':
+            exclude, topics = list(REPORT_EXCLUDE), []
+        recorders.append(_recorder_spec(name, bag, topics, exclude,
+                                        args.namespace))
+    if run_dir:
+        os.makedirs(run_dir, exist_ok=True)
+    live = args.progress == 'live' or (args.progress == 'auto'
+                                       and sys.stdout.isatty())
+    out = _Output(live)
+    lines = _Lines()
+    sup = Supervisor(out=out, on_line=lines.on_line)
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: Any) -> None:
@@ -196,62 +442,141 @@ def cmd_run(args: argparse.Namespace) -> int:
            for sig in (signal.SIGINT, signal.SIGTERM)}
     code = EXIT_OK
     started = time.monotonic()
+    monitor = None
     try:
-        if record:  # start the recorder first so it sees frame 0
-            sup.start(procs[-1])
-            time.sleep(1.0)
-        for spec in procs[:-1] if record else procs:
+        for spec in recorders:  # first, so they hold frame 0
             sup.start(spec)
-        essential = [p.name for p in procs if p.essential]
-        wall_limit = None if not args.duration else \
-            max(30.0, args.duration * args.wall_factor + 30.0)
-        last_progress = started
-        while True:
-            name = sup.first_exit(timeout=1.0, names=essential, stop=stop)
-            now = time.monotonic()
-            if stop.is_set():
-                print('[carla-hil] interrupted, shutting down')
-                code = EXIT_INTERRUPTED
-                break
-            if name is not None:
-                rc = sup.returncode(name)
-                is_bridge = name == 'hil_bridge'
-                if is_bridge and rc == 0:
-                    code = mission_exit_code(progress.result,
-                                             bool(args.duration))
-                else:
-                    print(f'[carla-hil] node {name} exited with code {rc}')
-                    code = EXIT_NODE_DIED
-                break
-            if wall_limit is not None and now - started > wall_limit:
-                print(f'[carla-hil] wall-clock limit {wall_limit:.0f} s '
-                      'reached')
-                code = EXIT_MISSION_FAILED if 'hil_bridge' in essential \
-                    else EXIT_OK
-                break
-            if now - last_progress >= args.progress_every:
-                last_progress = now
-                print(f'[carla-hil] running {now - started:.0f} s, '
-                      f'{len(essential)} nodes alive')
+        problem = _wait_ready(sup, lines, [r.name for r in recorders], stop)
+        if problem:
+            out.write(f'[carla-hil] recorder: {problem}')
+            code = EXIT_NODE_DIED
+            raise _Abort()
+        for spec in procs:
+            sup.start(spec)
+        if has_bridge:
+            monitor = _start_monitor(args, out)
+        code = _supervise(args, sup, lines, procs, stop, out, monitor,
+                          started)
+    except _Abort:
+        pass
     finally:
-        codes = sup.stop_all(keep=['recorder'])
-        if record:  # stop the recorder last, so it sees the nodes' end
-            codes.update(sup.stop_all(grace=60.0))
+        if stop.is_set():
+            code = EXIT_INTERRUPTED
+        codes = sup.stop_all(keep=[r.name for r in recorders])
+        if recorders:  # last, so they see the nodes' final messages
+            codes.update(sup.stop_all(grace=120.0))
+        if monitor is not None:
+            monitor.close()
+        out.close()
         for sig, handler in old.items():
             signal.signal(sig, handler)
+    wall = time.monotonic() - started
     died = [n for n, rc in codes.items()
-            if rc not in (0, -signal.SIGINT, -signal.SIGTERM, None)
-            and n != 'recorder']
+            if rc not in (0, -signal.SIGINT, -signal.SIGTERM, None)]
     if died and code == EXIT_OK:
         print(f'[carla-hil] node(s) {died} failed on shutdown: {codes}')
-    if progress.result is not None:
-        print('[carla-hil] result: ' + json.dumps(progress.result))
-    if args.report:
-        from hil_bridge.tools.report import write_report
-        write_report(record, args.report, progress.result)
-        print(f'[carla-hil] report written to {args.report}')
-        if temp_dir:
-            shutil.rmtree(temp_dir, ignore_errors=True)
+    return _finish(args, lines, bags, run_dir, report, wall, code)
+
+
+class _Abort(Exception):
+    """The run cannot start (a recorder failed)."""
+
+
+def _start_monitor(args: argparse.Namespace, out: _Output) -> Any:
+    from hil_bridge.tools.progress import ProgressMonitor, RunProgress
+    laps = 0
+    try:
+        from hil_bridge.bridge.scenario import load_scenario
+        scn = load_scenario(args.scenario)
+        laps = int(scn.laps) if scn.mission in (
+            'trackdrive', 'autocross', 'skidpad', 'acceleration') else 0
+    except (FileNotFoundError, ValueError):
+        pass
+    try:
+        return ProgressMonitor(RunProgress(laps))
+    except Exception as err:  # noqa: B902 - progress is optional
+        out.write(f'[carla-hil] no live progress: {err}')
+        return None
+
+
+def _supervise(args: argparse.Namespace, sup: Supervisor, lines: _Lines,
+               procs: List[ProcessSpec], stop: threading.Event,
+               out: _Output, monitor: Any, started: float) -> int:
+    """Watch the nodes until the run ends; return the exit code."""
+    essential = [p.name for p in procs if p.essential]
+    wall_limit = None if not args.duration else \
+        max(30.0, args.duration * args.wall_factor + 30.0)
+    last_line = started
+    period = 0.5 if out.live else args.progress_every
+    while True:
+        name = sup.first_exit(timeout=0.5, names=essential, stop=stop)
+        now = time.monotonic()
+        if stop.is_set():
+            out.write('[carla-hil] interrupted, shutting down')
+            return EXIT_INTERRUPTED
+        if name is not None:
+            rc = sup.returncode(name)
+            if name == 'hil_bridge' and rc == 0:
+                return mission_exit_code(lines.result, bool(args.duration))
+            out.write(f'[carla-hil] node {name} exited with code {rc}')
+            if name == 'hil_bridge':
+                return BRIDGE_CODES.get(rc, EXIT_NODE_DIED)
+            return EXIT_NODE_DIED
+        if wall_limit is not None and now - started > wall_limit:
+            out.write(f'[carla-hil] wall-clock limit {wall_limit:.0f} s '
+                      'reached')
+            return EXIT_MISSION_FAILED if 'hil_bridge' in essential \
+                else EXIT_OK
+        if now - last_line >= period:
+            last_line = now
+            if monitor is not None:
+                out.status(monitor.line())
+            elif not out.live:
+                out.write(f'[carla-hil] running {now - started:.0f} s, '
+                          f'{len(essential)} nodes alive')
+
+
+def _finish(args: argparse.Namespace, lines: _Lines, bags: Dict[str, str],
+            run_dir: str, report: bool, wall: float, code: int) -> int:
+    """Print the result, the recording counts and the report path."""
+    result = lines.result
+    if result is not None:
+        print('[carla-hil] result: ' + json.dumps(result))
+    summary: Dict[str, Any] = {'exit_code': code, 'wall_s': round(wall, 1),
+                               'result': result, 'recordings': {}}
+    published = (result or {}).get('published') or {}
+    for name, bag in bags.items():
+        rec = lines.recorder.get(name)
+        if rec is None:
+            print(f'[carla-hil] {name}: no summary (killed?); {bag} may lack '
+                  'metadata.yaml')
+            continue
+        excluded = list(REPORT_EXCLUDE) if name == 'report_recorder' else \
+            list(args.record_exclude)
+        rows = recording_table(published, rec['messages'], rec.get('lost'),
+                               excluded)
+        summary['recordings'][bag] = {'rows': rows,
+                                      'refused': rec.get('refused', 0)}
+        if name == 'recorder' or not args.record:
+            print(f'[carla-hil] recording {bag}:')
+            for line in format_recording(rows):
+                print('  ' + line)
+    print('[carla-hil] result:')
+    for line in format_result(result, wall, code):
+        print(line)
+    if run_dir:
+        with open(os.path.join(run_dir, 'result.json'), 'w',
+                  encoding='utf-8') as f:
+            json.dump(summary, f, indent=2, default=str)
+    if report:
+        bag = args.record or bags.get('report_recorder')
+        try:
+            from hil_bridge.tools.report import write_report
+            path = write_report(bag, run_dir, result,
+                                recording=summary['recordings'].get(bag))
+            print(f'[carla-hil] report: {path}')
+        except (OSError, ValueError) as err:
+            print(f'[carla-hil] no report: {err}')
     print(f'[carla-hil] exit code {code}')
     return code
 
@@ -281,12 +606,31 @@ def make_parser() -> argparse.ArgumentParser:
                      help='sim seconds (0 = until mission end)')
     run.add_argument('--wall-factor', type=float, default=20.0,
                      help='wall-clock limit = duration * factor + 30 s')
-    run.add_argument('--record', default='', help='MCAP file to write')
-    run.add_argument('--report', default='', help='report directory')
+    run.add_argument('--real-time', action='store_true',
+                     help='keep the configured clock (paced, no lockstep) '
+                     'instead of lockstep as fast as possible')
+    run.add_argument('--record', default='',
+                     help='rosbag2 bag directory to write (all topics)')
+    run.add_argument('--record-topics', nargs='+', default=[],
+                     metavar='PATTERN', help='record only these topics')
+    run.add_argument('--record-exclude', action='append', default=[],
+                     metavar='PATTERN',
+                     help="leave topics out, e.g. '*/image' (repeatable)")
+    run.add_argument('--out', default='',
+                     help='run directory for the report (default '
+                     'out/runs/<scenario>_<date-time>)')
+    run.add_argument('--report', default='', help='same as --out')
+    run.add_argument('--no-report', action='store_true',
+                     help='no report (and no report recording)')
     run.add_argument('--set', action='append', default=[],
                      metavar='NODE.PARAM=VALUE',
                      help='parameter override (repeatable)')
-    run.add_argument('--progress-every', type=float, default=15.0)
+    run.add_argument('--progress', default='auto',
+                     choices=['auto', 'live', 'lines'],
+                     help='live one-line progress (auto: on a terminal)')
+    run.add_argument('--progress-every', type=float, default=15.0,
+                     help='seconds between progress lines without a '
+                     'terminal')
     run.set_defaults(func=cmd_run)
     for name, module in (('play', 'hil_bridge.tools.player'),
                          ('report', 'hil_bridge.tools.report'),

@@ -1,15 +1,17 @@
 # Copyright 2026 carla_hil developers
 # SPDX-License-Identifier: Apache-2.0
 """
-Read MCAP recordings robustly (no rclpy).
+Read MCAP recordings and rosbag2 bags robustly (no rclpy).
 
-A recording whose writer was killed has no summary section; the seeking
+Every function takes a bag directory (``metadata.yaml`` + MCAP file) or
+an MCAP file. A recording whose writer was killed has no summary section; the seeking
 reader refuses such a file. Reading it as a stream gives every complete
 message up to the cut, which is what a user wants after a crash.
 """
 
-from typing import Iterator, Tuple
+from typing import Dict, Iterator, List, Tuple
 
+from hil_bridge.tools.bag_metadata import mcap_path
 from mcap.exceptions import McapError
 from mcap.reader import make_reader, NonSeekingReader
 from mcap.records import Channel, Message, Schema
@@ -23,6 +25,7 @@ def iter_raw(path: str) -> Iterator[Tuple[Schema, Channel, Message]]:
     without a summary (a killed recorder) are streamed in file order up to
     the last complete record.
     """
+    path = mcap_path(path)
     with open(path, 'rb') as stream:
         try:
             summary_ok = make_reader(stream).get_summary() is not None
@@ -38,3 +41,27 @@ def iter_raw(path: str) -> Iterator[Tuple[Schema, Channel, Message]]:
             yield from reader.iter_messages(log_time_order=False)
         except (McapError, EOFError, ValueError):
             return
+
+
+def channels(path: str) -> List[Tuple[str, str, Dict[str, str]]]:
+    """
+    Return (topic, type, channel metadata) of every channel of a bag.
+
+    From the summary of a finished file, else by streaming the file (a
+    killed recorder); [] for a file without channels.
+    """
+    path = mcap_path(path)
+    with open(path, 'rb') as stream:
+        try:
+            summary = make_reader(stream).get_summary()
+        except (McapError, EOFError, ValueError):
+            summary = None
+    if summary is not None:
+        return [(c.topic, summary.schemas[c.schema_id].name
+                 if c.schema_id in summary.schemas else '', dict(c.metadata))
+                for c in summary.channels.values()]
+    out: Dict[str, Tuple[str, str, Dict[str, str]]] = {}
+    for schema, channel, _message in iter_raw(path):
+        out.setdefault(channel.topic, (channel.topic, schema.name,
+                                       dict(channel.metadata)))
+    return list(out.values())

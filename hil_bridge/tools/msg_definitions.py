@@ -8,9 +8,18 @@ each after a line of 80 ``=`` and ``MSG: pkg/msg/Type``, the layout
 rosbag2's MCAP storage writes and Foxglove and ``ros2 bag`` read. The
 ``.msg`` files come from each package's ``share/<pkg>/msg`` directory
 (AMENT_PREFIX_PATH, or the Python environment's ``share``).
+
+Type hashes (``RIHS01_<sha256>``, REP-2011) are computed from the type
+description that rosidl installs beside each ``.msg`` file
+(``<Type>.json``): the description with every ``default_value`` removed,
+dumped as compact JSON with ``', '`` and ``': '`` separators, hashed with
+SHA-256. rosbag2 stores them as ``type_description_hash``.
 """
 
+import copy
 import functools
+import hashlib
+import json
 import os
 import re
 import sys
@@ -44,6 +53,60 @@ def msg_text(full_type: str) -> str:
                 return f.read()
     raise FileNotFoundError(f'no .msg file for {full_type} under '
                             f'{_prefixes()}')
+
+
+def _share_file(full_type: str, suffix: str) -> str:
+    """Return the path of ``share/<pkg>/msg/<Type><suffix>`` or raise."""
+    pkg, name = _split(full_type)
+    for prefix in _prefixes():
+        path = os.path.join(prefix, 'share', pkg, 'msg', name + suffix)
+        if os.path.isfile(path):
+            return path
+    raise FileNotFoundError(f'no {name}{suffix} for {full_type} under '
+                            f'{_prefixes()}')
+
+
+@functools.lru_cache(maxsize=None)
+def type_description(full_type: str) -> dict:
+    """
+    Return the installed type description file of a type as a dict.
+
+    Keys ``type_description_msg`` (the type and every referenced type,
+    fields with type ids) and ``type_hashes`` (rosidl's own hashes).
+    """
+    with open(_share_file(full_type, '.json'), encoding='utf-8') as f:
+        return json.load(f)
+
+
+def rihs01(description_msg: dict) -> str:
+    """
+    Return the REP-2011 hash ``RIHS01_<hex>`` of a type description.
+
+    ``description_msg`` has ``type_description`` and
+    ``referenced_type_descriptions`` as in the installed ``.json`` file.
+    """
+    hashable = copy.deepcopy(description_msg)
+    for desc in [hashable['type_description'],
+                 *hashable['referenced_type_descriptions']]:
+        for fld in desc['fields']:
+            fld.pop('default_value', None)
+    text = json.dumps(hashable, ensure_ascii=True, allow_nan=False,
+                      indent=None, separators=(', ', ': '), sort_keys=False)
+    return 'RIHS01_' + hashlib.sha256(text.encode('utf-8')).hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def type_hash(full_type: str) -> str:
+    """
+    Return the RIHS01 type hash of ``pkg/msg/Type``.
+
+    Computed from the installed type description; '' when the distro
+    installs none (Humble has no type hashes, rosbag2 then writes '').
+    """
+    try:
+        return rihs01(type_description(full_type)['type_description_msg'])
+    except FileNotFoundError:
+        return ''
 
 
 def _split(full_type: str) -> Tuple[str, str]:

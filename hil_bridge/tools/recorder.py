@@ -1,26 +1,52 @@
 # Copyright 2026 carla_hil developers
 # SPDX-License-Identifier: Apache-2.0
 """
-Record every topic of the graph to an MCAP file with ROS 2 schemas.
+Record the graph's topics into a rosbag2 bag (MCAP storage).
 
-``python -m hil_bridge.tools.recorder FILE.mcap [--exclude PATTERN ...]
-[--ros-args ...]`` discovers
-topics once a second and subscribes to each new one with the QoS of its
-publishers; messages are written as they arrive, serialized (CDR, no
-decode/encode), with ``ros2msg`` schemas, so ``ros2 bag``, Foxglove and
-``carla-hil play`` read the file. Log and publish times are the node's
-clock (sim time with use_sim_time).
+``python -m hil_bridge.tools.recorder BAG_DIR [--topics PATTERN ...]
+[--exclude PATTERN ...] [--role NAME] [--ros-args ...]`` writes
+``BAG_DIR/metadata.yaml`` and ``BAG_DIR/<name>_0.mcap`` as
+``ros2 bag record -s mcap`` does (see :mod:`hil_bridge.tools.bag_metadata`):
+``ros2msg`` schemas, ``cdr`` messages as received (no decode), the
+publishers' offered QoS and the RIHS01 type hash per topic. Log times are
+the node's clock at receipt (sim time with use_sim_time), as rosbag2's.
+
+Every topic of ``config/interfaces.yaml`` is subscribed at start-up, with
+the contract's reliability and durability and a deep queue, before any
+publisher exists; the line ``[recorder] ready: ...`` says so (the runner
+starts the bridge after it). Topics outside the contract (other actors'
+odometry) are found by a graph scan every 0.25 s. ``--topics`` keeps only
+matching topics, ``--exclude`` drops matching ones (fnmatch patterns,
+e.g. ``'*/image'``).
+
+Subscription callbacks only enqueue; one thread writes. Losses are
+counted, never hidden: DDS ``message_lost`` events (samples that never
+arrived) and messages refused when the write backlog exceeds
+``MAX_BACKLOG_BYTES``. The recorder publishes ``recorder_status``
+(``/hil/recorder/status``) stamped with the newest ``/clock`` it holds,
+held back while its backlog is over ``ACK_BACKLOG_BYTES`` or, before the
+first one, until every publisher in the graph is matched; a bridge in
+lockstep with ``recorder_status`` among its ``lockstep_topics`` therefore
+never runs ahead of the recorder. At the end the recorder prints one line
+``RECORDER_RESULT {json}`` with the messages per topic.
 """
 
+import argparse
 import fnmatch
 import importlib
+import json
+import os
 import queue
+import struct
 import sys
 import threading
-from typing import Any, Dict, List
+import time
+from typing import Any, Dict, List, Optional, Sequence
 
-from hil_bridge.interface.node_main import STOP_POLL, StopRequest
-from hil_bridge.tools.msg_definitions import full_definition
+from hil_bridge.interface import contract
+from hil_bridge.interface.node_main import make_executor, STOP_POLL, StopRequest
+from hil_bridge.tools import bag_metadata as bm
+from hil_bridge.tools.msg_definitions import full_definition, type_hash
 from mcap.writer import CompressionType, Writer
 import rclpy
 from rclpy.executors import ExternalShutdownException
@@ -28,9 +54,21 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
 
-SKIP = {'/rosout', '/parameter_events'}
-#: back-pressure limit of the write queue (messages beyond it are dropped)
-MAX_QUEUED_BYTES = 512 * 1024 * 1024
+SKIP = {'/rosout', '/parameter_events', '/hil/recorder/status'}
+RESULT_PREFIX = 'RECORDER_RESULT '
+READY_TEXT = '[recorder] ready:'
+#: messages refused beyond this write backlog (bytes)
+MAX_BACKLOG_BYTES = 1024 * 1024 * 1024
+#: the lockstep acknowledgement waits while the backlog is above this
+ACK_BACKLOG_BYTES = 64 * 1024 * 1024
+#: subscription depth: room for stalls of the recorder process
+DEPTH = {'sensor': 50, 'clock': 200}
+DEFAULT_DEPTH = 100
+#: graph scan period for topics outside the contract (wall s)
+SCAN_PERIOD = 0.25
+#: before the first acknowledgement, wait at most this long (wall s) for
+#: every publisher in the graph to be matched
+MATCH_WAIT = 5.0
 
 
 def msg_class(full_type: str) -> Any:
@@ -39,138 +77,366 @@ def msg_class(full_type: str) -> Any:
     return getattr(importlib.import_module(f'{pkg}.{kind}'), name)
 
 
-class McapRecorder(Node):
-    """Subscribe to every topic and append it to an MCAP writer."""
+def cdr_stamp_ns(data: bytes) -> Optional[int]:
+    """
+    Return the builtin_interfaces/Time at the start of a CDR message (ns).
 
-    def __init__(self, path: str, exclude: List[str] = ()) -> None:
-        """Open ``path`` for writing; skip topics matching ``exclude``."""
-        super().__init__('mcap_recorder')
-        self._exclude = list(exclude)
-        self._stream = open(path, 'wb')
-        # LZ4: cheap enough to keep up with two cameras on one core
-        self._writer = Writer(self._stream, compression=CompressionType.LZ4)
-        self._writer.start(profile='ros2', library='carla_hil')
+    It is ``header.stamp`` of every stamped message and the ``clock`` of
+    rosgraph_msgs/Clock: the first two fields after the 4-byte
+    encapsulation header, int32 sec and uint32 nanosec, in the byte order
+    the header names. None when the data is too short.
+    """
+    if len(data) < 12:
+        return None
+    order = '<' if data[1] & 1 else '>'
+    sec, nsec = struct.unpack_from(order + 'iI', data, 4)
+    return sec * 1_000_000_000 + nsec
+
+
+def selected(topic: str, topics: Sequence[str], exclude: Sequence[str]
+             ) -> bool:
+    """Return True when ``topic`` passes ``--topics`` and ``--exclude``."""
+    if topic in SKIP:
+        return False
+    if topics and not any(fnmatch.fnmatch(topic, p) for p in topics):
+        return False
+    return not any(fnmatch.fnmatch(topic, p) for p in exclude)
+
+
+def planned_topics(role: str = contract.DEFAULT_ROLE
+                   ) -> Dict[str, contract.Topic]:
+    """Return {topic name: contract row} of every concrete contract topic."""
+    out = {}
+    for row in contract.topics().values():
+        if '{actor}' in row.name:
+            continue
+        try:
+            row.msg_class()
+        except ImportError:
+            continue  # optional package (tf2_msgs) not installed
+        out[row.resolve(role)] = row
+    return out
+
+
+def subscriber_qos(kind: str) -> QoSProfile:
+    """Return the recorder's subscription QoS for a contract QoS kind."""
+    offer = contract.qos_profile(kind)
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST,
+                      depth=DEPTH.get(kind, DEFAULT_DEPTH),
+                      reliability=offer.reliability,
+                      durability=offer.durability)
+
+
+def offered_entry(qos: Any) -> Dict[str, Any]:
+    """Return the rosbag2 QoS entry of a publisher's (discovered) profile."""
+    return bm.qos_entry(
+        reliability=qos.reliability.name.lower(),
+        durability=qos.durability.name.lower(),
+        history=qos.history.name.lower(), depth=qos.depth,
+        deadline_ns=qos.deadline.nanoseconds,
+        lifespan_ns=qos.lifespan.nanoseconds,
+        liveliness=qos.liveliness.name.lower(),
+        lease_ns=qos.liveliness_lease_duration.nanoseconds,
+        avoid_ros_namespace_conventions=qos.avoid_ros_namespace_conventions)
+
+
+class BagRecorder(Node):
+    """Subscribe to the contract's topics and write a rosbag2 MCAP bag."""
+
+    def __init__(self, bag_dir: str, topics: Sequence[str] = (),
+                 exclude: Sequence[str] = (),
+                 role: str = contract.DEFAULT_ROLE) -> None:
+        """Create ``bag_dir`` (must not hold files) and subscribe."""
+        super().__init__('hil_recorder')
+        if os.path.isdir(bag_dir) and os.listdir(bag_dir):
+            raise FileExistsError(f'{bag_dir}: bag directory exists and is '
+                                  'not empty')
+        os.makedirs(bag_dir, exist_ok=True)
+        self.bag_dir = bag_dir
+        self.file_name = bm.file_name_for(bag_dir)
+        self._topics, self._exclude = list(topics), list(exclude)
+        self._stream = open(os.path.join(bag_dir, self.file_name), 'wb')
+        # LZ4 chunks: cheap enough for two cameras; rosbag2 reads them
+        self._writer = Writer(self._stream, chunk_size=4 * 1024 * 1024,
+                              compression=CompressionType.LZ4)
+        self._writer.start(profile='ros2', library='carla_hil recorder')
         self._lock = threading.Lock()
+        self._ack_lock = threading.Lock()
+        self._types: Dict[str, str] = {}
         self._schemas: Dict[str, int] = {}
         self._channels: Dict[str, int] = {}
-        self._subs: List[Any] = []
-        self._seq = 0
-        self.count = 0
-        self.dropped = 0
-        self._queued_bytes = 0
-        # callbacks only enqueue; one thread compresses and writes, so a
-        # large message being written never blocks the DDS receive path
+        self._records: Dict[str, bm.TopicRecord] = {}
+        self._subs: Dict[str, Any] = {}
+        self._ignored: set = set()
+        self.received: Dict[str, int] = {}
+        self.lost: Dict[str, int] = {}
+        self.refused = 0
+        self._backlog = 0
+        self._first_ns: Optional[int] = None
+        self._last_ns = 0
+        self._closing = False
+        self._pending_ack: Optional[int] = None
+        self._acked = False
+        self._first_clock_wall: Optional[float] = None
         self._queue: 'queue.Queue' = queue.Queue()
+        self._status_pub = contract.create_publisher(self, 'recorder_status',
+                                                     role)
         self._thread = threading.Thread(target=self._write_loop, daemon=True)
         self._thread.start()
-        self._discover()
-        self.create_timer(1.0, self._discover)
+        for name, row in planned_topics(role).items():
+            if selected(name, self._topics, self._exclude):
+                self._subscribe(name, row.msg_type,
+                                subscriber_qos(row.qos))
+        self.planned = len(self._subs)
+        self._scan()
+        self.create_timer(SCAN_PERIOD, self._scan)
+        self.create_timer(0.05, self._try_ack)
 
-    def _qos_for(self, topic: str) -> QoSProfile:
-        infos = self.get_publishers_info_by_topic(topic)
-        reliable = all(i.qos_profile.reliability == ReliabilityPolicy.RELIABLE
-                       for i in infos) and bool(infos)
-        latched = any(i.qos_profile.durability ==
-                      DurabilityPolicy.TRANSIENT_LOCAL for i in infos)
-        return QoSProfile(
-            history=HistoryPolicy.KEEP_LAST, depth=10 if reliable else 5,
-            reliability=ReliabilityPolicy.RELIABLE if reliable
-            else ReliabilityPolicy.BEST_EFFORT,
-            durability=DurabilityPolicy.TRANSIENT_LOCAL if latched
-            else DurabilityPolicy.VOLATILE)
+    # ---------------------------------------------------------- subscribing
+    def _subscribe(self, topic: str, full_type: str, qos: QoSProfile) -> None:
+        try:
+            cls = msg_class(full_type)
+        except (ImportError, AttributeError, ValueError) as exc:
+            self.get_logger().warning(f'not recording {topic}: {exc}')
+            self._ignored.add(topic)
+            return
+        from rclpy.event_handler import SubscriptionEventCallbacks
+        events = SubscriptionEventCallbacks(
+            message_lost=lambda info, t=topic: self._on_lost(t, info))
+        self._types[topic] = full_type
+        self.received[topic] = 0
+        self._subs[topic] = self.create_subscription(
+            cls, topic, lambda data, t=topic: self._on_message(t, data), qos,
+            raw=True, event_callbacks=events)
 
-    def _discover(self) -> None:
+    def _scan(self) -> None:
+        """Subscribe to new topics outside the contract (graph scan)."""
         for topic, types in self.get_topic_names_and_types():
-            if topic in self._channels or topic in SKIP or len(types) != 1:
+            if topic in self._subs or topic in self._ignored:
                 continue
-            if any(fnmatch.fnmatch(topic, p) for p in self._exclude):
-                self._channels[topic] = -1
+            if not selected(topic, self._topics, self._exclude) or \
+                    len(types) != 1:
+                self._ignored.add(topic)
                 continue
-            full_type = types[0]
-            try:
-                cls = msg_class(full_type)
-                definition = full_definition(full_type)
-            except (ImportError, AttributeError, FileNotFoundError,
-                    ValueError) as exc:
-                self.get_logger().warn(f'not recording {topic}: {exc}')
-                self._channels[topic] = -1
-                continue
-            with self._lock:
-                if full_type not in self._schemas:
-                    self._schemas[full_type] = self._writer.register_schema(
-                        name=full_type, encoding='ros2msg',
-                        data=definition.encode())
-                self._channels[topic] = self._writer.register_channel(
-                    topic=topic, message_encoding='cdr',
-                    schema_id=self._schemas[full_type])
-            self._subs.append(self.create_subscription(
-                cls, topic, lambda data, t=topic: self._on_message(t, data),
-                self._qos_for(topic), raw=True))
+            infos = self.get_publishers_info_by_topic(topic)
+            if not infos:
+                continue  # only subscribers so far
+            # as rosbag2: reliable / transient local only if every
+            # publisher offers it
+            reliable = all(i.qos_profile.reliability ==
+                           ReliabilityPolicy.RELIABLE for i in infos)
+            latched = all(i.qos_profile.durability ==
+                          DurabilityPolicy.TRANSIENT_LOCAL for i in infos)
+            self._subscribe(topic, types[0], QoSProfile(
+                history=HistoryPolicy.KEEP_LAST, depth=DEFAULT_DEPTH,
+                reliability=ReliabilityPolicy.RELIABLE if reliable
+                else ReliabilityPolicy.BEST_EFFORT,
+                durability=DurabilityPolicy.TRANSIENT_LOCAL if latched
+                else DurabilityPolicy.VOLATILE))
+
+    # ------------------------------------------------------------ receiving
+    def _on_lost(self, topic: str, info: Any) -> None:
+        self.lost[topic] = self.lost.get(topic, 0) + int(
+            info.total_count_change)
 
     def _on_message(self, topic: str, data: bytes) -> None:
-        if self._queued_bytes > MAX_QUEUED_BYTES:
-            self.dropped += 1
-            if self.dropped in (1, 100, 1000) or self.dropped % 10000 == 0:
-                self.get_logger().warn(
-                    f'disk too slow: dropped {self.dropped} messages')
+        if self._closing:
             return
+        now = self.get_clock().now().nanoseconds
         with self._lock:
-            self._queued_bytes += len(data)
-        self._queue.put((self._channels[topic],
-                         self.get_clock().now().nanoseconds, data))
+            if self._backlog > MAX_BACKLOG_BYTES:
+                self.refused += 1
+                refused = self.refused
+            else:
+                refused = 0
+                self._backlog += len(data)
+        if refused:
+            if refused in (1, 100, 1000) or refused % 10000 == 0:
+                self.get_logger().warning(
+                    f'disk too slow: {refused} messages not recorded')
+            return
+        self.received[topic] += 1
+        self._queue.put((topic, now, data))
+        if topic == '/clock':
+            stamp = cdr_stamp_ns(data)
+            if stamp is not None:
+                with self._ack_lock:
+                    if self._first_clock_wall is None:
+                        self._first_clock_wall = time.monotonic()
+                    self._pending_ack = max(stamp, self._pending_ack or 0)
+                self._try_ack()
+
+    def _all_matched(self) -> bool:
+        for topic, sub in self._subs.items():
+            if sub.get_publisher_count() < self.count_publishers(topic):
+                return False
+        return True
+
+    def _try_ack(self) -> None:
+        """Publish the pending acknowledgement when the recorder keeps up."""
+        with self._ack_lock:
+            stamp = self._pending_ack
+            if stamp is None or self._closing:
+                return
+            with self._lock:
+                behind = self._backlog > ACK_BACKLOG_BYTES
+            if behind:
+                return
+            if not self._acked:
+                waited = time.monotonic() - (self._first_clock_wall or 0.0)
+                if not self._all_matched() and waited < MATCH_WAIT:
+                    return
+                self._acked = True
+            self._pending_ack = None
+            self._publish_status(stamp)
+
+    def _publish_status(self, stamp: int) -> None:
+        from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+        msg = DiagnosticArray()
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp,
+                                                                10**9)
+        values = [KeyValue(key='messages',
+                           value=str(sum(self.received.values()))),
+                  KeyValue(key='backlog_mb',
+                           value=f'{self._backlog / 2**20:.1f}'),
+                  KeyValue(key='lost', value=str(sum(self.lost.values())
+                                                 + self.refused))]
+        msg.status = [DiagnosticStatus(name='recorder', message=self.bag_dir,
+                                       values=values)]
+        self._status_pub.publish(msg)
+
+    # --------------------------------------------------------------- writing
+    def _offers(self, topic: str) -> List[Dict[str, Any]]:
+        try:
+            infos = self.get_publishers_info_by_topic(topic)
+        except Exception:  # noqa: B902 - graph query during shutdown
+            infos = []
+        if infos:
+            return [offered_entry(i.qos_profile) for i in infos]
+        rows = planned_topics()
+        row = rows.get(topic)
+        if row is None:
+            return []
+        offer = contract.qos_profile(row.qos)
+        return [bm.qos_entry(offer.reliability.name.lower(),
+                             offer.durability.name.lower())]
+
+    def _channel(self, topic: str) -> int:
+        """Return the channel of a topic, registering it on first use."""
+        cid = self._channels.get(topic)
+        if cid is not None:
+            return cid
+        full_type = self._types[topic]
+        if full_type not in self._schemas:
+            self._schemas[full_type] = self._writer.register_schema(
+                name=full_type, encoding='ros2msg',
+                data=full_definition(full_type).encode())
+        offers = self._offers(topic)
+        record = bm.TopicRecord(name=topic, msg_type=full_type,
+                                offered_qos_profiles=offers,
+                                type_description_hash=type_hash(full_type))
+        cid = self._writer.register_channel(
+            topic=topic, message_encoding='cdr',
+            schema_id=self._schemas[full_type],
+            metadata={'offered_qos_profiles': bm.qos_string(offers),
+                      'topic_type_hash': record.type_description_hash})
+        self._channels[topic] = cid
+        self._records[topic] = record
+        return cid
 
     def _write_loop(self) -> None:
         while True:
             item = self._queue.get()
             if item is None:
                 return
-            channel, now, data = item
+            topic, now, data = item
+            cid = self._channel(topic)
+            self._writer.add_message(channel_id=cid, log_time=now,
+                                     publish_time=now, data=data,
+                                     sequence=0)
+            self._records[topic].message_count += 1
+            if self._first_ns is None:
+                self._first_ns = now
+            self._first_ns = min(self._first_ns, now)
+            self._last_ns = max(self._last_ns, now)
             with self._lock:
-                self._queued_bytes -= len(data)
-                self._writer.add_message(channel_id=channel, log_time=now,
-                                         publish_time=now, data=data,
-                                         sequence=self._seq)
-                self._seq += 1
-                self.count += 1
+                self._backlog -= len(data)
+                drained = self._backlog <= ACK_BACKLOG_BYTES
+            if drained and self._pending_ack is not None:
+                self._try_ack()
 
-    def close(self) -> None:
-        """Write what is queued, then finish the file (index, summary)."""
+    def close(self) -> Dict[str, Any]:
+        """Write what is queued, finish the MCAP file, write metadata.yaml."""
+        self._closing = True
         self._queue.put(None)
         self._thread.join()
-        with self._lock:
-            self._writer.finish()
-            self._stream.close()
+        records = [self._records[t] for t in sorted(self._records)]
+        info = bm.bag_info(records, self.file_name, self._first_ns or 0,
+                           self._last_ns,
+                           ros_distro=os.environ.get('ROS_DISTRO', ''))
+        self._writer.add_metadata('rosbag2',
+                                  {'serialized_metadata': bm.dump_info(info)})
+        self._writer.finish()
+        self._stream.close()
+        bm.write_metadata(self.bag_dir, info)
+        return {'bag': self.bag_dir,
+                'messages': {t: r.message_count for t, r in
+                             self._records.items()},
+                'lost': {t: n for t, n in self.lost.items() if n},
+                'refused': self.refused}
 
 
-def main(args: List[str] = None) -> int:
-    """Record until SIGINT/SIGTERM, then close the file."""
+def make_parser() -> argparse.ArgumentParser:
+    """Return the recorder's argument parser."""
+    parser = argparse.ArgumentParser(
+        prog='python -m hil_bridge.tools.recorder',
+        description='record the graph into a rosbag2 bag (MCAP)')
+    parser.add_argument('bag', help='bag directory to create')
+    parser.add_argument('--topics', nargs='+', default=[],
+                        metavar='PATTERN', help='record only these topics')
+    parser.add_argument('--exclude', action='append', default=[],
+                        metavar='PATTERN', help='leave these topics out')
+    parser.add_argument('--role', default=contract.DEFAULT_ROLE)
+    return parser
+
+
+def main(args: Optional[List[str]] = None) -> int:
+    """Record until SIGINT/SIGTERM, then close the bag."""
     argv = list(sys.argv[1:] if args is None else args)
     ros_args = argv[argv.index('--ros-args'):] if '--ros-args' in argv \
         else []
     plain = argv[:argv.index('--ros-args')] if ros_args else argv
-    exclude = []
-    while '--exclude' in plain:
-        i = plain.index('--exclude')
-        exclude.append(plain[i + 1])
-        del plain[i:i + 2]
-    if len(plain) != 1:
-        print('usage: python -m hil_bridge.tools.recorder FILE.mcap '
-              '[--exclude TOPIC_PATTERN ...]', file=sys.stderr)
-        return 2
+    opts = make_parser().parse_args(plain)
     rclpy.init(args=['recorder'] + ros_args,
                signal_handler_options=SignalHandlerOptions.NO)
     stop = StopRequest()
-    node = McapRecorder(plain[0], exclude)
+    try:
+        node = BagRecorder(opts.bag, opts.topics, opts.exclude, opts.role)
+    except (OSError, ValueError) as err:
+        print(f'[recorder] error: {err}', file=sys.stderr, flush=True)
+        stop.restore()
+        rclpy.try_shutdown()
+        return 2
+    print(f'{READY_TEXT} {node.planned} contract topics subscribed, '
+          f'writing {opts.bag}', flush=True)
+    summary: Dict[str, Any] = {}
+    executor = make_executor()
+    executor.add_node(node)
     try:
         while not stop.requested and rclpy.ok():
-            rclpy.spin_once(node, timeout_sec=STOP_POLL)
+            executor.spin_once(timeout_sec=STOP_POLL)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
         stop.restore()
-        node.close()
-        print(f'[recorder] wrote {node.count} messages to {plain[0]}'
-              f' ({node.dropped} dropped)')
+        executor.shutdown()
+        summary = node.close()
+        total = sum(summary['messages'].values())
+        lost = sum(summary['lost'].values()) + summary['refused']
+        print(f'[recorder] wrote {total} messages on '
+              f'{len(summary["messages"])} topics to {opts.bag}; '
+              f'{lost} lost in the recorder', flush=True)
+        print(RESULT_PREFIX + json.dumps(summary), flush=True)
         node.destroy_node()
         rclpy.try_shutdown()
     return 0

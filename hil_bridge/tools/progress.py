@@ -1,0 +1,195 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+Live progress of a run: one line with lap, speed, cones, sim time, RTF, ETA.
+
+:class:`RunProgress` is the pure part (fed with sim time, speed and
+referee events; formats the line; tested alone). :class:`ProgressMonitor`
+is the ROS shell the runner starts in a thread: it subscribes to
+``/clock``, the ego's odometry and the referee events of the contract.
+"""
+
+import collections
+import json
+import math
+import threading
+import time
+from typing import Any, Deque, Dict, List, Optional, Tuple
+
+from hil_bridge.interface import contract
+
+#: wall-clock window (s) over which the real-time factor is measured
+RTF_WINDOW = 5.0
+
+
+def _fmt_time(seconds: Optional[float]) -> str:
+    if seconds is None or not math.isfinite(seconds) or seconds < 0:
+        return '-'
+    seconds = int(round(seconds))
+    if seconds >= 3600:
+        return f'{seconds // 3600}h{seconds % 3600 // 60:02d}m'
+    return f'{seconds // 60}:{seconds % 60:02d}'
+
+
+class RunProgress:
+    """The figures of the progress line (no ROS)."""
+
+    def __init__(self, laps_required: int = 0) -> None:
+        """Start empty; ``laps_required`` 0 = not a lap mission."""
+        self.laps_required = int(laps_required)
+        self.sim_time = 0.0
+        self.speed = 0.0
+        self.laps = 0
+        self.lap_times: List[float] = []
+        self.cones_hit = 0
+        self.off_course = 0
+        self.finished = ''
+        self._lap_start: Optional[float] = None
+        self._samples: Deque[Tuple[float, float]] = collections.deque()
+
+    def on_clock(self, sim_time: float, wall: float) -> None:
+        """Record sim time ``sim_time`` (s) seen at wall time ``wall`` (s)."""
+        self.sim_time = float(sim_time)
+        self._samples.append((wall, self.sim_time))
+        while len(self._samples) > 2 and \
+                wall - self._samples[0][0] > RTF_WINDOW:
+            self._samples.popleft()
+
+    def on_speed(self, speed: float) -> None:
+        """Record the ego's speed (m/s); the first lap starts on moving."""
+        self.speed = float(speed)
+        if self._lap_start is None and abs(speed) > 0.1:
+            self._lap_start = self.sim_time
+
+    def on_event(self, kind: str, values: Dict[str, str]) -> None:
+        """Record one referee event (``lap``, ``cone_hit``, ...)."""
+        t = _float(values.get('sim_time'), self.sim_time)
+        if kind == 'lap':
+            self.laps = int(_float(values.get('lap'), self.laps + 1))
+            self.lap_times.append(_float(values.get('lap_time'), math.nan))
+            self._lap_start = t
+        elif kind == 'cone_hit':
+            self.cones_hit += 1
+        elif kind == 'off_course':
+            self.off_course += 1
+        elif kind == 'mission_end':
+            self.finished = values.get('status', 'ended')
+
+    def rtf(self) -> Optional[float]:
+        """Return sim seconds per wall second over the last few seconds."""
+        if len(self._samples) < 2:
+            return None
+        (w0, s0), (w1, s1) = self._samples[0], self._samples[-1]
+        return (s1 - s0) / (w1 - w0) if w1 > w0 else None
+
+    def eta(self) -> Optional[float]:
+        """Return the wall seconds left (None before the first lap)."""
+        rtf = self.rtf()
+        done = [t for t in self.lap_times if math.isfinite(t)]
+        if not self.laps_required or not done or not rtf or rtf <= 0:
+            return None
+        left_laps = max(0, self.laps_required - self.laps)
+        in_lap = self.lap_time() or 0.0
+        sim_left = max(0.0, left_laps * (sum(done) / len(done)) - in_lap)
+        return sim_left / rtf
+
+    def lap_time(self) -> Optional[float]:
+        """Return the running lap's time so far (s of sim time)."""
+        if self._lap_start is None:
+            return None
+        return max(0.0, self.sim_time - self._lap_start)
+
+    def line(self) -> str:
+        """Return the one-line summary."""
+        parts = []
+        if self.laps_required:
+            k = min(self.laps + 1, self.laps_required)
+            lap = self.lap_time()
+            parts.append(f'lap {k}/{self.laps_required} '
+                         f'{"-" if lap is None else f"{lap:5.1f} s"}')
+            if self.lap_times:
+                parts.append(f'last {self.lap_times[-1]:.2f} s')
+        parts.append(f'{self.speed * 3.6:5.1f} km/h')
+        parts.append(f'cones hit {self.cones_hit}')
+        if self.off_course:
+            parts.append(f'off course {self.off_course}')
+        parts.append(f'sim {self.sim_time:6.1f} s')
+        rtf = self.rtf()
+        parts.append(f'RTF {"-" if rtf is None else f"{rtf:.2f}"}')
+        parts.append(f'ETA {_fmt_time(self.eta())}')
+        if self.finished:
+            parts.append(self.finished)
+        return ' | '.join(parts)
+
+
+def _float(value: Any, default: float) -> float:
+    try:
+        out = float(json.loads(value)) if isinstance(value, str) else float(value)
+    except (TypeError, ValueError):
+        return default
+    return out
+
+
+class ProgressMonitor:
+    """Subscribe to clock, odometry and referee events in a thread."""
+
+    def __init__(self, progress: RunProgress,
+                 role: str = contract.DEFAULT_ROLE) -> None:
+        """Create the node in its own context and start spinning."""
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        self.progress = progress
+        self._lock = threading.Lock()
+        self.context = rclpy.context.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node('carla_hil_progress',
+                                      context=self.context)
+        contract.create_subscription(self.node, 'clock', self._on_clock, role)
+        contract.create_subscription(self.node, 'odometry', self._on_odom,
+                                     role)
+        contract.create_subscription(self.node, 'referee_events',
+                                     self._on_events, role)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.executor.spin_once(timeout_sec=0.2)
+            except Exception:  # noqa: B902 - context shut down under us
+                return
+
+    def _on_clock(self, msg: Any) -> None:
+        t = msg.clock.sec + msg.clock.nanosec * 1e-9
+        with self._lock:
+            self.progress.on_clock(t, time.monotonic())
+
+    def _on_odom(self, msg: Any) -> None:
+        with self._lock:
+            self.progress.on_speed(msg.twist.twist.linear.x)
+
+    def _on_events(self, msg: Any) -> None:
+        with self._lock:
+            for st in msg.status:
+                kind = st.name.split('/', 1)[-1]
+                self.progress.on_event(kind, {kv.key: kv.value
+                                              for kv in st.values})
+
+    def line(self) -> str:
+        """Return the current progress line."""
+        with self._lock:
+            return self.progress.line()
+
+    def close(self) -> None:
+        """Stop spinning and shut the context down."""
+        import rclpy
+        self._stop.set()
+        self._thread.join(timeout=2.0)
+        try:
+            self.executor.shutdown()
+            self.node.destroy_node()
+        finally:
+            rclpy.try_shutdown(context=self.context)
