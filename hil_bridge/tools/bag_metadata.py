@@ -36,8 +36,9 @@ _DURABILITY = {0: 'system_default', 1: 'transient_local', 2: 'volatile',
                3: 'unknown', 4: 'best_available'}
 _LIVELINESS = {0: 'system_default', 1: 'automatic', 2: 'manual_by_node',
                3: 'manual_by_topic', 4: 'unknown', 5: 'best_available'}
-#: depth rosbag2's player offers (its default history, keep last 10)
-PLAYBACK_DEPTH = 10
+#: depth the player offers (rosbag2 offers keep last 10; deeper here, so a
+#: slow reliable subscriber loses nothing)
+PLAYBACK_DEPTH = 100
 
 
 def duration_dict(nanoseconds: Optional[int]) -> Dict[str, int]:

@@ -564,9 +564,12 @@ def _finish(args: argparse.Namespace, lines: _Lines, bags: Dict[str, str],
     print('[carla-hil] result:')
     for line in format_result(result, wall, code):
         print(line)
-    if run_dir:
-        with open(os.path.join(run_dir, 'result.json'), 'w',
-                  encoding='utf-8') as f:
+    from hil_bridge.tools.report import RUN_FILE
+    targets = [os.path.join(run_dir, 'result.json')] if run_dir else []
+    targets += [os.path.join(b, RUN_FILE) for b in bags.values()
+                if os.path.isdir(b)]
+    for target in targets:  # `carla-hil report BAG` reads it back
+        with open(target, 'w', encoding='utf-8') as f:
             json.dump(summary, f, indent=2, default=str)
     if report:
         bag = args.record or bags.get('report_recorder')

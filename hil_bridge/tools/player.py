@@ -1,26 +1,63 @@
 # Copyright 2026 carla_hil developers
 # SPDX-License-Identifier: Apache-2.0
 """
-Republish an MCAP recording (``carla-hil play FILE.mcap``).
+Replay a recording (``carla-hil play BAG``): a rosbag2 bag or an MCAP file.
 
-Messages are published serialized, in log-time order, paced by ``--rate``
-(1.0 = as recorded, 0 = as fast as possible), ``/clock`` included, so the
-onboard stack can run on recorded CARLA (or built-in) data without a
-simulator. By default only what the simulator PC publishes is replayed
-(the contract topics whose publisher is ``hil_bridge``, plus other actors'
-odometry), so the onboard nodes recompute everything downstream;
-``--all`` replays every recorded topic.
+Messages are published serialized, paced by ``--rate`` (1.0 = as
+recorded, 0 = as fast as possible), ``/clock`` included, so the onboard
+stack can run on recorded CARLA (or built-in) data without a simulator.
+By default only what the simulator PC publishes is replayed (the contract
+topics whose publisher is ``hil_bridge``, plus other actors' odometry),
+so the onboard nodes recompute everything downstream; ``--all`` replays
+every recorded topic.
+
+Each topic is offered with the QoS its recorded publishers offered (the
+bag's ``offered_qos_profiles``, as rosbag2's player does; keep last 100):
+a latched topic (ground-truth cones) stays latched. Files without QoS
+metadata fall back to the contract's QoS.
+
+Order: the bridge publishes frame k's ``/clock`` and then the frame's
+messages, all stamped with frame k's sim time; a recorder logs them by
+its own clock at receipt, so a cloud can be logged before the ``/clock``
+of its frame. The player restores the bridge's order: messages are
+replayed by their stamp (``header.stamp``, or the ``clock`` of
+``/clock``; log time for types without a header), ``/clock`` first
+within a stamp, from a look-ahead window of ``REORDER_WINDOW`` s.
+Playback starts once the subscriber counts of the replayed topics have
+been stable for ``--settle`` s (the onboard nodes are up), or after
+``--wait`` s.
+
+``--lockstep`` replays as the bridge runs in lockstep: before the next
+frame, the player waits until every topic of ``--lockstep-topics``
+(contract keys; default ``cmd_vel``, ``brake_request``, and
+``recorder_status`` when a recorder runs) carries a stamp >= the frame
+just sent (``--lockstep-timeout`` wall s, counted; 30 s for the first
+message of each), so a slow or loaded onboard computer processes every
+frame. Without it, frames are due at their recorded times; a player that
+falls behind (a loaded machine) lets its schedule slip rather than send a
+burst, and reports how often and by how much it was late.
 """
 
 import argparse
 import fnmatch
+import heapq
 import sys
+import threading
 import time
-from typing import Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from hil_bridge.interface import contract
-from hil_bridge.tools.mcap_io import iter_raw
-from hil_bridge.tools.recorder import msg_class
+from hil_bridge.tools import bag_metadata as bm
+from hil_bridge.tools.mcap_io import channels, iter_raw
+from hil_bridge.tools.msg_definitions import msg_text
+from hil_bridge.tools.recorder import cdr_stamp_ns, msg_class
+
+#: look-ahead (s of sim time) within which messages are put in stamp order
+REORDER_WINDOW = 1.0
+#: a message sent this much (wall s) after its due time counts as late
+LATE = 0.05
+#: lockstep: wall seconds to wait for the first message of each topic
+STARTUP_TIMEOUT = 30.0
 
 
 def sim_pc_topics(role: str = contract.DEFAULT_ROLE) -> List[str]:
@@ -32,44 +69,162 @@ def sim_pc_topics(role: str = contract.DEFAULT_ROLE) -> List[str]:
     return out
 
 
-def _qos_for(topic: str, role: str):
+def contract_qos_kind(topic: str, role: str) -> str:
+    """Return the contract QoS kind of a topic ('state' if unknown)."""
     for row in contract.topics().values():
         if fnmatch.fnmatch(topic, row.name.format(role=role, actor='*')):
-            return contract.qos_profile(row.qos)
-    return contract.qos_profile('state')
+            return row.qos
+    return 'state'
 
 
-def _recorded_channels(path: str) -> List[tuple]:
-    """Return (topic, schema name) of a finished file's channels."""
-    from mcap.exceptions import McapError
-    from mcap.reader import make_reader
+def playback_qos(topic: str, metadata: Dict[str, str], role: str) -> Any:
+    """Return the QoS to offer for a recorded topic (see module doc)."""
+    from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
     try:
-        with open(path, 'rb') as stream:
-            summary = make_reader(stream).get_summary()
-    except (McapError, EOFError, ValueError):
-        return []
-    if summary is None:
-        return []
-    return [(c.topic, summary.schemas[c.schema_id].name)
-            for c in summary.channels.values()]
+        offers = bm.parse_qos(metadata.get('offered_qos_profiles', ''))
+    except ValueError:
+        offers = []
+    policies = bm.playback_policies(offers) if offers else None
+    if policies is None:
+        return contract.qos_profile(contract_qos_kind(topic, role))
+    reliability, durability = policies
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST, depth=bm.PLAYBACK_DEPTH,
+        reliability=ReliabilityPolicy.RELIABLE if reliability == 'reliable'
+        else ReliabilityPolicy.BEST_EFFORT,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL
+        if durability == 'transient_local' else DurabilityPolicy.VOLATILE)
+
+
+def stamped_first(full_type: str) -> bool:
+    """Return True if a type's first field is a header or a time stamp."""
+    try:
+        text = msg_text(full_type)
+    except (FileNotFoundError, ValueError):
+        return False
+    for line in text.splitlines():
+        line = line.split('#', 1)[0].strip()
+        if not line:
+            continue
+        first = line.split()[0]
+        return first in ('std_msgs/Header', 'Header', 'builtin_interfaces/Time')
+    return False
+
+
+def ordered(messages: Iterator[Tuple[Any, Any, Any]],
+            window_ns: int = int(REORDER_WINDOW * 1e9)
+            ) -> Iterator[Tuple[int, Any, Any, Any]]:
+    """
+    Yield (time ns, schema, channel, message) in replay order.
+
+    ``messages`` in log-time order; the time is the stamp for stamped
+    types (``/clock`` before the other messages of its stamp), else the
+    log time. Messages are held back for ``window_ns`` of log time.
+    """
+    heap: List[Tuple[int, int, int, Any, Any, Any]] = []
+    stamped: Dict[str, bool] = {}
+    seq = 0
+    for schema, channel, message in messages:
+        name = schema.name if schema is not None else ''
+        if name not in stamped:
+            stamped[name] = stamped_first(name)
+        t = cdr_stamp_ns(message.data) if stamped[name] else None
+        if t is None:
+            t = message.log_time
+        rank = 0 if channel.topic == '/clock' else 1
+        heapq.heappush(heap, (t, rank, seq, schema, channel, message))
+        seq += 1
+        while heap and heap[0][0] < message.log_time - window_ns:
+            t0, _r, _s, sch, ch, msg = heapq.heappop(heap)
+            yield t0, sch, ch, msg
+    while heap:
+        t0, _r, _s, sch, ch, msg = heapq.heappop(heap)
+        yield t0, sch, ch, msg
+
+
+def _wait_for_subscribers(pubs: Dict[str, Any], wait: float,
+                          settle: float) -> None:
+    """Wait until subscriber counts are stable for ``settle`` s."""
+    deadline = time.monotonic() + wait
+    last: Optional[Tuple[int, ...]] = None
+    since = time.monotonic()
+    while time.monotonic() < deadline:
+        counts = tuple(p.get_subscription_count() for p in pubs.values())
+        if counts != last:
+            last, since = counts, time.monotonic()
+        elif any(counts) and time.monotonic() - since >= settle:
+            return
+        time.sleep(0.05)
+
+
+class Lockstep:
+    """Wait for the commands computed from a frame (player side)."""
+
+    def __init__(self, node: Any, keys: Sequence[str], role: str,
+                 timeout: float) -> None:
+        """Subscribe to the contract topics ``keys`` on ``node``."""
+        from hil_bridge.interface.codecs import stamps
+        self.timeout = float(timeout)
+        self.latest: Dict[str, float] = {}
+        self.timeouts = 0
+        self._cond = threading.Condition()
+        self.keys = list(keys)
+        for key in self.keys:
+            contract.create_subscription(
+                node, key, lambda m, k=key: self._on(
+                    k, stamps.sec_from_stamp(m.header.stamp)), role)
+
+    def _on(self, key: str, stamp: float) -> None:
+        with self._cond:
+            self.latest[key] = max(stamp, self.latest.get(key, -1e18))
+            self._cond.notify_all()
+
+    def wait(self, stamp: float) -> bool:
+        """Wait until every topic reached ``stamp`` (s); False on timeout."""
+        with self._cond:
+            started = all(k in self.latest for k in self.keys)
+            limit = self.timeout if started else STARTUP_TIMEOUT
+            ok = self._cond.wait_for(
+                lambda: all(self.latest.get(k, -1e18) >= stamp - 1e-6
+                            for k in self.keys), timeout=limit)
+        if not ok:
+            self.timeouts += 1
+        return ok
 
 
 def play(path: str, rate: float = 1.0, replay_all: bool = False,
          clock: bool = True, role: str = contract.DEFAULT_ROLE,
-         context: Optional[object] = None, wait: float = 2.0) -> int:
+         context: Optional[object] = None, wait: float = 10.0,
+         settle: float = 1.0, lockstep: Sequence[str] = (),
+         lockstep_timeout: float = 5.0) -> Dict[str, Any]:
     """
-    Publish the recording once; return the number of messages sent.
+    Publish the recording once; return counts (sent, late, timeouts).
 
     Publishers are created up front (for finished files) and playback
-    starts once each has a subscriber, or after ``wait`` seconds.
+    starts when the subscriber counts settle (see module doc).
+    ``lockstep``: contract keys to wait for after each frame.
     """
     import rclpy
+    from rclpy.executors import SingleThreadedExecutor
     own = context is None
     if own:
         rclpy.init()
-    node = rclpy.create_node('mcap_player', context=context)
+    node = rclpy.create_node('bag_player', context=context)
     patterns = None if replay_all else sim_pc_topics(role)
+    meta = {topic: (type_name, md) for topic, type_name, md in channels(path)}
     pubs: Dict[str, object] = {}
+    gate = Lockstep(node, lockstep, role, lockstep_timeout) if lockstep \
+        else None
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    spinning = threading.Event()
+    spinning.set()
+
+    def spin() -> None:
+        while spinning.is_set():
+            executor.spin_once(timeout_sec=0.05)
+    thread = threading.Thread(target=spin, daemon=True)
+    thread.start()
 
     def wanted(topic: str) -> bool:
         if topic == '/clock' and not clock:
@@ -79,56 +234,118 @@ def play(path: str, rate: float = 1.0, replay_all: bool = False,
 
     def publisher(topic: str, type_name: str) -> object:
         if topic not in pubs:
+            md = meta.get(topic, ('', {}))[1]
             pubs[topic] = node.create_publisher(
-                msg_class(type_name), topic, _qos_for(topic, role))
+                msg_class(type_name), topic, playback_qos(topic, md, role))
         return pubs[topic]
 
-    for topic, type_name in _recorded_channels(path):
+    for topic, (type_name, _md) in meta.items():
         if wanted(topic):
             publisher(topic, type_name)
-    deadline = time.monotonic() + wait
-    while pubs and time.monotonic() < deadline and not all(
-            p.get_subscription_count() > 0 for p in pubs.values()):
-        time.sleep(0.05)
-    sent = 0
+    if pubs:
+        _wait_for_subscribers(pubs, wait, settle)
+    sent = late = 0
+    worst = 0.0
     try:
         t_first, w_first = None, time.monotonic()
-        for schema, channel, message in iter_raw(path):
+        frame_t: Optional[int] = None
+        for t, schema, channel, message in ordered(iter_raw(path)):
             if not wanted(channel.topic):
                 continue
             pub = publisher(channel.topic, schema.name)
+            if gate is not None and frame_t is not None and t > frame_t:
+                gate.wait(frame_t * 1e-9)  # the previous frame is done
+            frame_t = t if frame_t is None else max(frame_t, t)
             if t_first is None:
-                t_first = message.log_time
-            if rate > 0:
-                due = w_first + (message.log_time - t_first) * 1e-9 / rate
+                t_first, w_first = t, time.monotonic()
+            if rate > 0 and gate is None:
+                due = w_first + (t - t_first) * 1e-9 / rate
                 delay = due - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
+                elif -delay > LATE:
+                    # behind: the schedule slips instead of a burst that
+                    # would overflow the subscribers' queues
+                    late += 1
+                    worst = max(worst, -delay)
+                    w_first -= delay
             pub.publish(message.data)
             sent += 1
+        if gate is not None and frame_t is not None:
+            gate.wait(frame_t * 1e-9)
+        from rclpy.duration import Duration
+        for pub in pubs.values():  # reliable subscribers have it all
+            pub.wait_for_all_acked(Duration(seconds=2.0))
     finally:
+        spinning.clear()
+        thread.join(timeout=2.0)
+        executor.shutdown()
         node.destroy_node()
         if own:
             rclpy.try_shutdown()
-    return sent
+    return {'sent': sent, 'late': late, 'worst_late_s': round(worst, 3),
+            'lockstep_timeouts': gate.timeouts if gate is not None else 0}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of ``carla-hil play``."""
     parser = argparse.ArgumentParser(prog='carla-hil play',
                                      description=__doc__.split('\n')[1])
-    parser.add_argument('file')
+    parser.add_argument('bag', help='bag directory or MCAP file')
     parser.add_argument('--rate', type=float, default=1.0)
     parser.add_argument('--all', action='store_true', dest='replay_all')
     parser.add_argument('--no-clock', action='store_true')
     parser.add_argument('--role', default=contract.DEFAULT_ROLE)
-    parser.add_argument('--wait', type=float, default=2.0,
-                        help='seconds to wait for subscribers first')
+    parser.add_argument('--wait', type=float, default=10.0,
+                        help='longest wait for subscribers first (s)')
+    parser.add_argument('--settle', type=float, default=1.0,
+                        help='start once subscriber counts are stable this '
+                        'long (s)')
+    parser.add_argument('--lockstep', action='store_true',
+                        help='wait for the commands computed from each '
+                        'frame before the next (rate ignored)')
+    parser.add_argument('--lockstep-topics', nargs='+', default=None,
+                        metavar='KEY', help='contract keys to wait for')
+    parser.add_argument('--lockstep-timeout', type=float, default=5.0)
     args = parser.parse_args(argv)
-    sent = play(args.file, args.rate, args.replay_all, not args.no_clock,
-                args.role, wait=args.wait)
-    print(f'[play] published {sent} messages from {args.file}')
-    return 0 if sent else 1
+    try:
+        bm.mcap_path(args.bag)
+    except (FileNotFoundError, ValueError) as err:
+        print(f'[play] {err}', file=sys.stderr)
+        return 2
+    keys: List[str] = []
+    if args.lockstep:
+        keys = args.lockstep_topics or ['cmd_vel', 'brake_request']
+        if args.lockstep_topics is None and _recorder_running():
+            keys.append('recorder_status')
+    stats = play(args.bag, args.rate, args.replay_all, not args.no_clock,
+                 args.role, wait=args.wait, settle=args.settle,
+                 lockstep=keys, lockstep_timeout=args.lockstep_timeout)
+    how = (f'lockstep on {", ".join(keys)}, {stats["lockstep_timeouts"]} '
+           'timeouts' if keys else
+           f'rate {args.rate:g}, {stats["late"]} sent more than {LATE:g} s '
+           f'late (worst {stats["worst_late_s"]:.3f} s)')
+    print(f'[play] published {stats["sent"]} messages from {args.bag} '
+          f'({how})')
+    return 0 if stats['sent'] else 1
+
+
+def _recorder_running(wait: float = 2.0) -> bool:
+    """Return True when a recorder publishes recorder_status."""
+    import rclpy
+    context = rclpy.context.Context()
+    rclpy.init(context=context)
+    try:
+        node = rclpy.create_node('bag_player_probe', context=context)
+        name = contract.topic('recorder_status').resolve()
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if node.count_publishers(name):
+                return True
+            time.sleep(0.1)
+        return False
+    finally:
+        rclpy.try_shutdown(context=context)
 
 
 if __name__ == '__main__':

@@ -9,7 +9,11 @@ Record the graph's topics into a rosbag2 bag (MCAP storage).
 ``ros2 bag record -s mcap`` does (see :mod:`hil_bridge.tools.bag_metadata`):
 ``ros2msg`` schemas, ``cdr`` messages as received (no decode), the
 publishers' offered QoS and the RIHS01 type hash per topic. Log times are
-the node's clock at receipt (sim time with use_sim_time), as rosbag2's.
+the node's clock at receipt (sim time with use_sim_time), as rosbag2's;
+the publish time is the wall clock at receipt (rosbag2 stores the
+sender's wall time there, which rclpy does not hand to raw callbacks; on
+one host the two differ by the delivery latency), so a report can measure
+wall-time latencies in a sim-time bag.
 
 Every topic of ``config/interfaces.yaml`` is subscribed at start-up, with
 the contract's reliability and durability and a deep queue, before any
@@ -243,6 +247,7 @@ class BagRecorder(Node):
         if self._closing:
             return
         now = self.get_clock().now().nanoseconds
+        wall = time.time_ns()
         with self._lock:
             if self._backlog > MAX_BACKLOG_BYTES:
                 self.refused += 1
@@ -256,7 +261,7 @@ class BagRecorder(Node):
                     f'disk too slow: {refused} messages not recorded')
             return
         self.received[topic] += 1
-        self._queue.put((topic, now, data))
+        self._queue.put((topic, now, wall, data))
         if topic == '/clock':
             stamp = cdr_stamp_ns(data)
             if stamp is not None:
@@ -349,10 +354,10 @@ class BagRecorder(Node):
             item = self._queue.get()
             if item is None:
                 return
-            topic, now, data = item
+            topic, now, wall, data = item
             cid = self._channel(topic)
             self._writer.add_message(channel_id=cid, log_time=now,
-                                     publish_time=now, data=data,
+                                     publish_time=wall, data=data,
                                      sequence=0)
             self._records[topic].message_count += 1
             if self._first_ns is None:

@@ -1,34 +1,77 @@
 # Copyright 2026 carla_hil developers
 # SPDX-License-Identifier: Apache-2.0
 """
-Run reports from an MCAP recording: metrics JSON and PNG plots.
+One-page run report from a recording: ``report.html``, PNGs, metrics.json.
 
-``carla-hil report FILE.mcap --out DIR`` (also written by
-``carla-hil run --report DIR``) makes ``metrics.json``, ``birdseye.png``
-(ground-truth cones, detected cones by colour, the driven trajectory
-coloured by speed, cone hits and AEB brake events) and ``timeline.png``
-(speed and target speed, steering, throttle/brake, TTC and AEB state).
+``carla-hil report BAG --out DIR`` (and ``carla-hil run``, into its run
+directory) writes:
+
+* ``track.png``: ground-truth cones by colour name, the driven line
+  coloured by speed, fused detections (in ``map`` through the odometry),
+  cone hits and AEB braking, on axes fitted to the track (a long thin
+  track gets a stretched cross axis, marked in the title) with the legend
+  outside the plot;
+* ``timeline.png``: speed and target speed, commanded and actual yaw rate
+  with the applied steering, cross-track error to the centre line, and the
+  AEB state with TTC drawn only where it is finite;
+* ``detection.png``: recall of each cone source against the ground truth
+  in the file, by range;
+* ``metrics.json`` (numbers rounded; one sim time span from ``/clock``)
+  and ``report.html`` (self-contained: the PNGs embedded) with the result,
+  lap and split table, detection table, loop latency and messages per
+  topic against the counts the bridge published.
+
+The centre line is built from the ground-truth cones (midpoints of each
+cone and the nearest cone of the other side, chained); recall counts a
+ground-truth cone within 0.5 m of a detection, among the cones inside
+the range bin and +-60 deg of the heading (occluded cones count as
+misses). Loop latency is the wall time between the recorder receiving a
+lidar cloud and the ``cmd_vel`` stamped with it (the recorder keeps the
+wall receipt time as each message's publish time).
 """
 
 import argparse
+import base64
+import html
 import json
 import math
 import os
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from hil_bridge.interface import contract
 from hil_bridge.interface.codecs import clouds, stamps
+from hil_bridge.interface.cones import CONE_NAMES
 from hil_bridge.tools.mcap_io import iter_raw
 from hil_bridge.tools.recorder import msg_class
 import numpy as np
 
-CONE_COLOURS = {0: '#444444', 1: '#1f4fff', 2: '#f2c200', 3: '#ff7f0e',
+#: matplotlib colour per cone class id
+CONE_COLOURS = {0: '#777777', 1: '#1f4fff', 2: '#f2c200', 3: '#ff7f0e',
                 4: '#d62728'}
+#: recall: range bins (m), match radius (m), half field of view (rad)
+RANGE_BINS = (0.0, 5.0, 10.0, 15.0, 20.0)
+MATCH_RADIUS = 0.5
+HALF_FOV = math.radians(60.0)
+#: a track whose sides differ more than this is drawn with a stretched axis
+MAX_ASPECT = 4.0
+#: name of the run summary the runner leaves in a bag directory
+RUN_FILE = 'carla_hil_run.json'
+SOURCES = {'lidar': 'cones_lidar', 'vision': 'cones_vision',
+           'fused': 'cones'}
 
 
-def _values(status: Any) -> Dict[str, str]:
-    return {kv.key: kv.value for kv in status.values}
+def _round(value: Any, digits: int = 3) -> Any:
+    """Round floats (also inside lists and dicts); NaN/inf become None."""
+    if isinstance(value, float):
+        return round(value, digits) if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _round(v, digits) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_round(v, digits) for v in value]
+    if isinstance(value, np.generic):
+        return _round(value.item(), digits)
+    return value
 
 
 def _float(value: Any, default: float = float('nan')) -> float:
@@ -38,14 +81,21 @@ def _float(value: Any, default: float = float('nan')) -> float:
         return default
 
 
+def _values(status: Any) -> Dict[str, str]:
+    return {kv.key: kv.value for kv in status.values}
+
+
 def load_run(path: str, role: str = contract.DEFAULT_ROLE) -> Dict[str, Any]:
-    """Decode the topics a report needs from an MCAP file into arrays."""
+    """Decode the topics a report needs from a bag into arrays."""
     from rclpy.serialization import deserialize_message
-    names = {key: contract.topic(key).resolve(role) for key in (
-        'odometry', 'ground_truth_cones', 'cones', 'referee_events',
-        'applied_control', 'aeb_status', 'cmd_vel', 'brake_request')}
-    by_topic = {v: k for k, v in names.items()}
-    odo, ctrl, cmd, aeb, brake, events, det = [], [], [], [], [], [], []
+    keys = ('odometry', 'ground_truth_cones', 'cones', 'cones_lidar',
+            'cones_vision', 'referee_events', 'applied_control',
+            'aeb_status', 'cmd_vel', 'brake_request', 'clock', 'lidar')
+    by_topic = {contract.topic(k).resolve(role): k for k in keys}
+    odo, ctrl, cmd, aeb, brake, events = [], [], [], [], [], []
+    det: Dict[str, List] = {k: [] for k in SOURCES}
+    clock: List[float] = []
+    wall_in: Dict[str, Dict[int, float]] = {'lidar': {}, 'cmd_vel': {}}
     gt = None
     counts: Dict[str, int] = {}
     for schema, channel, message in iter_raw(path):
@@ -53,201 +103,648 @@ def load_run(path: str, role: str = contract.DEFAULT_ROLE) -> Dict[str, Any]:
         key = by_topic.get(channel.topic)
         if key is None:
             continue
+        if key == 'lidar':  # only its receipt time, not the cloud
+            from hil_bridge.tools.recorder import cdr_stamp_ns
+            stamp = cdr_stamp_ns(message.data)
+            if stamp is not None:
+                wall_in['lidar'].setdefault(stamp, message.publish_time)
+            continue
         msg = deserialize_message(message.data, msg_class(schema.name))
+        if key == 'clock':
+            clock.append(stamps.sec_from_stamp(msg.clock))
+            continue
         t = stamps.sec_from_stamp(msg.header.stamp)
         if key == 'odometry':
             p, q = msg.pose.pose.position, msg.pose.pose.orientation
             yaw = math.atan2(2 * (q.w * q.z + q.x * q.y),
                              1 - 2 * (q.y * q.y + q.z * q.z))
-            odo.append((t, p.x, p.y, yaw, msg.twist.twist.linear.x))
+            odo.append((t, p.x, p.y, yaw, msg.twist.twist.linear.x,
+                        msg.twist.twist.angular.z))
         elif key == 'applied_control':
             tw = msg.twist
             ctrl.append((t, tw.linear.x, tw.linear.y, tw.angular.z))
         elif key == 'cmd_vel':
             cmd.append((t, msg.twist.linear.x, msg.twist.angular.z))
+            stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+            wall_in['cmd_vel'].setdefault(stamp, message.publish_time)
         elif key == 'brake_request':
             brake.append((t, msg.accel.linear.x))
         elif key == 'ground_truth_cones':
             gt = clouds.cloud_to_cones(msg)
-        elif key == 'cones':
+        elif key in SOURCES.values():
             xyz, cls, _ = clouds.cloud_to_cones(msg)
-            det.append((t, xyz, cls))
-        elif key in ('aeb_status', 'referee_events'):
+            name = [k for k, v in SOURCES.items() if v == key][0]
+            det[name].append((t, np.asarray(xyz), np.asarray(cls)))
+        elif key == 'aeb_status':
             for st in msg.status:
                 vals = _values(st)
-                if key == 'aeb_status':
-                    aeb.append((t, vals.get('state', st.message),
-                                _float(vals.get('ttc'))))
-                else:
-                    events.append({'t': t, 'kind': st.name,
-                                   'message': st.message, **vals})
-    return {'odometry': np.array(odo).reshape(-1, 5),
-            'control': np.array(ctrl).reshape(-1, 4),
-            'cmd_vel': np.array(cmd).reshape(-1, 3),
-            'brake_request': np.array(brake).reshape(-1, 2),
-            'aeb': aeb, 'events': events, 'detections': det,
-            'ground_truth': gt, 'counts': counts}
+                aeb.append((t, vals.get('state', st.message),
+                            _float(vals.get('ttc'))))
+        elif key == 'referee_events':
+            for st in msg.status:
+                vals = _values(st)
+                events.append({'t': _float(vals.get('sim_time'), t),
+                               'kind': st.name.split('/', 1)[-1], **vals})
+    odo_arr = np.array(sorted(odo)).reshape(-1, 6)
+    return {'odometry': odo_arr,
+            'control': np.array(sorted(ctrl)).reshape(-1, 4),
+            'cmd_vel': np.array(sorted(cmd)).reshape(-1, 3),
+            'brake_request': np.array(sorted(brake)).reshape(-1, 2),
+            'aeb': sorted(aeb, key=lambda a: a[0]), 'events': events,
+            'detections': det, 'ground_truth': gt, 'counts': counts,
+            'clock': np.array(sorted(clock)), 'wall_in': wall_in}
 
 
-def _to_map(det: List, odo: np.ndarray) -> List:
-    """Transform detected cones (vehicle frame) into map via odometry."""
-    out = []
+# ------------------------------------------------------------- geometry
+def to_map(xyz: np.ndarray, pose: Sequence[float]) -> np.ndarray:
+    """Return vehicle-frame points (N, >=2) in map for pose (x, y, yaw)."""
+    x, y, yaw = pose[0], pose[1], pose[2]
+    c, s = math.cos(yaw), math.sin(yaw)
+    return np.column_stack([x + c * xyz[:, 0] - s * xyz[:, 1],
+                            y + s * xyz[:, 0] + c * xyz[:, 1]])
+
+
+def _pose_at(odo: np.ndarray, t: float) -> Optional[np.ndarray]:
     if odo.shape[0] == 0:
-        return out
-    for t, xyz, cls in det:
-        i = int(np.clip(np.searchsorted(odo[:, 0], t), 0, len(odo) - 1))
-        _, x, y, yaw, _ = odo[i]
-        c, s = math.cos(yaw), math.sin(yaw)
-        mx = x + c * xyz[:, 0] - s * xyz[:, 1]
-        my = y + s * xyz[:, 0] + c * xyz[:, 1]
-        out.append((mx, my, cls))
-    return out
+        return None
+    i = int(np.clip(np.searchsorted(odo[:, 0], t), 0, len(odo) - 1))
+    return odo[i, 1:4]
 
 
-def metrics(run: Dict[str, Any],
-            result: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """Return the run's summary figures."""
+def centre_line(xy: np.ndarray, cls: np.ndarray) -> List[np.ndarray]:
+    """
+    Return centre-line polylines (each (K, 2)) from boundary cones.
+
+    Midpoints of every blue cone with its nearest yellow one and the
+    reverse, chained by nearest neighbours; a jump longer than three
+    times the median step starts a new piece. [] without both colours.
+    """
+    from scipy.spatial import cKDTree
+    blue, yellow = xy[cls == 1], xy[cls == 2]
+    if len(blue) == 0 or len(yellow) == 0:
+        return []
+    mids = []
+    for a, b in ((blue, yellow), (yellow, blue)):
+        _, idx = cKDTree(b).query(a)
+        mids.append((a + b[idx]) / 2.0)
+    pts = np.unique(np.round(np.vstack(mids), 3), axis=0)
+    if len(pts) < 2:
+        return []
+    left = list(range(1, len(pts)))
+    order = [0]
+    while left:
+        last = pts[order[-1]]
+        d = np.hypot(*(pts[left] - last).T)
+        order.append(left.pop(int(np.argmin(d))))
+    chain = pts[order]
+    steps = np.hypot(*np.diff(chain, axis=0).T)
+    cut = np.flatnonzero(steps > 3.0 * max(np.median(steps), 1e-6)) + 1
+    return [p for p in np.split(chain, cut) if len(p) >= 2]
+
+
+def cross_track(points: np.ndarray, lines: List[np.ndarray]) -> np.ndarray:
+    """
+    Return each point's distance (m) to the nearest centre-line segment.
+
+    NaN where the nearest place is an open end of a centre line (before
+    the first or past the last cone pair: a start box, a braking zone).
+    """
+    if not lines or len(points) == 0:
+        return np.full(len(points), np.nan)
+    best = np.full(len(points), np.inf)
+    inside = np.zeros(len(points), bool)
+    for line in lines:
+        a, b = line[:-1], line[1:]
+        ab = b - a
+        den = np.maximum((ab ** 2).sum(axis=1), 1e-12)
+        for k in range(0, len(points), 2000):
+            p = points[k:k + 2000, None, :]
+            u_raw = ((p - a) * ab).sum(axis=2) / den
+            u = np.clip(u_raw, 0.0, 1.0)
+            d = np.hypot(*(p - (a + u[..., None] * ab)).transpose(2, 0, 1))
+            j = d.argmin(axis=1)
+            dmin = d[np.arange(len(j)), j]
+            uj = u_raw[np.arange(len(j)), j]
+            ends = ((j == 0) & (uj < 0.0)) | ((j == len(a) - 1) & (uj > 1.0))
+            better = dmin < best[k:k + 2000]
+            best[k:k + 2000] = np.where(better, dmin, best[k:k + 2000])
+            inside[k:k + 2000] = np.where(better, ~ends,
+                                          inside[k:k + 2000])
+    return np.where(inside, best, np.nan)
+
+
+# -------------------------------------------------------------- metrics
+def recall_by_range(run: Dict[str, Any], source: str,
+                    every: int = 1) -> List[Dict[str, Any]]:
+    """
+    Return recall per range bin of one cone source against ground truth.
+
+    Each row: bin (lo, hi m), ground-truth cones in view (summed over
+    messages), matched, recall, detections and false detections (no
+    ground-truth cone within MATCH_RADIUS), colour accuracy of the
+    matches that carry a colour (None for a source without colours).
+    """
+    gt = run['ground_truth']
+    msgs = run['detections'][source][::every]
+    rows = []
+    if gt is None or not len(gt[0]) or not msgs or not len(run['odometry']):
+        return rows
+    gxy, gcls = np.asarray(gt[0])[:, :2], np.asarray(gt[1])
+    from scipy.spatial import cKDTree
+    tally = np.zeros((len(RANGE_BINS) - 1, 6))
+    for t, xyz, cls in msgs:
+        pose = _pose_at(run['odometry'], t)
+        x, y, yaw = pose
+        rel = gxy - (x, y)
+        rng = np.hypot(rel[:, 0], rel[:, 1])
+        bearing = np.abs(np.angle(np.exp(1j * (np.arctan2(rel[:, 1], rel[:, 0])
+                                               - yaw))))
+        seen = to_map(xyz, pose) if len(xyz) else np.zeros((0, 2))
+        d_rng = np.hypot(xyz[:, 0], xyz[:, 1]) if len(xyz) else np.zeros(0)
+        if len(seen):
+            dist, idx = cKDTree(seen).query(gxy)
+        else:
+            dist, idx = np.full(len(gxy), np.inf), np.zeros(len(gxy), int)
+        gdist, gidx = cKDTree(gxy).query(seen) if len(seen) else \
+            (np.zeros(0), np.zeros(0, int))
+        for b in range(len(RANGE_BINS) - 1):
+            lo, hi = RANGE_BINS[b], RANGE_BINS[b + 1]
+            view = (rng >= lo) & (rng < hi) & (bearing <= HALF_FOV)
+            hit = view & (dist <= MATCH_RADIUS)
+            tally[b, 0] += view.sum()
+            tally[b, 1] += hit.sum()
+            sel = (d_rng >= lo) & (d_rng < hi)
+            tally[b, 2] += sel.sum()
+            tally[b, 3] += (sel & (gdist > MATCH_RADIUS)).sum()
+            coloured = hit & (np.asarray(cls)[idx] != 0) if len(cls) else hit
+            if coloured.any():
+                tally[b, 4] += (np.asarray(cls)[idx[coloured]] ==
+                                gcls[coloured]).sum()
+                tally[b, 5] += coloured.sum()
+    for b in range(len(RANGE_BINS) - 1):
+        n_view, n_hit, n_det, n_false, n_col, n_known = tally[b]
+        rows.append({'range_m': [RANGE_BINS[b], RANGE_BINS[b + 1]],
+                     'cones_in_view': int(n_view), 'matched': int(n_hit),
+                     'recall': n_hit / n_view if n_view else None,
+                     'detections': int(n_det), 'false': int(n_false),
+                     'colour_correct': n_col / n_known if n_known else None})
+    return rows
+
+
+def lap_table(run: Dict[str, Any], result: Optional[Dict[str, Any]],
+              sectors: int = 3) -> List[Dict[str, Any]]:
+    """Return per lap: time, total and sector (split) times by distance."""
+    laps = [e for e in run['events'] if e['kind'] == 'lap']
+    if not laps and result and result.get('lap_times'):
+        # no events recorded: the referee's lap times, without splits
+        laps = [{'lap': k + 1, 'lap_time': lt, 't': math.nan}
+                for k, lt in enumerate(result['lap_times'])]
     odo = run['odometry']
-    dist = float(np.hypot(np.diff(odo[:, 1]), np.diff(odo[:, 2])).sum()) \
+    rows = []
+    for ev in laps:
+        end = _float(ev.get('t'))
+        lt = _float(ev.get('lap_time'))
+        row = {'lap': int(_float(ev.get('lap'), len(rows) + 1)),
+               'time_s': lt, 'total_s': _float(ev.get('total_time')),
+               'splits_s': []}
+        if math.isfinite(end) and math.isfinite(lt) and len(odo) > 1:
+            sel = (odo[:, 0] >= end - lt) & (odo[:, 0] <= end)
+            seg = odo[sel]
+            if len(seg) > 2:
+                dist = np.concatenate([[0.0], np.cumsum(np.hypot(
+                    *np.diff(seg[:, 1:3], axis=0).T))])
+                marks = [np.interp(dist[-1] * k / sectors, dist, seg[:, 0])
+                         for k in range(sectors + 1)]
+                row['splits_s'] = list(np.diff(marks))
+        rows.append(row)
+    return rows
+
+
+def loop_latency(run: Dict[str, Any]) -> Dict[str, Any]:
+    """Return wall-time lidar -> cmd_vel latency figures (ms)."""
+    lidar, cmd = run['wall_in']['lidar'], run['wall_in']['cmd_vel']
+    lat = [(cmd[s] - lidar[s]) * 1e-6 for s in lidar if s in cmd]
+    lat = [v for v in lat if v >= 0.0]
+    if not lat:
+        return {'samples': 0}
+    arr = np.array(lat)
+    return {'samples': len(arr), 'median_ms': float(np.median(arr)),
+            'p95_ms': float(np.percentile(arr, 95)),
+            'max_ms': float(arr.max())}
+
+
+def drops(run: Dict[str, Any], recording: Optional[Dict[str, Any]]
+          ) -> List[Dict[str, Any]]:
+    """
+    Return messages per topic against what was expected.
+
+    With the runner's recording rows (the bridge's published counts) those
+    are the expectation; else a bridge topic is expected once per
+    ``/clock`` frame.
+    """
+    if recording and recording.get('rows'):
+        return [dict(r) for r in recording['rows']]
+    frames = len(run['clock'])
+    bridge = {contract.topic(k).resolve() for k, row in
+              contract.topics().items() if row.publisher == 'hil_bridge'
+              and '{actor}' not in row.name and row.qos != 'latched'
+              and k != 'referee_events'}
+    rows = []
+    for topic, n in sorted(run['counts'].items()):
+        exp = frames if topic in bridge and frames else None
+        rows.append({'topic': topic, 'published': exp, 'recorded': n,
+                     'missing': None if exp is None else max(0, exp - n)})
+    return rows
+
+
+def metrics(run: Dict[str, Any], result: Optional[Dict[str, Any]] = None,
+            recording: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """Return the run's summary figures (rounded)."""
+    odo = run['odometry']
+    clock = run['clock']
+    t0 = float(clock[0]) if len(clock) else (float(odo[0, 0]) if len(odo)
+                                             else 0.0)
+    t1 = float(clock[-1]) if len(clock) else (float(odo[-1, 0]) if len(odo)
+                                              else 0.0)
+    dist = float(np.hypot(*np.diff(odo[:, 1:3], axis=0).T).sum()) \
         if len(odo) > 1 else 0.0
+    gt = run['ground_truth']
+    lines = centre_line(np.asarray(gt[0])[:, :2], np.asarray(gt[1])) \
+        if gt is not None and len(gt[0]) else []
+    cte = cross_track(odo[:, 1:3], lines) if len(odo) else np.zeros(0)
+    moving = odo[:, 4] > 0.5 if len(odo) else np.zeros(0, bool)
+    cte_m = cte[moving & np.isfinite(cte)] if len(cte) else cte
     ttcs = [ttc for _, _, ttc in run['aeb'] if math.isfinite(ttc)]
-    states = [s for _, s, _ in run['aeb']]
     braking = run['brake_request']
-    return {
-        'sim_duration_s': float(odo[-1, 0] - odo[0, 0]) if len(odo) else 0.0,
+    out = {
+        'sim_start_s': t0, 'sim_end_s': t1, 'sim_duration_s': t1 - t0,
+        'frames': int(len(clock)),
         'distance_m': dist,
         'mean_speed_mps': float(odo[:, 4].mean()) if len(odo) else 0.0,
         'max_speed_mps': float(odo[:, 4].max()) if len(odo) else 0.0,
-        'cone_messages': len(run['detections']),
-        'mean_cones_per_message': float(np.mean(
-            [len(c) for _, _, c in run['detections']]))
-        if run['detections'] else 0.0,
+        'cross_track_error_m': {
+            'mean': float(cte_m.mean()) if len(cte_m) else None,
+            'rms': float(np.sqrt((cte_m ** 2).mean())) if len(cte_m)
+            else None,
+            'max': float(cte_m.max()) if len(cte_m) else None},
+        'laps': lap_table(run, result),
+        'detection': {src: recall_by_range(run, src, every=2)
+                      for src in SOURCES},
+        'cone_messages': {src: len(run['detections'][src])
+                          for src in SOURCES},
         'aeb_min_ttc_s': min(ttcs) if ttcs else None,
-        'aeb_states_seen': sorted(set(states)),
+        'aeb_states_seen': sorted({s for _, s, _ in run['aeb']}),
         'aeb_brake_requests': int((braking[:, 1] < 0).sum())
         if len(braking) else 0,
+        'loop_latency': loop_latency(run),
         'events': run['events'],
         'referee_result': result,
-        'messages_per_topic': run['counts'],
+        'messages': drops(run, recording),
     }
+    return _round(out)
 
 
-def plot_birdseye(run: Dict[str, Any], path: str) -> None:
-    """Write the bird's-eye view PNG."""
+# ---------------------------------------------------------------- plots
+def _plt() -> Any:
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(10, 10))
-    gt = run['ground_truth']
+    return plt
+
+
+def plot_track(run: Dict[str, Any], path: str) -> None:
+    """Write the track PNG (axes fitted to the track, legend outside)."""
+    plt = _plt()
+    odo, gt = run['odometry'], run['ground_truth']
+    pts = [odo[:, 1:3]] if len(odo) else []
     if gt is not None and len(gt[0]):
-        xyz, cls, _ = gt
+        pts.append(np.asarray(gt[0])[:, :2])
+    allp = np.vstack(pts) if pts else np.zeros((1, 2))
+    lo, hi = allp.min(axis=0) - 2.0, allp.max(axis=0) + 2.0
+    span = np.maximum(hi - lo, 1.0)
+    ratio = float(span.max() / span.min())
+    wide = span[0] >= span[1]
+    # axes box (inches): equal scales unless the track is thinner than
+    # MAX_ASPECT, then the short axis is stretched to a readable height
+    long_in = 11.0
+    short_in = long_in / min(ratio, MAX_ASPECT)
+    stretch = ratio / MAX_ASPECT if ratio > MAX_ASPECT else 1.0
+    box_w, box_h = (long_in, short_in) if wide else (short_in, long_in)
+    box_h = min(box_h, 9.0)
+    box_w = min(box_w, 11.0)
+    fig = plt.figure(figsize=(box_w + 2.2, box_h + 1.6))
+    ax = fig.add_axes([1.0 / (box_w + 2.2), 1.2 / (box_h + 1.6),
+                       box_w / (box_w + 2.2), box_h / (box_h + 1.6)])
+    if gt is not None and len(gt[0]):
+        xyz, cls = np.asarray(gt[0]), np.asarray(gt[1])
         for c, colour in CONE_COLOURS.items():
             sel = cls == c
             if sel.any():
-                ax.scatter(xyz[sel, 0], xyz[sel, 1], s=40, c=colour,
+                ax.scatter(xyz[sel, 0], xyz[sel, 1], s=36, c=colour,
                            marker='^', edgecolors='k', linewidths=0.5,
-                           label=f'cone {c} (truth)')
-    seen = _to_map(run['detections'][::5], run['odometry'])
+                           label=f'{str(CONE_NAMES.get(c, c)).replace("_", " ")}'
+                           ' cones (truth)',
+                           zorder=3)
+    seen = []
+    for t, xyz, cls in run['detections']['fused'][::5]:
+        pose = _pose_at(odo, t)
+        if pose is not None and len(xyz):
+            seen.append((to_map(xyz, pose), cls))
     if seen:
-        mx = np.concatenate([m[0] for m in seen])
-        my = np.concatenate([m[1] for m in seen])
-        cls = np.concatenate([m[2] for m in seen])
-        ax.scatter(mx, my, s=9, marker='o', alpha=0.35, linewidths=0,
-                   c=[CONE_COLOURS.get(int(k), '#444444') for k in cls],
-                   label='detected (fused, by class; grey = unknown)')
-    odo = run['odometry']
+        mxy = np.vstack([s[0] for s in seen])
+        cls = np.concatenate([s[1] for s in seen])
+        ax.scatter(mxy[:, 0], mxy[:, 1], s=9, alpha=0.5, marker='o',
+                   edgecolors='k', linewidths=0.3,
+                   c=[CONE_COLOURS.get(int(k), '#777777') for k in cls],
+                   label='detected, fused (colour; grey = unknown)',
+                   zorder=6)
     if len(odo):
-        sc = ax.scatter(odo[:, 1], odo[:, 2], c=odo[:, 4], s=3,
-                        cmap='viridis', label='trajectory')
-        fig.colorbar(sc, ax=ax, label='speed (m/s)', shrink=0.6)
-    for ev in run['events']:
-        if 'x' in ev and 'y' in ev:
-            ax.scatter(_float(ev['x']), _float(ev['y']), s=120, marker='x',
-                       c='red')
-            ax.annotate(ev['kind'], (_float(ev['x']), _float(ev['y'])),
-                        fontsize=7, color='red')
+        sc = ax.scatter(odo[:, 1], odo[:, 2], c=odo[:, 4] * 3.6, s=2,
+                        cmap='viridis', label='driven line', zorder=4)
+        cax = fig.add_axes([(box_w + 1.15) / (box_w + 2.2),
+                            1.2 / (box_h + 1.6), 0.15 / (box_w + 2.2),
+                            box_h / (box_h + 1.6)])
+        fig.colorbar(sc, cax=cax, label='speed (km/h)')
+    hits = [e for e in run['events'] if e['kind'] == 'cone_hit']
+    if hits:
+        ax.scatter([_float(e.get('x')) for e in hits],
+                   [_float(e.get('y')) for e in hits], s=140, marker='x',
+                   c='red', linewidths=2, label='cone hit', zorder=5)
     br = run['brake_request']
     if len(br) and len(odo):
         on = br[br[:, 1] < 0, 0]
         idx = np.clip(np.searchsorted(odo[:, 0], on), 0, len(odo) - 1)
         if len(idx):
-            ax.scatter(odo[idx, 1], odo[idx, 2], s=20, c='magenta',
-                       label='AEB braking')
-    ax.set_aspect('equal')
+            ax.scatter(odo[idx, 1], odo[idx, 2], s=18, c='magenta',
+                       label='AEB braking', zorder=5)
+    ax.set_xlim(lo[0], hi[0])
+    ax.set_ylim(lo[1], hi[1])
+    if stretch > 1.0:
+        note = f' ({"y" if wide else "x"} axis stretched x{stretch:.1f})'
+    else:
+        ax.set_aspect('equal', adjustable='datalim')
+        note = ''
     ax.set_xlabel('x (m, map)')
     ax.set_ylabel('y (m, map)')
-    ax.set_title('Bird view (map frame)')
-    ax.legend(loc='upper right', fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    ax.set_title('Track, driven line and detections' + note)
+    ax.grid(alpha=0.25)
+    ax.legend(loc='upper center', bbox_to_anchor=(0.5, -0.5 / box_h - 0.08),
+              ncol=4, fontsize=8, frameon=False, markerscale=1.5)
+    fig.savefig(path, dpi=100, bbox_inches='tight')
     plt.close(fig)
 
 
 def plot_timeline(run: Dict[str, Any], path: str) -> None:
-    """Write the timeline PNG (speed, steering, pedals, TTC/AEB)."""
-    import matplotlib
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(4, 1, figsize=(11, 10), sharex=True)
+    """Write the timeline PNG: speed, yaw rate/steer, CTE, AEB/TTC."""
+    plt = _plt()
+    fig, axes = plt.subplots(4, 1, figsize=(12, 10), sharex=True)
     odo, ctrl, cmd = run['odometry'], run['control'], run['cmd_vel']
+    ax = axes[0]
     if len(odo):
-        axes[0].plot(odo[:, 0], odo[:, 4], label='speed')
+        ax.plot(odo[:, 0], odo[:, 4] * 3.6, label='speed')
     if len(cmd):
-        axes[0].plot(cmd[:, 0], cmd[:, 1], '--', label='target speed')
-    axes[0].set_ylabel('m/s')
+        ax.plot(cmd[:, 0], cmd[:, 1] * 3.6, '--', lw=0.8,
+                label='target speed (cmd_vel)')
+    ax.set_ylabel('km/h')
+    ax = axes[1]
+    if len(cmd):
+        ax.plot(cmd[:, 0], cmd[:, 2], lw=0.8, label='commanded yaw rate')
+    if len(odo):
+        ax.plot(odo[:, 0], odo[:, 5], lw=0.8, label='actual yaw rate')
+    ax.set_ylabel('rad/s')
     if len(ctrl):
-        axes[1].plot(ctrl[:, 0], ctrl[:, 3], label='steer (CARLA, >0 right)')
-        axes[2].plot(ctrl[:, 0], ctrl[:, 1], label='throttle')
-        axes[2].plot(ctrl[:, 0], ctrl[:, 2], label='brake')
-    axes[1].set_ylabel('steer')
-    axes[2].set_ylabel('pedal 0..1')
+        ax2 = ax.twinx()
+        ax2.plot(ctrl[:, 0], ctrl[:, 3], color='tab:gray', lw=0.6,
+                 label='applied steer (CARLA, > 0 right)')
+        ax2.set_ylabel('steer (-1..1)')
+        ax2.legend(loc='lower right', fontsize=7)
+    ax = axes[2]
+    gt = run['ground_truth']
+    lines = centre_line(np.asarray(gt[0])[:, :2], np.asarray(gt[1])) \
+        if gt is not None and len(gt[0]) else []
+    if lines and len(odo):
+        ax.plot(odo[:, 0], cross_track(odo[:, 1:3], lines),
+                label='distance to centre line')
+    else:
+        ax.text(0.5, 0.5, 'no blue/yellow ground-truth cones: no centre line',
+                transform=ax.transAxes, ha='center', va='center')
+    ax.set_ylabel('m')
+    ax = axes[3]
     if run['aeb']:
         t = np.array([a[0] for a in run['aeb']])
-        ttc = np.array([min(a[2], 10.0) if math.isfinite(a[2]) else np.nan
-                        for a in run['aeb']])
-        axes[3].plot(t, ttc, label='TTC (s, capped 10)')
+        ttc = np.array([a[2] for a in run['aeb']])
+        finite = np.isfinite(ttc)
+        if finite.any():
+            ax.plot(t[finite], ttc[finite], '.', ms=3, label='TTC (finite)')
+        else:
+            ax.text(0.5, 0.7, 'TTC infinite throughout (nothing closing in '
+                    'the corridor)', transform=ax.transAxes, ha='center')
         states = sorted({a[1] for a in run['aeb']})
         level = np.array([states.index(a[1]) for a in run['aeb']])
-        ax2 = axes[3].twinx()
-        ax2.step(t, level, where='post', color='tab:red', label='AEB state')
+        ax2 = ax.twinx()
+        ax2.step(t, level, where='post', color='tab:red', lw=0.8,
+                 label='AEB state')
         ax2.set_yticks(range(len(states)))
         ax2.set_yticklabels(states, fontsize=7)
-    axes[3].set_ylabel('TTC (s)')
-    axes[3].set_xlabel('sim time (s)')
+    else:
+        ax.text(0.5, 0.5, 'no AEB status recorded', transform=ax.transAxes,
+                ha='center', va='center')
+    ax.set_ylabel('TTC (s)')
+    ax.set_xlabel('sim time (s)')
     for ax in axes:
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(loc='upper right', fontsize=7)
+            ax.legend(loc='upper left', fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=90)
     plt.close(fig)
 
 
-def write_report(mcap_path: str, out_dir: str,
-                 result: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """Write metrics.json, birdseye.png and timeline.png; return metrics."""
+def plot_detection(figures: Dict[str, Any], path: str) -> None:
+    """Write the recall-by-range PNG."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    for src, rows in figures['detection'].items():
+        xs = [sum(r['range_m']) / 2 for r in rows if r['recall'] is not None]
+        ys = [100 * r['recall'] for r in rows if r['recall'] is not None]
+        if xs:
+            ax.plot(xs, ys, 'o-', label=src)
+    ax.set_xlabel('range (m), bin centres')
+    ax.set_ylabel('recall (%)')
+    ax.set_ylim(0, 105)
+    ax.set_title(f'Detection recall vs ground truth (+-{math.degrees(HALF_FOV):.0f} deg, '
+                 f'{MATCH_RADIUS} m)', fontsize=9)
+    ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+# ----------------------------------------------------------------- html
+def _cell(value: Any, fmt: str = '{:.2f}') -> str:
+    if value is None:
+        return '-'
+    if isinstance(value, float):
+        return fmt.format(value)
+    return html.escape(str(value))
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    out = ['<table><tr>' + ''.join(f'<th>{html.escape(h)}</th>' for h in head)
+           + '</tr>']
+    for row in rows:
+        out.append('<tr>' + ''.join(f'<td>{c}</td>' for c in row) + '</tr>')
+    return '\n'.join(out) + '</table>'
+
+
+def _img(path: str) -> str:
+    with open(path, 'rb') as f:
+        data = base64.b64encode(f.read()).decode('ascii')
+    return (f'<img alt="{html.escape(os.path.basename(path))}" '
+            f'src="data:image/png;base64,{data}">')
+
+
+def render_html(figures: Dict[str, Any], images: Dict[str, str],
+                source: str) -> str:
+    """Return the one-page report."""
+    res = figures.get('referee_result') or {}
+    cte = figures['cross_track_error_m']
+    lat = figures['loop_latency']
+    summary = [
+        ('mission', f'{res.get("mission", "-")} ({res.get("scenario", "-")})'),
+        ('status', f'{res.get("status", "-")} {res.get("reason", "")}'),
+        ('laps', f'{res.get("laps", "-")} of {res.get("laps_required", "-")}'),
+        ('best lap', _cell(res.get('best_lap'), '{:.2f} s')),
+        ('cones hit', _cell(res.get('cones_hit'))),
+        ('off course', _cell(res.get('off_courses'))),
+        ('penalties', _cell(res.get('penalty_time'), '{:.1f} s')),
+        ('sim time', f'{_cell(figures["sim_start_s"])} - '
+                     f'{_cell(figures["sim_end_s"])} s '
+                     f'({figures["frames"]} frames)'),
+        ('distance', _cell(figures['distance_m'], '{:.1f} m')),
+        ('speed mean / max', f'{_cell(figures["mean_speed_mps"] * 3.6, "{:.1f}")}'
+                             f' / {_cell(figures["max_speed_mps"] * 3.6, "{:.1f}")}'
+                             ' km/h'),
+        ('cross-track error mean / RMS / max',
+         f'{_cell(cte["mean"])} / {_cell(cte["rms"])} / {_cell(cte["max"])} m'),
+        ('AEB', f'states {", ".join(figures["aeb_states_seen"]) or "-"}; '
+                f'min TTC {_cell(figures["aeb_min_ttc_s"], "{:.2f} s")}; '
+                f'{figures["aeb_brake_requests"]} brake requests'),
+        ('loop latency lidar -> cmd_vel (wall)',
+         f'median {_cell(lat.get("median_ms"), "{:.1f}")} ms, p95 '
+         f'{_cell(lat.get("p95_ms"), "{:.1f}")} ms, max '
+         f'{_cell(lat.get("max_ms"), "{:.1f}")} ms ({lat["samples"]} frames)'),
+    ]
+    laps = _table(['lap', 'time (s)', 'total (s)', 'splits (s)'], [
+        (r['lap'], _cell(r['time_s']), _cell(r['total_s']),
+         ' / '.join(_cell(s) for s in r['splits_s']) or '-')
+        for r in figures['laps']]) if figures['laps'] else \
+        '<p>no lap completed</p>'
+    det_rows = []
+    for src, rows in figures['detection'].items():
+        for r in rows:
+            det_rows.append((src, f'{r["range_m"][0]:g}-{r["range_m"][1]:g}',
+                             r['cones_in_view'], r['matched'],
+                             _cell(None if r['recall'] is None
+                                   else 100 * r['recall'], '{:.1f} %'),
+                             r['detections'], r['false'],
+                             _cell(None if r['colour_correct'] is None
+                                   else 100 * r['colour_correct'],
+                                   '{:.1f} %')))
+    det = _table(['source', 'range (m)', 'truth in view', 'matched', 'recall',
+                  'detections', 'false', 'colour ok'], det_rows) \
+        if det_rows else '<p>no detections or no ground truth recorded</p>'
+    msg_rows = [(html.escape(r['topic']), _cell(r.get('published')),
+                 'excluded' if r.get('recorded') is None and
+                 r.get('published') is not None else _cell(r.get('recorded')),
+                 _cell(r.get('missing'))) for r in figures['messages']]
+    msgs = _table(['topic', 'published (bridge)', 'recorded', 'missing'],
+                  msg_rows)
+    style = ('body{font-family:sans-serif;max-width:1250px;margin:auto;'
+             'font-size:13px}table{border-collapse:collapse;margin:6px 0}'
+             'td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}'
+             'th{background:#eee}td:first-child{text-align:left}'
+             'img{max-width:100%}.cols{display:flex;gap:16px;'
+             'flex-wrap:wrap}.cols>div{flex:1;min-width:380px}')
+    return f'''<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>carla_hil run report</title>
+<style>{style}</style></head><body>
+<h2>carla_hil run report: {html.escape(str(res.get("mission", "")))}</h2>
+<p>source: {html.escape(source)}</p>
+<div class="cols"><div><h3>Result</h3>
+{_table(['', ''], summary)}
+<h3>Laps and splits (thirds of the lap by distance)</h3>
+{laps}</div><div>
+<h3>Detection against ground truth</h3>
+{_img(images['detection'])}
+{det}</div></div>
+{_img(images['track'])}
+{_img(images['timeline'])}
+<h3>Messages per topic</h3>
+{msgs}
+</body></html>
+'''
+
+
+def write_report(bag: str, out_dir: str,
+                 result: Optional[Dict[str, Any]] = None,
+                 recording: Optional[Dict[str, Any]] = None) -> str:
+    """Write the report files into ``out_dir``; return report.html's path."""
     os.makedirs(out_dir, exist_ok=True)
-    run = load_run(mcap_path)
-    figures = metrics(run, result)
+    if result is None or recording is None:
+        saved = _saved_run(bag)
+        result = result if result is not None else saved.get('result')
+        recording = recording if recording is not None else \
+            saved.get('recording')
+    run = load_run(bag)
+    figures = metrics(run, result, recording)
     with open(os.path.join(out_dir, 'metrics.json'), 'w',
               encoding='utf-8') as f:
         json.dump(figures, f, indent=2, default=str)
-    plot_birdseye(run, os.path.join(out_dir, 'birdseye.png'))
-    plot_timeline(run, os.path.join(out_dir, 'timeline.png'))
-    return figures
+    images = {name: os.path.join(out_dir, f'{name}.png')
+              for name in ('track', 'timeline', 'detection')}
+    plot_track(run, images['track'])
+    plot_timeline(run, images['timeline'])
+    plot_detection(figures, images['detection'])
+    path = os.path.join(out_dir, 'report.html')
+    with open(path, 'w', encoding='utf-8') as f:
+        f.write(render_html(figures, images, bag))
+    return path
+
+
+def _saved_run(bag: str) -> Dict[str, Any]:
+    """Return the runner's summary saved in (or beside) a bag, or {}."""
+    for path in (os.path.join(bag, RUN_FILE),
+                 os.path.join(os.path.dirname(os.path.abspath(bag)),
+                              'result.json')):
+        if os.path.isfile(path):
+            try:
+                with open(path, encoding='utf-8') as f:
+                    data = json.load(f)
+            except ValueError:
+                continue
+            recs = data.get('recordings') or {}
+            rec = next((v for k, v in recs.items() if os.path.abspath(k) ==
+                        os.path.abspath(bag)), None)
+            return {'result': data.get('result'), 'recording': rec}
+    return {}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of ``carla-hil report``."""
     parser = argparse.ArgumentParser(prog='carla-hil report',
                                      description=__doc__.split('\n')[1])
-    parser.add_argument('file')
-    parser.add_argument('--out', required=True)
+    parser.add_argument('bag', help='bag directory or MCAP file')
+    parser.add_argument('--out', required=True, help='output directory')
     args = parser.parse_args(argv)
-    figures = write_report(args.file, args.out)
-    short = {k: v for k, v in figures.items()
-             if k not in ('events', 'messages_per_topic')}
-    print(json.dumps(short, default=str))
+    try:
+        path = write_report(args.bag, args.out)
+    except (OSError, ValueError) as err:
+        print(f'[report] {args.bag}: {err}', file=sys.stderr)
+        return 2
+    print(f'[report] {path}')
     return 0
 
 
