@@ -4,6 +4,7 @@
 
 import json
 import os
+import re
 from pathlib import Path
 import subprocess
 import sys
@@ -122,6 +123,7 @@ def _synthetic_run(path: Path, chunk_size: int = 1024 * 1024) -> None:
         odo = Odometry()
         odo.header = stamps.make_header(t, 'map')
         odo.pose.pose.position.x = float(k)
+        odo.pose.pose.position.y = 0.3
         odo.pose.pose.orientation.w = 1.0
         odo.twist.twist.linear.x = 2.0
         msgs.append(('odometry', odo, t))
@@ -138,14 +140,24 @@ def _synthetic_run(path: Path, chunk_size: int = 1024 * 1024) -> None:
             KeyValue(key='state', value='idle'),
             KeyValue(key='ttc', value=str(10.0 - t))])]
         msgs.append(('aeb_status', aeb, t))
-    gt = clouds.cones_to_cloud(np.array([[5.0, 1.5, 0], [5.0, -1.5, 0]]),
-                               [1, 2], [1, 1], 0.0, 'map')
+    xs = np.arange(0.0, 25.0, 5.0)
+    gt_xyz = np.array([[x, side, 0.0] for x in xs for side in (1.5, -1.5)])
+    gt = clouds.cones_to_cloud(gt_xyz, [1, 2] * len(xs),
+                               [1.0] * len(gt_xyz), 0.0, 'map')
     msgs.append(('ground_truth_cones', gt, 0.0))
     ev = DiagnosticArray()
     ev.header = stamps.make_header(3.0, 'map')
-    ev.status = [DiagnosticStatus(name='cone_hit', message='cone 3', values=[
-        KeyValue(key='x', value='6.0'), KeyValue(key='y', value='0.2')])]
+    ev.status = [DiagnosticStatus(name='referee/cone_hit', message='cone_hit',
+                                  values=[KeyValue(key='x', value='6.0'),
+                                          KeyValue(key='y', value='0.2')])]
     msgs.append(('referee_events', ev, 3.0))
+    lap = DiagnosticArray()
+    lap.header = stamps.make_header(9.0, 'map')
+    lap.status = [DiagnosticStatus(name='referee/lap', message='lap', values=[
+        KeyValue(key='sim_time', value='9.0'), KeyValue(key='lap', value='1'),
+        KeyValue(key='lap_time', value='6.0'),
+        KeyValue(key='total_time', value='6.0')])]
+    msgs.append(('referee_events', lap, 9.0))
     with open(path, 'wb') as f:
         w = Writer(f, chunk_size=chunk_size)
         w.start(profile='ros2', library='test')
@@ -166,22 +178,38 @@ def _synthetic_run(path: Path, chunk_size: int = 1024 * 1024) -> None:
 
 
 def test_report_from_recording(tmp_path) -> None:
-    """A report has the right figures and both plots."""
+    """A report has the right figures, its plots and one HTML page."""
     path = tmp_path / 'run.mcap'
     _synthetic_run(path)
     out = tmp_path / 'report'
-    figures = write_report(str(path), str(out), {'status': 'finished'})
+    html_path = write_report(str(path), str(out), {'status': 'finished'})
+    figures = json.loads((out / 'metrics.json').read_text())
     assert figures['distance_m'] == pytest.approx(20.0)
     assert figures['sim_duration_s'] == pytest.approx(10.0)
     assert figures['max_speed_mps'] == pytest.approx(2.0)
     assert figures['aeb_min_ttc_s'] == pytest.approx(0.0)
-    assert figures['events'][0]['kind'] == 'cone_hit'
-    assert figures['cone_messages'] == 21
-    saved = json.loads((out / 'metrics.json').read_text())
-    assert saved['referee_result'] == {'status': 'finished'}
-    for png in ('birdseye.png', 'timeline.png'):
+    assert [e['kind'] for e in figures['events']] == ['cone_hit', 'lap']
+    assert figures['cone_messages']['fused'] == 21
+    assert figures['referee_result'] == {'status': 'finished'}
+    # the car drove 0.3 m left of the centre line between the cone pairs
+    assert figures['cross_track_error_m']['mean'] == pytest.approx(0.3)
+    lap = figures['laps'][0]
+    assert lap['time_s'] == 6.0 and len(lap['splits_s']) == 3
+    assert sum(lap['splits_s']) == pytest.approx(6.0, abs=0.01)
+    # the one detected cone (5, 1.5 in the car frame) is the truth cone
+    # at x = car + 5 while it is in view
+    fused = figures['detection']['fused']
+    assert sum(r['matched'] for r in fused) > 0
+    assert all(r['false'] <= r['detections'] for r in fused)
+    text = (out / 'metrics.json').read_text()
+    assert re.search(r'\d\.\d{4,}', text) is None  # rounded numbers
+    for png in ('track.png', 'timeline.png', 'detection.png'):
         data = (out / png).read_bytes()
         assert data[:4] == b'\x89PNG' and len(data) > 10_000
+    page = Path(html_path).read_text()
+    assert page.count('data:image/png;base64,') == 3
+    assert 'blue cones (truth)' not in page  # legend is in the PNG
+    assert '<td>cones hit</td>' in page
 
 
 def test_truncated_recording_still_reads(tmp_path) -> None:
@@ -194,7 +222,7 @@ def test_truncated_recording_still_reads(tmp_path) -> None:
     cut = tmp_path / 'cut.mcap'
     cut.write_bytes(data[:len(data) // 5])
     part = [m.log_time for _, _, m in iter_raw(str(cut))]
-    assert len(full) == 86
+    assert len(full) == 87
     assert 0 < len(part) < len(full)
     from collections import Counter
     have, want = Counter(part), Counter(full)
@@ -207,10 +235,12 @@ def test_record_and_play_round_trip(ros_domain, tmp_path) -> None:
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from sensor_msgs.msg import PointCloud2
-    mcap_path = tmp_path / 'rec.mcap'
+    from hil_bridge.tools.bag_metadata import mcap_path
+    bag = tmp_path / 'rec'
     rec = subprocess.Popen([sys.executable, '-m', 'hil_bridge.tools.recorder',
-                            str(mcap_path)], env=dict(os.environ))
-    time.sleep(1.5)
+                            str(bag)], env=dict(os.environ),
+                           stdout=subprocess.PIPE, text=True)
+    assert 'ready:' in rec.stdout.readline()  # subscribed
     pub = subprocess.Popen([sys.executable, str(HERE / 'codec_publisher.py')],
                            env=dict(os.environ))
     # on a loaded machine the publisher may take long to start: wait until
@@ -230,7 +260,7 @@ def test_record_and_play_round_trip(ros_domain, tmp_path) -> None:
     pub.wait(timeout=10)
     rec.send_signal(2)
     assert rec.wait(timeout=30) == 0
-    with open(mcap_path, 'rb') as f:
+    with open(mcap_path(str(bag)), 'rb') as f:
         reader = make_reader(f, decoder_factories=[DecoderFactory()])
         topics = [c.topic for _, c, _, _ in reader.iter_decoded_messages()]
     assert topics.count('/codec_test/cloud') >= 3
@@ -242,11 +272,11 @@ def test_record_and_play_round_trip(ros_domain, tmp_path) -> None:
         node = rclpy.create_node('play_sink', context=context)
         got = []
         node.create_subscription(PointCloud2, '/codec_test/cloud',
-                                 got.append, contract.qos_profile('state'))
+                                 got.append, contract.qos_profile('sensor'))
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(node)
         player = subprocess.Popen([sys.executable, '-m', 'hil_bridge.tools.player',
-                                   str(mcap_path), '--all', '--rate', '1',
+                                   str(bag), '--all', '--rate', '1',
                                    '--wait', '10'],
                                   env=dict(os.environ))
         deadline = time.monotonic() + 30
@@ -305,3 +335,57 @@ def test_scenario_node_params(tmp_path) -> None:
                    + 'extra_node: 3\n')
     with pytest.raises(ValueError, match='extra_node'):
         cli.scenario_node_params(str(bad))
+
+
+def test_set_values_take_the_declared_type() -> None:
+    """real_time_factor=0 becomes 0.0; wrong types are refused in one line."""
+    from hil_bridge.interface.params import coerce_text
+    assert coerce_text('rtf', 1.0, '0') == '0.0'
+    assert coerce_text('n', 3, '2.0') == '2'
+    assert coerce_text('rig', 'a.yaml', '123') == "'123'"
+    assert coerce_text('l', [0.5], '[0,1]') == '[0.0,1.0]'
+    assert coerce_text('b', True, 'false') == 'false'
+    with pytest.raises(ValueError, match='parameter n: .* not an integer'):
+        coerce_text('n', 3, '2.5')
+    with pytest.raises(ValueError, match='not a number'):
+        coerce_text('x', 1.0, 'fast')
+    procs = {p.name: p.argv for p in cli.build_processes(
+        'sim_pc', sets={'hil_bridge': {'real_time_factor': '0'}})}
+    assert 'real_time_factor:=0.0' in procs['hil_bridge']
+    with pytest.raises(SystemExit, match='no such parameter'):
+        cli.build_processes('sim_pc', sets={'hil_bridge': {'nope': '1'}})
+    with pytest.raises(SystemExit, match='hil_bridge.seed'):
+        cli.build_processes('sim_pc', sets={'hil_bridge': {'seed': 'x'}})
+
+
+def test_recording_table_counts_missing() -> None:
+    """Missing = published - recorded; excluded topics are not missing."""
+    rows = cli.recording_table(
+        {'/clock': 10, '/lidar': 10, '/img': 10},
+        {'/clock': 10, '/lidar': 7, '/cones': 9}, excluded=['/img'])
+    by = {r['topic']: r for r in rows}
+    assert by['/lidar']['missing'] == 3 and by['/clock']['missing'] == 0
+    assert by['/cones']['published'] is None
+    assert by['/img']['recorded'] is None
+    text = '\n'.join(cli.format_recording(rows))
+    assert 'recorded 17 of 20 messages' in text and '3 missing' in text
+
+
+def test_progress_line() -> None:
+    """The live line: lap k/N, lap time, speed, cones, sim time, RTF, ETA."""
+    from hil_bridge.tools.progress import RunProgress
+    p = RunProgress(laps_required=3)
+    p.on_clock(0.0, 100.0)
+    p.on_speed(5.0)
+    assert 'lap 1/3' in p.line() and 'ETA -' in p.line()
+    p.on_clock(20.0, 110.0)  # 2x real time
+    p.on_event('lap', {'sim_time': '20.0', 'lap': '1', 'lap_time': '20.0'})
+    p.on_event('cone_hit', {'sim_time': '20.0'})
+    p.on_clock(30.0, 115.0)
+    line = p.line()
+    assert 'lap 2/3  10.0 s' in line and 'last 20.00 s' in line
+    assert '18.0 km/h' in line and 'cones hit 1' in line
+    assert 'RTF 2.00' in line
+    # 2 laps left at 20 s minus 10 s done = 30 s of sim time at 2x = 15 s
+    assert p.eta() == pytest.approx(15.0)
+    assert 'ETA 0:15' in line

@@ -1,0 +1,209 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+Recording as rosbag2 bags: metadata, type hashes, QoS, an independent reader.
+
+The DDS test records a real bridge (``--profile sim_pc``, lockstep on the
+recorder only, the bridge's cruise in place of a planner) through the
+runner and checks the bag against the bridge's own published counts and
+with ``rosbags`` (an independent pure-Python rosbag2 reader), then replays
+it and checks that a late subscriber still gets the latched ground truth.
+"""
+
+import json
+import os
+from pathlib import Path
+import subprocess
+import sys
+import time
+
+from hil_bridge.tools import bag_metadata as bm
+from hil_bridge.tools.msg_definitions import rihs01, type_description, type_hash
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_type_hash_is_rosidls() -> None:
+    """RIHS01 hashes computed from the description equal rosidl's own."""
+    for name in ('sensor_msgs/msg/PointCloud2', 'rosgraph_msgs/msg/Clock',
+                 'nav_msgs/msg/Odometry', 'diagnostic_msgs/msg/DiagnosticArray'):
+        desc = type_description(name)
+        assert type_hash(name) == desc['type_hashes'][0]['hash_string']
+        assert type_hash(name).startswith('RIHS01_') and \
+            len(type_hash(name)) == 7 + 64
+    changed = json.loads(json.dumps(
+        type_description('rosgraph_msgs/msg/Clock')['type_description_msg']))
+    changed['type_description']['fields'][0]['name'] = 'clock2'
+    assert rihs01(changed) != type_hash('rosgraph_msgs/msg/Clock')
+    assert type_hash('nopkg/msg/Nothing') == ''
+
+
+def test_qos_metadata_round_trip() -> None:
+    """QoS lists: version 9 names written, version 8 integers read."""
+    entry = bm.qos_entry('best_effort', 'volatile', deadline_ns=None,
+                         lifespan_ns=2_500_000_000)
+    assert entry['deadline'] == bm.INFINITE
+    assert entry['lifespan'] == {'sec': 2, 'nsec': 500_000_000}
+    text = bm.qos_string([entry])
+    assert bm.parse_qos(text) == [entry]
+    old = ('- history: 3\n  depth: 0\n  reliability: 1\n  durability: 1\n'
+           '  deadline: {sec: 9223372036, nsec: 854775807}\n'
+           '  lifespan: {sec: 9223372036, nsec: 854775807}\n'
+           '  liveliness: 1\n'
+           '  liveliness_lease_duration: {sec: 9223372036, nsec: 854775807}\n'
+           '  avoid_ros_namespace_conventions: false\n')
+    parsed = bm.parse_qos(old)[0]
+    assert (parsed['reliability'], parsed['durability'], parsed['history'],
+            parsed['liveliness']) == ('reliable', 'transient_local',
+                                      'unknown', 'automatic')
+    assert bm.playback_policies([parsed]) == ('reliable', 'transient_local')
+    mixed = [parsed, bm.qos_entry('best_effort', 'volatile')]
+    assert bm.playback_policies(mixed) is None
+    with pytest.raises(ValueError, match='offered_qos_profiles'):
+        bm.parse_qos('just text')
+
+
+def test_bag_paths(tmp_path: Path) -> None:
+    """A bag directory resolves to its MCAP file; bad ones are named."""
+    bag = tmp_path / 'run1'
+    bag.mkdir()
+    assert bm.file_name_for(str(bag)) == 'run1_0.mcap'
+    with pytest.raises(FileNotFoundError, match='found 0'):
+        bm.mcap_path(str(bag))
+    (bag / 'run1_0.mcap').write_bytes(b'x')
+    assert bm.mcap_path(str(bag)) == str(bag / 'run1_0.mcap')
+    info = bm.bag_info([bm.TopicRecord('/a', 'std_msgs/msg/String',
+                                       message_count=3)],
+                       'run1_0.mcap', 10, 30)
+    bm.write_metadata(str(bag), info)
+    assert bm.read_metadata(str(bag))['duration'] == {'nanoseconds': 20}
+    assert bm.mcap_path(str(bag)) == str(bag / 'run1_0.mcap')
+    (bag / 'metadata.yaml').write_text('rosbag2_bagfile_information: 3\n')
+    with pytest.raises(ValueError, match='metadata.yaml'):
+        bm.mcap_path(str(bag))
+    with pytest.raises(FileNotFoundError, match='nope'):
+        bm.mcap_path(str(tmp_path / 'nope'))
+
+
+def _run(argv: list, timeout: float = 600.0) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, cwd=str(ROOT), env=dict(os.environ),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture(scope='module')
+def bridge_bag(tmp_path_factory: pytest.TempPathFactory) -> tuple:
+    """Record 3 s of a real bridge (lockstep on the recorder) into a bag."""
+    from hil_bridge.interface.config import dds_environment
+    bag = tmp_path_factory.mktemp('recording') / 'bridge_bag'
+    mp = pytest.MonkeyPatch()
+    mp.setenv('ROS_DOMAIN_ID', str(1 + os.getpid() % 100))
+    mp.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    mp.setenv('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
+    for key, value in dds_environment().items():
+        mp.setenv(key, value)
+    pypath = os.environ.get('PYTHONPATH', '')
+    mp.setenv('PYTHONPATH', f'{ROOT}{os.pathsep}{pypath}' if pypath
+              else str(ROOT))
+    try:
+        run = _run([sys.executable, '-m', 'hil_bridge.tools.cli', 'run',
+                    '--profile', 'sim_pc', '--scenario', 'acceleration',
+                    '--duration', '3', '--record', str(bag), '--no-report',
+                    '--set', 'hil_bridge.rig=ci_rig.yaml',
+                    '--set', 'hil_bridge.cruise=true',
+                    '--set', 'hil_bridge.wait_for_control=true',
+                    '--set', 'hil_bridge.lockstep_topics=[recorder_status]',
+                    '--set', 'hil_bridge.real_time_factor=0'])
+    finally:
+        mp.undo()
+    assert run.returncode == 0, run.stdout[-4000:]
+    return bag, run.stdout
+
+
+@pytest.mark.dds
+@pytest.mark.slow
+def test_bag_read_by_rosbags_and_counts_match(bridge_bag: tuple) -> None:
+    """rosbags opens the bag and decodes every message; 0 frames lost."""
+    from rosbags.rosbag2 import Reader
+    from rosbags.typesys import get_typestore, Stores
+    bag, out = bridge_bag
+    result = json.loads(out.split('REFEREE_RESULT ', 1)[1].splitlines()[0])
+    published = result['published']
+    # the bridge was in lockstep with the recorder: every frame recorded
+    assert 'published on recorded topics: 0 missing' in out, out[-3000:]
+    meta = yaml.safe_load((bag / 'metadata.yaml').read_text())
+    info = meta['rosbag2_bagfile_information']
+    assert info['version'] == 9 and info['storage_identifier'] == 'mcap'
+    assert info['relative_file_paths'] == ['bridge_bag_0.mcap']
+    store = get_typestore(Stores.ROS2_KILTED)
+    counts = {}
+    with Reader(bag) as reader:
+        conns = {c.topic: c for c in reader.connections}
+        for conn, _t, raw in reader.messages():
+            store.deserialize_cdr(raw, conn.msgtype)
+            counts[conn.topic] = counts.get(conn.topic, 0) + 1
+    assert counts == published
+    assert counts['/clock'] == result['frames'] + 1
+    for topic, conn in conns.items():
+        assert conn.digest == type_hash(conn.msgtype), topic
+        assert conn.ext.serialization_format == 'cdr'
+        assert conn.ext.offered_qos_profiles, topic
+    gt = conns['/carla/ground_truth/cones'].ext.offered_qos_profiles[0]
+    assert gt.durability.name == 'TRANSIENT_LOCAL'
+    assert gt.reliability.name == 'RELIABLE'
+    lidar = conns['/carla/ego_vehicle/lidar'].ext.offered_qos_profiles[0]
+    assert lidar.reliability.name == 'BEST_EFFORT'
+    # the MCAP channels carry what rosbag2's MCAP plugin reads
+    from mcap.reader import make_reader
+    with open(bm.mcap_path(str(bag)), 'rb') as f:
+        summary = make_reader(f).get_summary()
+    for channel in summary.channels.values():
+        assert channel.metadata['topic_type_hash'].startswith('RIHS01_')
+        assert bm.parse_qos(channel.metadata['offered_qos_profiles'])
+
+
+@pytest.mark.dds
+@pytest.mark.slow
+def test_replay_keeps_latched_ground_truth(bridge_bag: tuple,
+                                           rclpy_context: object) -> None:
+    """A subscriber joining during replay still gets the latched cones."""
+    from hil_bridge.interface import contract
+    from rclpy.executors import SingleThreadedExecutor
+    import rclpy
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import PointCloud2
+    bag, _out = bridge_bag
+    node = rclpy.create_node('latch_probe', context=rclpy_context)
+    executor = SingleThreadedExecutor(context=rclpy_context)
+    executor.add_node(node)
+    clocks, cones = [], []
+    node.create_subscription(Clock, '/clock', clocks.append,
+                             contract.qos_profile('clock'))
+    player = subprocess.Popen(
+        [sys.executable, '-m', 'hil_bridge.tools.player', str(bag),
+         '--rate', '0.5', '--settle', '0.5'], cwd=str(ROOT),
+        env=dict(os.environ), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120.0
+        while time.monotonic() < deadline and len(clocks) < 20:
+            executor.spin_once(timeout_sec=0.1)
+        assert len(clocks) >= 20, 'replay did not start'
+        # the cones were published at t = 0, long before this subscription
+        node.create_subscription(PointCloud2, '/carla/ground_truth/cones',
+                                 cones.append,
+                                 contract.qos_profile('latched'))
+        deadline = time.monotonic() + 30.0
+        while time.monotonic() < deadline and not cones and \
+                player.poll() is None:
+            executor.spin_once(timeout_sec=0.1)
+        out, _ = player.communicate(timeout=120.0)
+    finally:
+        if player.poll() is None:
+            player.kill()
+        executor.shutdown()
+        node.destroy_node()
+    assert player.returncode == 0, out
+    assert len(cones) == 1 and cones[0].width > 10
