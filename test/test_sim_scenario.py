@@ -7,6 +7,7 @@ from pathlib import Path
 from hil_bridge.config import config_dir
 from hil_bridge.scenario import load_scenario
 from hil_bridge.sim import tracks as T
+from hil_bridge.sim.track_files import save_track_csv
 import numpy as np
 import pytest
 
@@ -125,7 +126,7 @@ def test_bad_scenarios_name_file_line_field(tmp_path: Path, old: str,
 def test_track_file_and_bad_track(tmp_path: Path) -> None:
     """A scenario may name a CSV track; its errors are reported."""
     track = T.random_track(2)
-    T.save_track_csv(track, str(tmp_path / 'my.csv'))
+    save_track_csv(track, str(tmp_path / 'my.csv'))
     text = ('name: f\nmission: autocross\ntrack:\n  track_file: my.csv\n'
             'ego:\n  profile: fs_car\n')
     sc = load_scenario(_write(tmp_path, text))
