@@ -588,8 +588,7 @@ def load_track_file(path: str, fmt: str = 'auto', convention: str = 'rep103',
     for finding in rule_findings(track, tolerance):
         msg = f'{path}: {finding.message}'
         if finding.severity == 'error':
-            if 'mirrored' in finding.message and convention == 'rep103' \
-                    and tf.fmt in ('fsds', 'eufs'):
+            if 'mirrored' in finding.message and convention == 'rep103':
                 msg += (' (a file written with y to the right, as old FSDS '
                         'maps? try convention unreal)')
             errors.append(msg)
