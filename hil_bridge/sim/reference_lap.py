@@ -23,11 +23,13 @@ starts at ``track.car_start`` from standstill, its front bumper is timed
 across the start and finish lines, one entry per lap.
 """
 
+import logging
 import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+LOG = logging.getLogger(__name__)
 GRAVITY = 9.81
 #: Path resampling step of the profile (m).
 STEP = 0.25
@@ -287,6 +289,28 @@ def _closed_step(pts: np.ndarray) -> float:
     length = float(np.hypot(*np.diff(ext, axis=0).T).sum())
     n = max(int(math.ceil(length / STEP)), 2)
     return length / n
+
+
+def run_reference(mission: str, track: Any, profile: Any, laps: int
+                  ) -> List[float]:
+    """
+    Return the reference lap times of a scenario run ([] when there are none).
+
+    Only FS missions with a track have them; a track whose centre line does
+    not reach its timing lines gives fewer (or no) entries, logged.
+    """
+    if track is None or mission not in ('acceleration', 'skidpad',
+                                        'autocross', 'trackdrive'):
+        return []
+    try:
+        out = reference_lap_times(track, profile, laps)
+    except ValueError as exc:
+        LOG.warning('no reference lap time: %s', exc)
+        return []
+    if len(out) < laps:
+        LOG.warning('reference lap times for %d of %d laps only', len(out),
+                    laps)
+    return out
 
 
 def lap_time_ratios(lap_times: Sequence[float],
