@@ -11,8 +11,8 @@ from hil_bridge.frames import pose_to_matrix
 from hil_bridge.rig import load_rig
 from hil_bridge.scenario import load_scenario
 from hil_bridge.sim import tracks as T
-from hil_bridge.sim.reference_lap import reference_lap_times
 from hil_bridge.sim.builtin_backend import BuiltinBackend
+from hil_bridge.sim.reference_lap import reference_lap_times
 import numpy as np
 import pytest
 
