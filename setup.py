@@ -32,16 +32,16 @@ def _subpackages() -> list:
 
 
 CONSOLE_SCRIPTS = [
-    'hil_bridge = hil_bridge.bridge_node:main',
-    'cloud_to_scan = hil_bridge.cloud_to_scan_node:main',
-    'keyboard_teleop = hil_bridge.keyboard_teleop:main',
-    'hil_link_monitor = hil_bridge.link_monitor_node:main',
+    'hil_bridge = hil_bridge.bridge.bridge_node:main',
+    'cloud_to_scan = cone_detection.cloud_to_scan_node:main',
+    'keyboard_teleop = hil_bridge.bridge.keyboard_teleop:main',
+    'hil_link_monitor = hil_bridge.link.link_monitor_node:main',
     'lidar_cone_detector = cone_detection.lidar_node:main',
     'vision_cone_detector = cone_detection.vision_node:main',
     'cone_fusion = cone_detection.fusion_node:main',
     'cone_drive_planner = path_planning.planner_node:main',
     'aeb_controller = aeb_control.aeb_node:main',
-    'carla-hil = hil_bridge.cli:main',
+    'carla-hil = hil_bridge.tools.cli:main',
 ]
 
 setup(

@@ -4,7 +4,7 @@
 The whole AEB pipeline as one class: inputs in, a brake decision out.
 
 Used by the ROS node (``aeb_control.aeb_node``) and in-process by the Euro
-NCAP matrix runner (``aeb_control.ncap``); no rclpy here. Two strategies:
+NCAP matrix runner (``aeb_control.tools.ncap``); no rclpy here. Two strategies:
 
 * ``ttc_staged`` (default): corridor from speed and yaw rate, closest
   obstacle inside it (perception: lidar points; ground truth: the other
@@ -24,16 +24,12 @@ from dataclasses import dataclass, field, fields, replace
 import math
 from typing import Any, Deque, Dict, Optional, Sequence, Tuple
 
-from aeb_control.corridor import (closest_in_corridor, Corridor,
-                                  mount_transform, predict_corridor,
+from aeb_control.corridor import (closest_in_corridor, Corridor, mount_transform, predict_corridor,
                                   to_vehicle_frame)
-from aeb_control.fixed_ttc import (fixed_ttc_brake, FixedTtcParams,
-                                   ground_truth_ttc)
-from aeb_control.obstacle import (last_point_to_brake, ObstacleTracker,
-                                  predict_after, required_deceleration,
-                                  time_to_collision)
-from aeb_control.staging import (Stage, StagingInput, StagingMachine,
-                                 StagingParams)
+from aeb_control.fixed_ttc import fixed_ttc_brake, FixedTtcParams, ground_truth_ttc
+from aeb_control.obstacle import (last_point_to_brake, ObstacleTracker, predict_after,
+                                  required_deceleration, time_to_collision)
+from aeb_control.staging import Stage, StagingInput, StagingMachine, StagingParams
 import numpy as np
 
 STRATEGIES = ('ttc_staged', 'fixed_ttc')
@@ -526,8 +522,8 @@ def resolve_params(values: Dict[str, Any]) -> AebParams:
     from the rig file (``rig``, ``lidar_id``). Raises ``ValueError`` for a
     missing lidar or an invalid value.
     """
-    from hil_bridge.rig import load_rig
-    from hil_bridge.vehicle_profile import load_vehicle_profile
+    from hil_bridge.interface.rig import load_rig
+    from hil_bridge.interface.vehicle_profile import load_vehicle_profile
     vals = dict(values)
     profile = load_vehicle_profile(str(vals.get('vehicle_profile',
                                                 'passenger_car')))

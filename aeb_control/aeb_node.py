@@ -18,7 +18,7 @@ required deceleration, ...) and ``aeb_markers`` (corridor outline and the
 closest obstacle point, frame ``{role}``). A timer (``check_period``, sim
 time) requests a stop when the inputs go stale. The driver's pedals come
 from ``/joy`` (mapping ``joy_preset`` of
-:data:`hil_bridge.low_level_control.JOY_PRESETS`): a manual brake, or a
+:data:`hil_bridge.interface.joy.JOY_PRESETS`): a manual brake, or a
 throttle kick-down while the takeover button is held, releases the AEB.
 The commanded steering (``applied_control`` angular.z, CARLA sign) gives
 a second corridor the obstacle must also lie in.
@@ -36,12 +36,12 @@ from typing import Any, Dict, List, Optional
 from aeb_control.aeb_core import AebCore, BrakeDecision, resolve_params
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import AccelStamped, Point
-from hil_bridge import codecs
-from hil_bridge.contract import create_publisher, create_subscription, frame
-from hil_bridge.low_level_control import JOY_PRESETS
-from hil_bridge.node_main import run_node
-from hil_bridge.params import declare_params, ParamSpec
-from hil_bridge.vehicle_profile import load_vehicle_profile
+from hil_bridge.interface.codecs import clouds, stamps
+from hil_bridge.interface.contract import create_publisher, create_subscription, frame
+from hil_bridge.interface.joy import JOY_PRESETS
+from hil_bridge.interface.node_main import run_node
+from hil_bridge.interface.params import declare_params, ParamSpec
+from hil_bridge.interface.vehicle_profile import load_vehicle_profile
 import numpy as np
 from rclpy.node import Node
 from visualization_msgs.msg import Marker, MarkerArray
@@ -196,7 +196,7 @@ class AebNode(Node):
         self.get_logger().warning(what, throttle_duration_sec=2.0)
 
     def _on_odometry(self, msg: Any) -> None:
-        t = codecs.sec_from_stamp(msg.header.stamp)
+        t = stamps.sec_from_stamp(msg.header.stamp)
         tw = msg.twist.twist
         yaw_rate = tw.angular.z if self.imu_yaw_rate is None \
             else self.imu_yaw_rate
@@ -216,31 +216,21 @@ class AebNode(Node):
     def _on_applied(self, msg: Any) -> None:
         steer = msg.twist.angular.z
         delta = -steer * self.max_steer
-        self.core.set_steering(codecs.sec_from_stamp(msg.header.stamp),
+        self.core.set_steering(stamps.sec_from_stamp(msg.header.stamp),
                                math.tan(delta) / self.wheelbase
                                if math.isfinite(delta) else math.nan)
 
     def _on_joy(self, msg: Any) -> None:
         m = self.joy_map
         axes, buttons = list(msg.axes), list(msg.buttons)
-
-        def pedal(axis: int, released: float, pressed: float) -> float:
-            if axis >= len(axes) or not math.isfinite(axes[axis]):
-                return 0.0
-            return min(max((axes[axis] - released) / (pressed - released),
-                           0.0), 1.0)
-        brake = pedal(m.brake_axis, m.brake_released, m.brake_pressed)
-        throttle = 0.0
-        if m.takeover_button < len(buttons) and buttons[m.takeover_button]:
-            throttle = pedal(m.throttle_axis, m.throttle_released,
-                             m.throttle_pressed)
-        self.core.set_driver(throttle, brake)
+        throttle = m.throttle(axes) if m.takeover(buttons) else 0.0
+        self.core.set_driver(throttle, m.brake(axes))
         self.joy_t = self._now()
 
     def _on_lidar(self, msg: Any) -> None:
-        t = codecs.sec_from_stamp(msg.header.stamp)
+        t = stamps.sec_from_stamp(msg.header.stamp)
         try:
-            pts = codecs.cloud_to_xyz(msg, skip_nans=False)
+            pts = clouds.cloud_to_xyz(msg, skip_nans=False)
         except ValueError as exc:
             # a malformed cloud is no usable input (never refreshes it)
             self._warn_bad(f'lidar cloud rejected: {exc}')
@@ -268,7 +258,7 @@ class AebNode(Node):
                 f'set rig / vehicle_profile to the car being driven')
 
     def _on_actor(self, role: str, msg: Any) -> None:
-        t = codecs.sec_from_stamp(msg.header.stamp)
+        t = stamps.sec_from_stamp(msg.header.stamp)
         p = msg.pose.pose
         yaw = _quat_yaw(p.orientation)
         tw = msg.twist.twist.linear
@@ -297,7 +287,7 @@ class AebNode(Node):
             np.array([a['vel'] for a in fresh]).reshape(-1, 2),
             np.tile(size.reshape(1, 3), (len(fresh), 1)),
             np.array([max(a['decel'], 0.0) for a in fresh]))
-        self._publish(decision, codecs.stamp_from_sec(t))
+        self._publish(decision, stamps.stamp_from_sec(t))
 
     def _on_timer(self) -> None:
         now = self._now()
@@ -312,7 +302,7 @@ class AebNode(Node):
             self.get_logger().warning(
                 f'AEB blind: {decision.reason}; requesting a stop',
                 throttle_duration_sec=2.0)
-            self._publish(decision, codecs.stamp_from_sec(now))
+            self._publish(decision, stamps.stamp_from_sec(now))
 
     # outputs ---------------------------------------------------------
     def _publish(self, d: BrakeDecision, stamp: Any) -> None:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import math
 from typing import Deque, Optional, Tuple
 
-from hil_bridge.backend import CONE_BIG_ORANGE, CONE_UNKNOWN
+from hil_bridge.interface.cones import CONE_BIG_ORANGE, CONE_UNKNOWN
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist

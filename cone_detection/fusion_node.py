@@ -27,13 +27,14 @@ import sys
 import time
 from typing import Any, Dict, List, Optional
 
-from cone_detection.fusion import (align, ConeMap, ConeSet, fuse,
-                                   FusionParams, PoseHistory, VisionBuffer)
+from cone_detection.fusion import (align, ConeMap, ConeSet, fuse, FusionParams, PoseHistory,
+                                   VisionBuffer)
 from cone_detection.markers import cone_markers
-from hil_bridge import codecs, contract
-from hil_bridge.frames import quaternion_to_euler
-from hil_bridge.node_main import run_node
-from hil_bridge.params import declare_params, ParamSpec
+from hil_bridge.interface import contract
+from hil_bridge.interface.codecs import clouds, stamps
+from hil_bridge.interface.frames import quaternion_to_euler
+from hil_bridge.interface.node_main import run_node
+from hil_bridge.interface.params import declare_params, ParamSpec
 import numpy as np
 from rclpy.node import Node
 
@@ -120,7 +121,7 @@ class ConeFusionNode(Node):
                 f'{self.vehicle_frame!r}'))
             return None
         try:
-            xyz, cls, conf = codecs.cloud_to_cones(msg)
+            xyz, cls, conf = clouds.cloud_to_cones(msg)
             return ConeSet(xyz, cls, conf)
         except ValueError as err:
             self._bad(what, err)
@@ -134,14 +135,14 @@ class ConeFusionNode(Node):
         except ValueError as err:
             self._bad('odometry', err)
             return
-        self.poses.add(codecs.sec_from_stamp(msg.header.stamp),
+        self.poses.add(stamps.sec_from_stamp(msg.header.stamp),
                        p.position.x, p.position.y, float(yaw))
 
     def _on_vision(self, msg: Any) -> None:
         cones = self._decode(msg, 'vision cones')
         if cones is None:
             return
-        t = codecs.sec_from_stamp(msg.header.stamp)
+        t = stamps.sec_from_stamp(msg.header.stamp)
         self.vision.add(t, cones)
         if time.monotonic() - self._last_lidar > float(
                 self.v['lidar_timeout']):
@@ -154,7 +155,7 @@ class ConeFusionNode(Node):
         if lidar is None:
             return
         self._last_lidar = time.monotonic()
-        t = codecs.sec_from_stamp(msg.header.stamp)
+        t = stamps.sec_from_stamp(msg.header.stamp)
         vision = None
         if self.v['use_vision']:
             found = self.vision.newest_within(t, self.params.max_vision_age)
@@ -173,7 +174,7 @@ class ConeFusionNode(Node):
                     *pose, max_range=float(self.v['map_publish_range']))
                 self._markers_out(self.map.cones(), stamp, self.map_frame,
                                   'map')
-        cloud = codecs.cones_to_cloud(cones.xyz.astype(np.float32),
+        cloud = clouds.cones_to_cloud(cones.xyz.astype(np.float32),
                                       cones.class_id, cones.confidence, t,
                                       self.vehicle_frame)
         cloud.header.stamp = stamp

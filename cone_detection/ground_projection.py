@@ -14,8 +14,8 @@ All functions are vectorised over points/pixels.
 
 from typing import Tuple
 
-from hil_bridge import frames
-from hil_bridge.backend import Pose
+from hil_bridge.interface import frames
+from hil_bridge.interface.frames import Pose
 import numpy as np
 
 #: Rotation taking optical-frame vectors (x right, y down, z forward) into

@@ -18,8 +18,8 @@ import math
 from typing import Dict, Tuple
 
 import cv2
-from hil_bridge.backend import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_SIZE,
-                                CONE_UNKNOWN, CONE_YELLOW)
+from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_SIZE,
+                                        CONE_UNKNOWN, CONE_YELLOW)
 import numpy as np
 
 #: Colour classes that hue alone tells apart, in mask order.

@@ -39,9 +39,8 @@ import math
 from typing import Any, Dict, Optional, Tuple
 
 from cone_detection.fusion import ConeSet
-from hil_bridge.backend import CONE_BIG_ORANGE, CONE_BLUE, Pose
-from hil_bridge.frames import rotation_matrix
-from hil_bridge.sim.geometry import cone_dimensions
+from hil_bridge.interface.cones import CONE_BIG_ORANGE, CONE_BLUE, cone_dimensions
+from hil_bridge.interface.frames import Pose, rotation_matrix
 import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components

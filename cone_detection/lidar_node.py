@@ -25,15 +25,16 @@ import sys
 import time
 from typing import Any, Dict, List, Optional
 
-from cone_detection.evaluate import sensor_to_vehicle
 from cone_detection.fusion import ConeSet
 from cone_detection.lidar_cloud import CloudConeDetector, CloudConeParams
 from cone_detection.lidar_scan import detect_cones_laserscan, ScanConeParams
 from cone_detection.markers import cone_markers
-from hil_bridge import codecs, contract
-from hil_bridge.node_main import run_node
-from hil_bridge.params import declare_params, ParamSpec
-from hil_bridge.rig import load_rig
+from hil_bridge.interface import contract
+from hil_bridge.interface.codecs import clouds, stamps
+from hil_bridge.interface.frames import pose_to_matrix, transform_points
+from hil_bridge.interface.node_main import run_node
+from hil_bridge.interface.params import declare_params, ParamSpec
+from hil_bridge.interface.rig import load_rig
 import numpy as np
 from rclpy.node import Node
 
@@ -137,6 +138,7 @@ class LidarConeNode(Node):
         if spec is None:
             raise ValueError(f'rig {v["rig"]!r} has no sensor {sensor_id!r}')
         self.mount = spec.mount
+        self.T_vehicle_lidar = pose_to_matrix(spec.mount)
         self.vehicle_frame = contract.frame('vehicle', role)
         self.sensor_frame = contract.frame('sensor', role, sensor_id)
         if self.mode == 'scan':
@@ -186,9 +188,8 @@ class LidarConeNode(Node):
         except ValueError as err:
             self._bad('scan', err)
             return
-        xyz = sensor_to_vehicle(np.column_stack((res.xy,
-                                                 np.zeros(len(res)))),
-                                self.mount)
+        xyz = transform_points(self.T_vehicle_lidar,
+                               np.column_stack((res.xy, np.zeros(len(res)))))
         xyz[:, 2] = 0.0
         self._publish(ConeSet(xyz, np.zeros(len(res), np.uint8),
                               res.confidence), msg.header.stamp)
@@ -196,7 +197,7 @@ class LidarConeNode(Node):
     def _on_cloud(self, msg: Any) -> None:
         self._check_frame(msg.header.frame_id)
         try:
-            pts = codecs.cloud_to_xyz(msg, skip_nans=True)
+            pts = clouds.cloud_to_xyz(msg, skip_nans=True)
             cones = self.cloud.detect(pts)
         except ValueError as err:
             self._bad('cloud', err)
@@ -204,8 +205,8 @@ class LidarConeNode(Node):
         self._publish(cones, msg.header.stamp)
 
     def _publish(self, cones: ConeSet, stamp: Any) -> None:
-        t = codecs.sec_from_stamp(stamp)
-        cloud = codecs.cones_to_cloud(cones.xyz.astype(np.float32),
+        t = stamps.sec_from_stamp(stamp)
+        cloud = clouds.cones_to_cloud(cones.xyz.astype(np.float32),
                                       cones.class_id, cones.confidence, t,
                                       self.vehicle_frame)
         cloud.header.stamp = stamp

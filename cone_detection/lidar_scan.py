@@ -34,8 +34,7 @@ from dataclasses import dataclass, field, fields
 import math
 from typing import Any, Dict, Optional, Tuple
 
-from hil_bridge.backend import CONE_BIG_ORANGE, CONE_BLUE
-from hil_bridge.sim.geometry import cone_dimensions
+from hil_bridge.interface.cones import CONE_BIG_ORANGE, CONE_BLUE, cone_dimensions
 import numpy as np
 
 

@@ -10,14 +10,14 @@ count (``previous_count``) and by the markers' ``lifetime``; no DELETEALL,
 which older rviz versions apply to every namespace of the display.
 Positions are the cone base centres (m) in ``frame_id``; the cylinder
 stands on the ground, its height and diameter those of the cone class (big
-orange larger). Class ids are the contract's (``hil_bridge.backend.CONE_*``);
+orange larger). Class ids are the contract's (``hil_bridge.interface.cones.CONE_*``);
 unknown ids are drawn grey.
 """
 
 from typing import Any, Dict, Optional, Tuple
 
-from hil_bridge.backend import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE,
-                                CONE_SIZE, CONE_UNKNOWN, CONE_YELLOW)
+from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_SIZE,
+                                        CONE_UNKNOWN, CONE_YELLOW)
 import numpy as np
 
 #: RGBA (0..1) per class id.
@@ -65,7 +65,7 @@ def cone_markers(xyz: np.ndarray, class_id: np.ndarray, stamp: Any,
                              f'{conf.shape[0]} confidences')
     conf = np.clip(np.nan_to_num(conf, nan=0.0), 0.3, 1.0)
     if not isinstance(stamp, Time):
-        from hil_bridge.codecs import stamp_from_sec
+        from hil_bridge.interface.codecs.stamps import stamp_from_sec
         stamp = stamp_from_sec(float(stamp))
     life = Duration(sec=int(lifetime), nanosec=int((lifetime % 1.0) * 1e9))
     out = MarkerArray()

@@ -19,7 +19,7 @@ from cone_detection.hue import (class_masks, DEFAULT_THRESHOLDS, histogram_peak,
                                 HueThresholds, mask_base, size_class)
 from cone_detection.svm_model import ConeSvmModel
 import cv2
-from hil_bridge.backend import CONE_SIZE, CONE_UNKNOWN
+from hil_bridge.interface.cones import CONE_SIZE, CONE_UNKNOWN
 import numpy as np
 
 #: Half the base width of a small cone (m): the lowest silhouette pixel is

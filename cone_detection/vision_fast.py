@@ -27,15 +27,14 @@ from typing import Tuple
 
 from cone_detection.ground_projection import (check_intrinsics, check_transform, horizon_row,
                                               optical_depth, optical_pose, pixels_to_ground)
-from cone_detection.hue import check_bgr, class_masks, DEFAULT_THRESHOLDS, HUE_CLASSES, \
-    HueThresholds
+from cone_detection.hue import (check_bgr, class_masks, DEFAULT_THRESHOLDS, HUE_CLASSES,
+                                HueThresholds)
 from cone_detection.svm_model import ConeSvmModel
-from cone_detection.vision_common import (CameraDetections, confidence_from_score,
-                                          extract_windows, hue_masks, localise,
-                                          merge_duplicates, nms, patch_features,
-                                          window_boxes_for_cones)
+from cone_detection.vision_common import (CameraDetections, confidence_from_score, extract_windows,
+                                          hue_masks, localise, merge_duplicates, nms,
+                                          patch_features, window_boxes_for_cones)
 import cv2
-from hil_bridge.backend import CONE_BIG_ORANGE, CONE_SIZE, CONE_UNKNOWN
+from hil_bridge.interface.cones import CONE_BIG_ORANGE, CONE_SIZE, CONE_UNKNOWN
 import numpy as np
 
 

@@ -42,10 +42,10 @@ from typing import Any, Dict, List, Optional
 from cone_detection.ground_projection import pose_to_matrix
 from cone_detection.svm_model import DEFAULT_MODEL_PATH
 from cone_detection.vision_pipeline import merge_cameras, VisionConeDetector
-from hil_bridge import codecs
-from hil_bridge.contract import create_publisher, create_subscription, frame
-from hil_bridge.node_main import run_node
-from hil_bridge.params import declare_params, ParamSpec
+from hil_bridge.interface.codecs import clouds, images, stamps
+from hil_bridge.interface.contract import create_publisher, create_subscription, frame
+from hil_bridge.interface.node_main import run_node
+from hil_bridge.interface.params import declare_params, ParamSpec
 import numpy as np
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
@@ -129,7 +129,7 @@ class VisionConeNode(Node):
                                            val_min=int(p['val_min']),
                                            image_reduce=int(p['image_reduce']), **hues)
         self.reduce = int(p['image_reduce'])
-        from hil_bridge.rig import load_rig
+        from hil_bridge.interface.rig import load_rig
         rig = {s.sensor_id: s for s in load_rig(p['rig'])}
         cam_ids = list(p['cameras'])
         if not cam_ids:
@@ -182,12 +182,12 @@ class VisionConeNode(Node):
         if cam.K is not None:
             return  # static: read once, re-read after a size mismatch
         try:
-            k, width, height = codecs.camera_info_to_k(msg)
+            k, width, height = images.camera_info_to_k(msg)
         except ValueError as err:
             self._error(f'info/{cam.sensor_id}', f'{cam.sensor_id}: bad CameraInfo: {err}')
             return
         r = self.reduce
-        cam.K = codecs.reduce_intrinsics(k, r)
+        cam.K = images.reduce_intrinsics(k, r)
         cam.size = (-(-int(width) // r), -(-int(height) // r))
 
     def _on_image(self, cam: _Camera, msg: Any) -> None:
@@ -208,10 +208,10 @@ class VisionConeNode(Node):
         lead = self.cameras[0]
         if lead.pending is None:
             return
-        t_lead = codecs.sec_from_stamp(lead.pending.header.stamp)
+        t_lead = stamps.sec_from_stamp(lead.pending.header.stamp)
         tol = float(self.p['sync_tolerance'])
         if all(c.pending is not None and
-               abs(codecs.sec_from_stamp(c.pending.header.stamp) - t_lead) <= tol
+               abs(stamps.sec_from_stamp(c.pending.header.stamp) - t_lead) <= tol
                for c in self.cameras[1:]):
             self._process()
 
@@ -231,9 +231,9 @@ class VisionConeNode(Node):
             return None
         try:
             if self.p['use_compressed']:
-                img = codecs.compressed_to_image(msg, self.reduce)
+                img = images.compressed_to_image(msg, self.reduce)
             else:
-                img = codecs.reduce_image(codecs.msg_to_image(msg, 'bgr8'), self.reduce)
+                img = images.reduce_image(images.msg_to_image(msg, 'bgr8'), self.reduce)
         except ValueError as err:
             self._error(f'image/{cam.sensor_id}', f'{cam.sensor_id}: image dropped: {err}')
             return None
@@ -257,7 +257,7 @@ class VisionConeNode(Node):
         if msg is None:
             return
         lead.pending = None
-        stamp = codecs.sec_from_stamp(msg.header.stamp)
+        stamp = stamps.sec_from_stamp(msg.header.stamp)
         if stamp < self._last_stamp or (others == [] and len(self.cameras) > 1 and
                                         stamp <= self._last_stamp):
             # (alternate: one camera per frame, so the other camera's image
@@ -275,7 +275,7 @@ class VisionConeNode(Node):
                 other = cam.pending
                 if other is None:
                     continue
-                dt = abs(codecs.sec_from_stamp(other.header.stamp) - stamp)
+                dt = abs(stamps.sec_from_stamp(other.header.stamp) - stamp)
                 if dt > float(self.p['sync_tolerance']):
                     continue
                 cam.pending = None
@@ -290,7 +290,7 @@ class VisionConeNode(Node):
         xyz, cls, conf = xyz[ok], cls[ok], conf[ok]
         self._last_stamp = stamp
         header = Header(stamp=msg.header.stamp, frame_id=self.frame_id)
-        self.pub.publish(codecs.cones_to_cloud(xyz, cls, conf, header, self.frame_id))
+        self.pub.publish(clouds.cones_to_cloud(xyz, cls, conf, header, self.frame_id))
         if self.marker_pub is not None:
             from cone_detection.markers import cone_markers
             self.marker_pub.publish(cone_markers(xyz, cls, msg.header.stamp, self.frame_id,

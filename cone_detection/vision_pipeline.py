@@ -26,7 +26,7 @@ from cone_detection.svm_model import ConeSvmModel, DEFAULT_MODEL_PATH, load_mode
 from cone_detection.vision_common import CameraDetections
 from cone_detection.vision_fast import detect_fast, FastParams
 from cone_detection.vision_reference import detect_reference, ReferenceParams
-from hil_bridge.backend import Pose
+from hil_bridge.interface.frames import Pose
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
@@ -60,8 +60,8 @@ class VisionConeDetector:
     :class:`HueThresholds`; ``stereo_gate`` (m, default 0.5) for
     :meth:`detect_stereo`; ``image_reduce`` (1, 2 or 4, default 1): the
     images passed in are already reduced by this factor (a reduced JPEG
-    decode, :func:`hil_bridge.codecs.compressed_to_image`, with K from
-    :func:`hil_bridge.codecs.reduce_intrinsics`), so the fast mode's
+    decode, :func:`hil_bridge.interface.codecs.images.compressed_to_image`, with K from
+    :func:`hil_bridge.interface.codecs.images.reduce_intrinsics`), so the fast mode's
     proposal ``downscale`` is divided by it (proposals keep their
     resolution) unless ``downscale`` is given. Raises ``FileNotFoundError`` / ``ValueError``
     naming the model file when it is missing or corrupt, ``ValueError``

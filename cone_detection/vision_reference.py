@@ -31,10 +31,10 @@ from typing import List, Sequence, Tuple
 from cone_detection.ground_projection import check_intrinsics, check_transform, optical_depth
 from cone_detection.hue import check_bgr, DEFAULT_THRESHOLDS, HueThresholds
 from cone_detection.svm_model import ConeSvmModel
-from cone_detection.vision_common import (CameraDetections, confidence_from_score,
-                                          hue_masks, localise, merge_duplicates, nms)
+from cone_detection.vision_common import (CameraDetections, confidence_from_score, hue_masks,
+                                          localise, merge_duplicates, nms)
 import cv2
-from hil_bridge.backend import CONE_BIG_ORANGE, CONE_BLUE, CONE_SIZE, CONE_UNKNOWN
+from hil_bridge.interface.cones import CONE_BIG_ORANGE, CONE_BLUE, CONE_SIZE, CONE_UNKNOWN
 import numpy as np
 
 

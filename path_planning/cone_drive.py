@@ -4,7 +4,7 @@
 CONEDRIVE: the HIL paper's Algorithm 3 as a pure, vectorised function.
 
 Geometry (vehicle frame, REP-103: x forward, y left, metres, radians; the
-origin is the rear-axle centre as in ``hil_bridge.vehicle_profile``)
+origin is the rear-axle centre as in ``hil_bridge.interface.vehicle_profile``)
 --------------------------------------------------------------------
 A steering angle ``delta`` (> 0 = left) gives the curvature
 ``k = tan(delta) / L`` (L the wheelbase) and, in a steady turn, the rear
@@ -92,7 +92,7 @@ from dataclasses import dataclass, field
 import math
 from typing import Any, Optional
 
-from hil_bridge.backend import CONE_BLUE, CONE_YELLOW
+from hil_bridge.interface.cones import CONE_BLUE, CONE_YELLOW
 import numpy as np
 
 STATUS_OK = 'ok'

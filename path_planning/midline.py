@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import math
 from typing import Any
 
-from hil_bridge.backend import CONE_BIG_ORANGE, CONE_BLUE, CONE_YELLOW
+from hil_bridge.interface.cones import CONE_BIG_ORANGE, CONE_BLUE, CONE_YELLOW
 import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import dijkstra

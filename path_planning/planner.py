@@ -45,16 +45,13 @@ from dataclasses import dataclass, field, replace
 import math
 from typing import Any, Mapping, Optional
 
-from hil_bridge.backend import CONE_BLUE, CONE_YELLOW
+from hil_bridge.interface.cones import CONE_BLUE, CONE_YELLOW
 import numpy as np
-from path_planning.cone_drive import (arc_points, cone_drive, ConeDriveParams,
-                                      ConeDriveResult, STATUS_STOP,
-                                      steering_ranges)
+from path_planning.cone_drive import (arc_points, cone_drive, ConeDriveParams, ConeDriveResult,
+                                      STATUS_STOP, steering_ranges)
 from path_planning.midline import midline, MidlineParams, MidlineResult
-from path_planning.pure_pursuit import (profile_speed, pure_pursuit,
-                                        PursuitParams, PursuitResult)
-from path_planning.speed_policy import (command_speed, rate_limit, SpeedParams,
-                                        target_speed)
+from path_planning.pure_pursuit import profile_speed, pure_pursuit, PursuitParams, PursuitResult
+from path_planning.speed_policy import command_speed, rate_limit, SpeedParams, target_speed
 
 MODES = ('cone_drive', 'midline', 'auto')
 

@@ -36,11 +36,11 @@ from typing import Any, List, Optional
 
 from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import Point, PoseStamped, TwistStamped
-from hil_bridge import codecs
-from hil_bridge.contract import create_publisher, create_subscription, frame
-from hil_bridge.node_main import run_node
-from hil_bridge.params import declare_params, ParamSpec
-from hil_bridge.vehicle_profile import load_vehicle_profile
+from hil_bridge.interface.codecs import clouds, stamps
+from hil_bridge.interface.contract import create_publisher, create_subscription, frame
+from hil_bridge.interface.node_main import run_node
+from hil_bridge.interface.params import declare_params, ParamSpec
+from hil_bridge.interface.vehicle_profile import load_vehicle_profile
 from nav_msgs.msg import Odometry, Path
 import numpy as np
 from path_planning.planner import MODES, Planner, PlannerConfig, PlanOutput
@@ -263,7 +263,7 @@ class ConeDrivePlannerNode(Node):
             return
         self.speed = v
         self.yaw_rate = w
-        self.odom_stamp = codecs.sec_from_stamp(msg.header.stamp)
+        self.odom_stamp = stamps.sec_from_stamp(msg.header.stamp)
         p, q = msg.pose.pose.position, msg.pose.pose.orientation
         yaw = math.atan2(2.0 * (q.w * q.z + q.x * q.y),
                          1.0 - 2.0 * (q.y * q.y + q.z * q.z))
@@ -279,13 +279,13 @@ class ConeDrivePlannerNode(Node):
 
     def _on_cones(self, cloud: PointCloud2) -> None:
         try:
-            xyz, cls, _conf = codecs.cloud_to_cones(cloud)
+            xyz, cls, _conf = clouds.cloud_to_cones(cloud)
         except ValueError as err:
             self.counts['bad_clouds'] += 1
             self.get_logger().error(f'bad cone cloud dropped: {err}',
                                     throttle_duration_sec=5.0)
             return
-        t = codecs.sec_from_stamp(cloud.header.stamp)
+        t = stamps.sec_from_stamp(cloud.header.stamp)
         # cloud_to_cones drops non-finite rows already: count them here.
         n_rows = cloud.width * cloud.height
         self.counts['nan_cones'] += max(int(n_rows) - int(xyz.shape[0]), 0)
@@ -364,7 +364,7 @@ class ConeDrivePlannerNode(Node):
             f'{what}: commanding a stop', throttle_duration_sec=5.0)
         self.counts['stale_stops'] += 1
         self.planner.stop(now, 'stale_cones')
-        header = Header(stamp=codecs.stamp_from_sec(max(now, 0.0)),
+        header = Header(stamp=stamps.stamp_from_sec(max(now, 0.0)),
                         frame_id=self.vehicle_frame)
         self._publish_cmd(header, 0.0, 0.0)
 

@@ -18,10 +18,9 @@ from dataclasses import dataclass
 import math
 from typing import Tuple
 
-from hil_bridge.sim.tracks import skidpad_track
+from hil_bridge.interface.track import skidpad_route, SKIDPAD_START_AFTER_ENTRY
 import numpy as np
-from path_planning.pure_pursuit import (profile_speed, pure_pursuit,
-                                        PursuitParams)
+from path_planning.pure_pursuit import profile_speed, pure_pursuit, PursuitParams
 
 
 @dataclass
@@ -93,15 +92,15 @@ class RouteFollower:
         """
         Return the follower of the standard skidpad route.
 
-        The layout of ``hil_bridge.sim.tracks.skidpad_track`` is placed so
-        that its start pose lands on ``start`` = (x, y, yaw) in map, the
+        The rule layout (``hil_bridge.interface.track.skidpad_route``, the
+        car starting ``SKIDPAD_START_AFTER_ENTRY`` past the entry's beginning, facing +x) is placed
+        so that the start pose lands on ``start`` = (x, y, yaw) in map, the
         car's pose when the mission begins.
         """
-        track = skidpad_track(laps_per_side=laps_per_side)
-        cs = track.car_start
+        entry = 15.0
+        cl = skidpad_route(entry, laps_per_side=laps_per_side)
         to_map = _pose_matrix(*start) @ np.linalg.inv(
-            _pose_matrix(cs.x, cs.y, cs.yaw))
-        cl = np.asarray(track.centerline, dtype=np.float64)
+            _pose_matrix(-entry + SKIDPAD_START_AFTER_ENTRY, 0.0, 0.0))
         route = (to_map[:2, :2] @ cl.T).T + to_map[:2, 2]
         # the route begins where the car stands
         first = int(np.argmin(np.hypot(*(route - start[:2]).T)))

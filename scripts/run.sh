@@ -7,4 +7,4 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE="${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST
 if [ "$#" -eq 0 ]; then
   set -- run --profile all --backend builtin --scenario trackdrive
 fi
-exec python -m hil_bridge.cli "$@"
+exec python -m hil_bridge.tools.cli "$@"

@@ -10,7 +10,7 @@ can check every byte.
 
 import sys
 
-from hil_bridge import codecs
+from hil_bridge.interface.codecs import clouds, images
 import numpy as np
 import rclpy
 from rclpy.executors import ExternalShutdownException
@@ -48,8 +48,8 @@ def main() -> None:
 
     def tick() -> None:
         s = seq[0]
-        pub_i.publish(codecs.image_to_msg(image_for(s), float(s), 'cam'))
-        pub_c.publish(codecs.xyzi_to_cloud(cloud_for(s), float(s), 'lidar'))
+        pub_i.publish(images.image_to_msg(image_for(s), float(s), 'cam'))
+        pub_c.publish(clouds.xyzi_to_cloud(cloud_for(s), float(s), 'lidar'))
         seq[0] += 1
 
     node.create_timer(0.2, tick)

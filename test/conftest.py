@@ -12,13 +12,10 @@ each other's traffic.
 import os
 from pathlib import Path
 import random
-import sys
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 _rng = random.Random(os.getpid() ^ int.from_bytes(os.urandom(4), 'little'))
 
@@ -36,7 +33,7 @@ def ros_domain(monkeypatch: pytest.MonkeyPatch) -> int:
     monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     monkeypatch.setenv('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
     monkeypatch.setenv('PYTHONUNBUFFERED', '1')
-    from hil_bridge.config import dds_environment
+    from hil_bridge.interface.config import dds_environment
     for key, value in dds_environment().items():
         monkeypatch.setenv(key, value)
     pypath = os.environ.get('PYTHONPATH', '')

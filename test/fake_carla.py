@@ -4,7 +4,7 @@
 A fake CARLA server behind the real ``carla`` 0.9.16 client value types.
 
 :class:`FakeCarla` looks like the ``carla`` module to
-``hil_bridge.carla_backend`` (pass it as ``carla_module``): ``Client``,
+``hil_bridge.carla_backend.backend`` (pass it as ``carla_module``): ``Client``,
 ``command`` and the real value types (Location, Rotation, Transform,
 Vector3D, VehicleControl, WorldSettings, BoundingBox, Timestamp). Behind
 ``Client`` sit :class:`FakeServer` objects registered per (host, port);
@@ -36,7 +36,7 @@ import time
 from types import SimpleNamespace
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from hil_bridge.rig import CAMERA_PASSTHROUGH, LIDAR_DEFAULTS
+from hil_bridge.interface.rig import CAMERA_PASSTHROUGH, LIDAR_DEFAULTS
 import numpy as np
 import pytest
 

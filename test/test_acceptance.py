@@ -4,7 +4,7 @@
 Closed-loop acceptance tests: the whole loop, as users run it.
 
 Each test is a real multi-process run over DDS on the built-in simulator:
-``python -m hil_bridge.cli run`` (the ``carla-hil`` runner) starts the
+``python -m hil_bridge.tools.cli run`` (the ``carla-hil`` runner) starts the
 bridge, cloud_to_scan, the lidar and vision cone detectors, fusion, the
 planner and the AEB as separate processes in the test's own
 ROS_DOMAIN_ID, and the tests assert on its exit code and on the referee's
@@ -37,7 +37,7 @@ import threading
 import time
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
-from hil_bridge.backend import CONE_UNKNOWN
+from hil_bridge.interface.cones import CONE_UNKNOWN
 import numpy as np
 import pytest
 
@@ -86,7 +86,7 @@ class Run(NamedTuple):
 
 def _runner_argv(scenario: str, sets: List[str], *extra: str,
                  profile: str = 'all') -> List[str]:
-    argv = [sys.executable, '-m', 'hil_bridge.cli', 'run', '--profile',
+    argv = [sys.executable, '-m', 'hil_bridge.tools.cli', 'run', '--profile',
             profile, '--progress-every', '30']
     if scenario:
         argv += ['--scenario', scenario]
@@ -222,7 +222,7 @@ def acceleration_run(tmp_path_factory: pytest.TempPathFactory
                      ) -> Tuple[Run, Path]:
     """Run the acceleration mission once, recorded (module-scoped)."""
     # module scope: the function-scoped ros_domain fixture cannot be used
-    from hil_bridge.config import dds_environment
+    from hil_bridge.interface.config import dds_environment
     mp = pytest.MonkeyPatch()
     try:
         mp.setenv('ROS_DOMAIN_ID', str(101 + os.getpid() % 100))
@@ -261,7 +261,7 @@ class _OdomMonitor:
     """Keep the newest map x (m) and speed (m/s) of the ego and the target."""
 
     def __init__(self, context: Any) -> None:
-        from hil_bridge import contract
+        from hil_bridge.interface import contract
         import rclpy
         from rclpy.executors import SingleThreadedExecutor
         self.last: Dict[str, Tuple[float, float]] = {}
@@ -295,17 +295,18 @@ class _OdomMonitor:
 def test_cruise_holds_speed_and_ignores_cmd_vel(rclpy_context: Any) -> None:
     """The bridge's cruise: initial speed held although cmd_vel says stop."""
     from geometry_msgs.msg import TwistStamped
-    from hil_bridge import codecs, contract
+    from hil_bridge.interface import contract
+    from hil_bridge.interface.codecs import stamps
     monitor = _OdomMonitor(rclpy_context)
     pub = contract.create_publisher(monitor.node, 'cmd_vel')
 
     def stop_command() -> None:
         msg = TwistStamped()
-        msg.header.stamp = codecs.stamp_from_sec(
+        msg.header.stamp = stamps.stamp_from_sec(
             monitor.node.get_clock().now().nanoseconds * 1e-9)
         pub.publish(msg)  # speed 0, yaw rate 0
     monitor.node.create_timer(0.02, stop_command)
-    argv = [sys.executable, '-m', 'hil_bridge.bridge_node', '--ros-args',
+    argv = [sys.executable, '-m', 'hil_bridge.bridge.bridge_node', '--ros-args',
             '--params-file', str(ROOT / 'config' / 'hil_bridge.yaml'),
             '-p', 'scenario:=ccrs_30', '-p', 'cruise:=true',
             '-p', 'render_cameras:=false', '-p', 'duration:=3.0',
@@ -330,7 +331,7 @@ def test_cruise_holds_speed_and_ignores_cmd_vel(rclpy_context: Any) -> None:
 @pytest.mark.parametrize('kmh', [30, 50])
 def test_ccrs_avoided(rclpy_context: Any, kmh: int) -> None:
     """Euro NCAP CCRs: the AEB stops the car before the stopped target."""
-    from hil_bridge.vehicle_profile import load_vehicle_profile
+    from hil_bridge.interface.vehicle_profile import load_vehicle_profile
     import yaml
     scenario = yaml.safe_load((ROOT / 'config' / 'scenarios' /
                                f'ccrs_{kmh}.yaml').read_text())
@@ -371,8 +372,8 @@ def test_ccrs_avoided(rclpy_context: Any, kmh: int) -> None:
 def _cones(path: Path, topic: str = '/perception/cones/lidar'
            ) -> Dict[int, Tuple[np.ndarray, np.ndarray]]:
     """Return {stamp ns: (xyz, class_id)} of a cone topic of a recording."""
-    from hil_bridge import codecs
-    from hil_bridge.mcap_io import iter_raw
+    from hil_bridge.interface.codecs import clouds
+    from hil_bridge.tools.mcap_io import iter_raw
     from rclpy.serialization import deserialize_message
     from sensor_msgs.msg import PointCloud2
     out: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
@@ -381,7 +382,7 @@ def _cones(path: Path, topic: str = '/perception/cones/lidar'
             continue
         cloud = deserialize_message(message.data, PointCloud2)
         stamp = cloud.header.stamp.sec * 10**9 + cloud.header.stamp.nanosec
-        xyz, class_id, _conf = codecs.cloud_to_cones(cloud)
+        xyz, class_id, _conf = clouds.cloud_to_cones(cloud)
         out[stamp] = (np.asarray(xyz), np.asarray(class_id))
     return out
 
@@ -434,7 +435,7 @@ def test_record_and_replay_same_detections(
             ''.join(reader.lines), 60)
         time.sleep(3.0)  # recorder discovery runs once a second
         player = subprocess.run(
-            [sys.executable, '-m', 'hil_bridge.player', str(live_path),
+            [sys.executable, '-m', 'hil_bridge.tools.player', str(live_path),
              '--rate', '1.0'], cwd=str(ROOT), env=dict(os.environ),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             timeout=300.0)

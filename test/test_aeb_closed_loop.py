@@ -3,7 +3,7 @@
 """
 Closed loop over DDS: bridge (built-in sim, lockstep) + aeb_controller.
 
-Real processes: ``hil_bridge.bridge_node`` runs a CCRs / adjacent-lane
+Real processes: ``hil_bridge.bridge.bridge_node`` runs a CCRs / adjacent-lane
 scenario with the passenger-car rig (lidar cut to a forward 120 deg sector
 to keep the test short), ``aeb_control.aeb_node`` brakes, and the test
 process plays the speed-keeping driver (``cmd_vel`` stamped with each
@@ -21,9 +21,9 @@ import sys
 import time
 from typing import Any, Dict, List, Tuple
 
-from aeb_control.ncap import build_case, Case, forward_lidar, scenario_dict
-from hil_bridge.rig import load_rig
-from hil_bridge.vehicle_profile import load_vehicle_profile
+from aeb_control.tools.ncap import build_case, Case, forward_lidar, scenario_dict
+from hil_bridge.interface.rig import load_rig
+from hil_bridge.interface.vehicle_profile import load_vehicle_profile
 import pytest
 import yaml
 
@@ -81,7 +81,7 @@ def _run(context: Any, tmp_path: Path, case: Case, gap: float
          ) -> Tuple[Dict[str, Any], List[float], str]:
     """Run one scenario; return (referee result, brake decels, aeb log)."""
     from geometry_msgs.msg import TwistStamped
-    from hil_bridge.contract import create_publisher, create_subscription
+    from hil_bridge.interface.contract import create_publisher, create_subscription
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
     scn, rig = _write_inputs(tmp_path, case, gap)
@@ -114,7 +114,7 @@ def _run(context: Any, tmp_path: Path, case: Case, gap: float
         ex.shutdown()
         node.destroy_node()
         pytest.fail('the AEB never published brake_request\n' + log[-2000:])
-    bridge = _start('hil_bridge.bridge_node',
+    bridge = _start('hil_bridge.bridge.bridge_node',
                     [str(ROOT / 'config' / 'hil_bridge.yaml')],
                     {'scenario': str(scn), 'rig': str(rig),
                      'render_cameras': False, 'wait_for_control': True,

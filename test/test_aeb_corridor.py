@@ -4,9 +4,8 @@
 
 import math
 
-from aeb_control.corridor import (arc_coordinates, arc_points,
-                                  closest_in_corridor, mount_transform,
-                                  predict_corridor, to_vehicle_frame)
+from aeb_control.corridor import (arc_coordinates, arc_points, closest_in_corridor,
+                                  mount_transform, predict_corridor, to_vehicle_frame)
 import numpy as np
 import pytest
 
@@ -159,8 +158,8 @@ def test_offset_path_equals_shifted_points() -> None:
 
 def test_clothoid_preview_bends_the_steering_corridor() -> None:
     """kappa_rate r: a point at y = r x^3 / 6 lies on the predicted path."""
-    from dataclasses import replace
     from aeb_control.corridor import point_curvature
+    from dataclasses import replace
     base = predict_corridor(10.0, 0.0, half_width=1.0, front=0.0)
     clothoid = replace(base, kappa_rate=1e-3, preview=40.0)
     x = np.array([20.0])

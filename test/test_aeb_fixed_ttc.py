@@ -5,8 +5,7 @@
 import math
 
 from aeb_control.aeb_core import AebCore, AebParams
-from aeb_control.fixed_ttc import (fixed_ttc_brake, FixedTtcParams,
-                                   ground_truth_ttc, tutorial_ttc)
+from aeb_control.fixed_ttc import fixed_ttc_brake, FixedTtcParams, ground_truth_ttc, tutorial_ttc
 import numpy as np
 import pytest
 

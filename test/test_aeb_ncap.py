@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Euro NCAP runner, in-process on the built-in simulator (no DDS)."""
 
-from aeb_control.ncap import Case, matrix, ncap_score, run_case, table
+from aeb_control.tools.ncap import Case, matrix, ncap_score, run_case, table
 import pytest
 
 
@@ -58,9 +58,9 @@ def test_matrix_and_score() -> None:
 
 def test_family_yaml_files_match_the_runner() -> None:
     """config/scenarios/aeb_*.yaml load and equal what the runner builds."""
-    from aeb_control.ncap import build_case, FAMILY_FILES
-    from hil_bridge.scenario import load_scenario
-    from hil_bridge.vehicle_profile import load_vehicle_profile
+    from aeb_control.tools.ncap import build_case, FAMILY_FILES
+    from hil_bridge.bridge.scenario import load_scenario
+    from hil_bridge.interface.vehicle_profile import load_vehicle_profile
     profile = load_vehicle_profile('passenger_car')
     for name, case in FAMILY_FILES.items():
         loaded = load_scenario(name)

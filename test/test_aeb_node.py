@@ -9,7 +9,7 @@ import sys
 import time
 from typing import Any, Callable, List
 
-from hil_bridge import codecs
+from hil_bridge.interface.codecs import clouds, stamps
 import numpy as np
 import pytest
 
@@ -48,7 +48,7 @@ class _Harness:
 
     def __init__(self, context: Any) -> None:
         from geometry_msgs.msg import AccelStamped
-        from hil_bridge.contract import create_publisher, create_subscription
+        from hil_bridge.interface.contract import create_publisher, create_subscription
         from rclpy.executors import SingleThreadedExecutor
         from rclpy.node import Node
         self.node = Node('aeb_test_harness', context=context)
@@ -83,12 +83,12 @@ class _Harness:
 
     def send_clock(self, t: float) -> None:
         from rosgraph_msgs.msg import Clock
-        self.clock.publish(Clock(clock=codecs.stamp_from_sec(t)))
+        self.clock.publish(Clock(clock=stamps.stamp_from_sec(t)))
 
     def send_odom(self, t: float, speed: float) -> None:
         from nav_msgs.msg import Odometry
         msg = Odometry()
-        msg.header = codecs.make_header(t, 'map')
+        msg.header = stamps.make_header(t, 'map')
         msg.child_frame_id = 'ego_vehicle'
         msg.pose.pose.position.x = speed * t
         msg.pose.pose.orientation.w = 1.0
@@ -96,7 +96,7 @@ class _Harness:
         self.odom.publish(msg)
 
     def send_cloud(self, t: float, pts: np.ndarray) -> None:
-        self.lidar.publish(codecs.xyzi_to_cloud(pts, t, 'ego_vehicle/lidar'))
+        self.lidar.publish(clouds.xyzi_to_cloud(pts, t, 'ego_vehicle/lidar'))
 
     def close(self) -> None:
         self.executor.shutdown()
@@ -127,7 +127,7 @@ def _warm_up(h: _Harness) -> float:
 
 
 def _stamps(msgs: List[Any]) -> List[float]:
-    return [round(codecs.sec_from_stamp(m.header.stamp), 6) for m in msgs]
+    return [round(stamps.sec_from_stamp(m.header.stamp), 6) for m in msgs]
 
 
 @pytest.mark.dds
@@ -148,7 +148,7 @@ def test_brake_request_stamped_and_bad_clouds(ros_domain: int,
             h.send_cloud(t, _wall(28.0 - V * 0.05 * k))
             h.wait(lambda: t in _stamps(h.brakes), 3.0)
             got = [m for m in h.brakes
-                   if round(codecs.sec_from_stamp(m.header.stamp), 6) == t]
+                   if round(stamps.sec_from_stamp(m.header.stamp), 6) == t]
             assert got, f'no brake_request stamped {t}'
             if got[-1].accel.linear.x < 0.0:
                 onset = t
@@ -168,10 +168,10 @@ def test_brake_request_stamped_and_bad_clouds(ros_domain: int,
         h.send_cloud(t_nan, np.full((100, 4), np.nan, np.float32))
         assert h.wait(lambda: t_nan in _stamps(h.brakes), 5.0)
         t_bad = round(t_nan + 0.05, 6)
-        fields = codecs.make_fields([('x', 0, PointField.FLOAT32),
+        fields = clouds.make_fields([('x', 0, PointField.FLOAT32),
                                      ('y', 4, PointField.FLOAT32)])
-        h.lidar.publish(codecs.create_cloud(
-            codecs.make_header(t_bad, 'ego_vehicle/lidar'), fields,
+        h.lidar.publish(clouds.create_cloud(
+            stamps.make_header(t_bad, 'ego_vehicle/lidar'), fields,
             np.zeros((10, 2), np.float32)))
         assert h.wait(lambda: t_bad in _stamps(h.brakes), 5.0)
         # still braking: the brake is held while the wall is still ahead
@@ -218,7 +218,7 @@ def test_no_lidar_requests_stop(ros_domain: int, rclpy_context: Any) -> None:
 @pytest.mark.dds
 def test_ground_truth_fixed_ttc(ros_domain: int, rclpy_context: Any) -> None:
     """Strategy fixed_ttc on actor odometry brakes once TTC < 3 s."""
-    from hil_bridge.contract import create_publisher
+    from hil_bridge.interface.contract import create_publisher
     from nav_msgs.msg import Odometry
     proc = _start_node('mode:=ground_truth', 'strategy:=fixed_ttc')
     h = _Harness(rclpy_context)
@@ -232,7 +232,7 @@ def test_ground_truth_fixed_ttc(ros_domain: int, rclpy_context: Any) -> None:
         for k in range(200):
             t = round(1.0 + 0.05 * k, 6)
             msg = Odometry()
-            msg.header = codecs.make_header(t, 'map')
+            msg.header = stamps.make_header(t, 'map')
             msg.pose.pose.position.x = x_target
             msg.pose.pose.orientation.w = 1.0
             target.publish(msg)
@@ -256,7 +256,7 @@ def test_ground_truth_fixed_ttc(ros_domain: int, rclpy_context: Any) -> None:
 def test_params_match_config() -> None:
     """PARAMS and config/aeb_controller.yaml list the same names."""
     from aeb_control.aeb_node import PARAMS
-    from hil_bridge.params import check_specs
+    from hil_bridge.interface.params import check_specs
     defaults = check_specs(PARAMS, 'aeb_controller')
     assert defaults['strategy'] == 'ttc_staged'
     assert defaults['mode'] == 'perception'

@@ -4,9 +4,8 @@
 
 import math
 
-from aeb_control.obstacle import (last_point_to_brake, ObstacleTracker,
-                                  predict_after, required_deceleration,
-                                  time_to_collision)
+from aeb_control.obstacle import (last_point_to_brake, ObstacleTracker, predict_after,
+                                  required_deceleration, time_to_collision)
 import numpy as np
 import pytest
 

@@ -5,8 +5,7 @@
 import math
 
 from aeb_control.aeb_core import AebCore, AebParams
-from aeb_control.staging import (Stage, StagingInput, StagingMachine,
-                                 StagingParams)
+from aeb_control.staging import Stage, StagingInput, StagingMachine, StagingParams
 import numpy as np
 import pytest
 

@@ -17,7 +17,8 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from hil_bridge import codecs, contract
+from hil_bridge.interface import contract
+from hil_bridge.interface.codecs import stamps
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +51,7 @@ def rig_file(tmp_path: Path) -> Path:
 
 def start_bridge(**params: Any) -> subprocess.Popen:
     """Start the bridge with parameter overrides; stdout is captured."""
-    args = [sys.executable, '-m', 'hil_bridge.bridge_node', '--ros-args',
+    args = [sys.executable, '-m', 'hil_bridge.bridge.bridge_node', '--ros-args',
             '--params-file', str(ROOT / 'config' / 'hil_bridge.yaml')]
     for key, value in params.items():
         if isinstance(value, bool):
@@ -116,7 +117,7 @@ class Onboard:
             return
         from geometry_msgs.msg import AccelStamped, TwistStamped
         from sensor_msgs.msg import Joy
-        t = codecs.sec_from_stamp(msg.header.stamp)
+        t = stamps.sec_from_stamp(msg.header.stamp)
         if self.delay:
             time.sleep(self.delay)
         out = self.policy(t, msg)
@@ -156,8 +157,8 @@ class Onboard:
 def stamp(msg: Any) -> float:
     """Return the header stamp in seconds (a MarkerArray: its first marker's)."""
     if hasattr(msg, 'markers'):
-        return codecs.sec_from_stamp(msg.markers[0].header.stamp)
-    return codecs.sec_from_stamp(msg.header.stamp)
+        return stamps.sec_from_stamp(msg.markers[0].header.stamp)
+    return stamps.sec_from_stamp(msg.header.stamp)
 
 
 @pytest.mark.dds
@@ -202,12 +203,12 @@ def test_publishes_every_contract_topic(rclpy_context, rig_file: Path) -> None:
     events = [st.name for msg in got['referee_events'] for st in msg.status]
     assert 'referee/mission_end' in events
     # one stamp per frame: every per-frame topic has messages at the same stamps
-    clock = {round(codecs.sec_from_stamp(m.clock), 6) for m in got['clock']}
+    clock = {round(stamps.sec_from_stamp(m.clock), 6) for m in got['clock']}
     for key in ('odometry', 'imu', 'lidar', 'camera_left', 'camera_right_info',
                 'applied_control', 'actors'):
-        stamps = {round(stamp(m), 6) for m in got[key]}
-        assert stamps <= clock, key
-        assert len(stamps) >= 10, key
+        seen = {round(stamp(m), 6) for m in got[key]}
+        assert seen <= clock, key
+        assert len(seen) >= 10, key
     common = set.intersection(*({round(stamp(m), 6) for m in got[k]}
                                 for k in ('odometry', 'lidar', 'camera_left', 'imu')))
     assert len(common) >= 10
@@ -315,7 +316,7 @@ def test_pause_step_advance(rclpy_context, rig_file: Path) -> None:
     onboard = Onboard(rclpy_context)
     clocks: List[float] = []
     onboard.node.create_subscription(
-        Clock, '/clock', lambda m: clocks.append(codecs.sec_from_stamp(m.clock)),
+        Clock, '/clock', lambda m: clocks.append(stamps.sec_from_stamp(m.clock)),
         contract.qos_profile('clock'))
     pause = onboard.node.create_client(SetBool, '/hil_bridge/pause')
     step = onboard.node.create_client(Trigger, '/hil_bridge/step')
@@ -368,8 +369,10 @@ def test_bad_scenario_exits_2() -> None:
 
 def test_frame_messages_units_and_frames() -> None:
     """Odometry twist in the body frame, Imu with gravity, events, control ids."""
-    from hil_bridge.backend import ActorState, Event, Frame, Pose, SensorSpec, VehicleControl
-    from hil_bridge.frame_msgs import FrameConverter
+    from hil_bridge.bridge.backend import ActorState, Event, Frame, VehicleControl
+    from hil_bridge.bridge.frame_msgs import FrameConverter
+    from hil_bridge.interface.frames import Pose
+    from hil_bridge.interface.rig import SensorSpec
     import numpy as np
     ego = ActorState('ego_vehicle', Pose(x=1.0, y=2.0, yaw=math.pi / 2),
                      velocity=np.array([0.0, 3.0, 0.0]),
@@ -401,7 +404,7 @@ def test_frame_messages_units_and_frames() -> None:
     # every message of the frame carries the frame's stamp
     for name, m in msgs.items():
         if hasattr(m, 'header'):
-            assert codecs.sec_from_stamp(m.header.stamp) == pytest.approx(0.15), name
+            assert stamps.sec_from_stamp(m.header.stamp) == pytest.approx(0.15), name
     # the cones are latched: the second identical frame does not resend them
     again = {name for (_, name) in conv.messages(frame)}
     assert '/carla/ground_truth/cones' not in again
@@ -429,9 +432,9 @@ def test_backend_lost_mid_run_brakes_retries_and_raises(rclpy_context, tmp_path:
     import numpy as np
     from rclpy.parameter import Parameter
 
-    from hil_bridge.backend import (ActorState, Backend, BackendError, Frame, Pose,
-                                    SensorReading)
-    from hil_bridge.bridge_node import BridgeNode
+    from hil_bridge.bridge.backend import ActorState, Backend, BackendError, Frame, SensorReading
+    from hil_bridge.bridge.bridge_node import BridgeNode
+    from hil_bridge.interface.frames import Pose
 
     class Flaky(Backend):
         """Works for three steps, then the 'server' is gone."""
@@ -486,8 +489,9 @@ def test_async_mode_publishes_what_the_world_gives(rclpy_context, tmp_path: Path
     import numpy as np
     from rclpy.parameter import Parameter
 
-    from hil_bridge.backend import ActorState, Backend, Frame, Pose
-    from hil_bridge.bridge_node import BridgeNode
+    from hil_bridge.bridge.backend import ActorState, Backend, Frame
+    from hil_bridge.bridge.bridge_node import BridgeNode
+    from hil_bridge.interface.frames import Pose
 
     class World(Backend):
         """A world running on its own: a new frame every third poll."""
@@ -540,8 +544,9 @@ def test_async_mode_publishes_what_the_world_gives(rclpy_context, tmp_path: Path
 
 def test_clock_period_thins_clock_messages() -> None:
     """clock_period: /clock every 0.1 s of sim time, again after a reset; 0 = every frame."""
-    from hil_bridge.backend import ActorState, Frame, Pose
-    from hil_bridge.frame_msgs import FrameConverter
+    from hil_bridge.bridge.backend import ActorState, Frame
+    from hil_bridge.bridge.frame_msgs import FrameConverter
+    from hil_bridge.interface.frames import Pose
     ego = ActorState('ego_vehicle', Pose())
 
     def clocks(conv: FrameConverter, times) -> list:

@@ -21,8 +21,8 @@ import pytest
 carla = pytest.importorskip('carla')
 
 
-SOURCE = Path(__file__).resolve().parents[1] / 'hil_bridge' / \
-    'carla_backend.py'
+SOURCE = Path(__file__).resolve().parents[1] / 'hil_bridge' / 'carla_backend' / \
+    'backend.py'
 
 #: Receiver expression in the backend -> the carla class it holds.
 RECEIVERS: Dict[str, object] = {

@@ -1,6 +1,6 @@
 # Copyright 2026 carla_hil developers
 # SPDX-License-Identifier: Apache-2.0
-"""Tests of hil_bridge.carla_backend against the fake CARLA server."""
+"""Tests of hil_bridge.carla_backend.backend against the fake CARLA server."""
 
 import gc
 import logging
@@ -11,15 +11,15 @@ import time
 from types import SimpleNamespace
 from typing import Any, Dict, Iterator, List
 
-from hil_bridge import frames
-from hil_bridge.backend import (BackendError, CONE_BIG_ORANGE, CONE_BLUE,
-                                CONE_ORANGE, CONE_YELLOW, ConeArray, Pose,
-                                VehicleControl)
-from hil_bridge.carla_backend import (camera_intrinsics, CarlaBackend,
-                                      FrameAssembler)
-from hil_bridge.rig import carla_attributes, load_rig, parse_rig
-from hil_bridge.scenario import ActorSpec, load_scenario, Scenario
-from hil_bridge.vehicle_profile import load_vehicle_profile
+from hil_bridge.bridge.backend import BackendError, VehicleControl
+from hil_bridge.bridge.scenario import ActorSpec, load_scenario, Scenario
+from hil_bridge.carla_backend.backend import camera_intrinsics, CarlaBackend, FrameAssembler
+from hil_bridge.interface import frames
+from hil_bridge.interface.cones import CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_YELLOW
+from hil_bridge.interface.frames import Pose
+from hil_bridge.interface.rig import carla_attributes, load_rig, parse_rig
+from hil_bridge.interface.track import ConeArray
+from hil_bridge.interface.vehicle_profile import load_vehicle_profile
 import numpy as np
 import pytest
 
@@ -363,7 +363,7 @@ def test_assembler_rules() -> None:
     assert asm.frames_between(0.1) == 2
     assert asm.frames_between(0.12) == 3
     assert asm.due(10, 0.5) == ['a', 'b', 'c']   # never heard of: due
-    from hil_bridge.carla_backend import _Payload
+    from hil_bridge.carla_backend.backend import _Payload
     for sid in 'abc':
         assert asm.add(sid, _Payload(np.zeros((0, 4), np.float32), None,
                                      10, 0.5))

@@ -5,7 +5,7 @@
 import math
 import sys
 
-from hil_bridge.cloud_to_scan import points_to_ranges, ranges_loop, ScanParams
+from cone_detection.cloud_to_scan import points_to_ranges, ranges_loop, ScanParams
 import numpy as np
 import pytest
 
@@ -156,8 +156,8 @@ def test_bad_point_arrays(shape: tuple) -> None:
 
 def test_node_params_match_config() -> None:
     """config/cloud_to_scan.yaml sets the rig: 1080 bins of 0.25 deg, z = 0 kept."""
-    from hil_bridge.cloud_to_scan_node import NODE_NAME, PARAMS
-    from hil_bridge.params import check_specs
+    from cone_detection.cloud_to_scan_node import NODE_NAME, PARAMS
+    from hil_bridge.interface.params import check_specs
     values = check_specs(PARAMS, NODE_NAME, 'cloud_to_scan.yaml')
     p = ScanParams.from_mapping(values)
     assert p.n_bins == 1080 and p.range_max == 20.0
@@ -174,7 +174,7 @@ def test_node_over_dds_lazy(rclpy_context) -> None:
     import subprocess
     import time
 
-    from hil_bridge import codecs
+    from hil_bridge.interface.codecs import clouds, stamps
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import qos_profile_sensor_data
@@ -182,7 +182,7 @@ def test_node_over_dds_lazy(rclpy_context) -> None:
 
     root = Path(__file__).resolve().parents[1]
     child = subprocess.Popen(
-        [sys.executable, '-m', 'hil_bridge.cloud_to_scan_node', '--ros-args',
+        [sys.executable, '-m', 'cone_detection.cloud_to_scan_node', '--ros-args',
          '--params-file', str(root / 'config' / 'cloud_to_scan.yaml'),
          '-p', 'use_sim_time:=false', '-r', 'cloud_in:=/c2s_test/cloud',
          '-r', 'scan:=/c2s_test/scan'], env=dict(os.environ))
@@ -210,7 +210,7 @@ def test_node_over_dds_lazy(rclpy_context) -> None:
                                  qos_profile_sensor_data)
         while not scans and time.monotonic() < deadline:
             if pub.get_subscription_count():
-                pub.publish(codecs.xyzi_to_cloud(pts, 12.5, 'ego_vehicle/lidar'))
+                pub.publish(clouds.xyzi_to_cloud(pts, 12.5, 'ego_vehicle/lidar'))
             executor.spin_once(timeout_sec=0.1)
         assert child.poll() is None, 'cloud_to_scan died'
     finally:
@@ -225,7 +225,7 @@ def test_node_over_dds_lazy(rclpy_context) -> None:
     assert scans, 'no scan received'
     scan = scans[0]
     assert scan.header.frame_id == 'ego_vehicle/lidar'
-    assert codecs.sec_from_stamp(scan.header.stamp) == pytest.approx(12.5)
+    assert stamps.sec_from_stamp(scan.header.stamp) == pytest.approx(12.5)
     assert len(scan.ranges) == 1080 and len(scan.intensities) == 0
     assert scan.angle_max == pytest.approx(np.radians(135), abs=1e-6)
     ranges = np.asarray(scan.ranges)

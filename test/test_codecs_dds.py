@@ -9,13 +9,12 @@ import subprocess
 import sys
 import time
 
-from hil_bridge import codecs
+import codec_publisher
+from hil_bridge.interface.codecs import clouds, images, stamps
 import numpy as np
 import pytest
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import codec_publisher  # noqa: E402,I100
 
 
 @pytest.mark.dds
@@ -59,13 +58,13 @@ def test_image_and_cloud_over_dds(rclpy_context) -> None:
         node.destroy_node()
     assert set(got) == {'image', 'cloud'}, f'received only {sorted(got)}'
     img_msg = got['image']
-    seq = int(codecs.sec_from_stamp(img_msg.header.stamp))
-    img = codecs.msg_to_image(img_msg)
+    seq = int(stamps.sec_from_stamp(img_msg.header.stamp))
+    img = images.msg_to_image(img_msg)
     assert img.shape == (964, 1288, 3)
     assert np.array_equal(img, codec_publisher.image_for(seq))
     cloud_msg = got['cloud']
-    cseq = int(codecs.sec_from_stamp(cloud_msg.header.stamp))
-    pts = codecs.cloud_to_xyzi(cloud_msg)
+    cseq = int(stamps.sec_from_stamp(cloud_msg.header.stamp))
+    pts = clouds.cloud_to_xyzi(cloud_msg)
     assert pts.shape == (100_000, 4)
     assert np.array_equal(pts, codec_publisher.cloud_for(cseq))
     assert cloud_msg.header.frame_id == 'lidar'

@@ -4,13 +4,11 @@
 
 import math
 
-from hil_bridge.vehicle_profile import load_vehicle_profile
+from hil_bridge.interface.vehicle_profile import load_vehicle_profile
 import numpy as np
-from path_planning.cone_drive import (arc_points, blocked_mask, cone_drive,
-                                      ConeDriveParams, RULE_LARGEST,
-                                      RULE_LEAST_CHANGE, RULE_MIXED, RULE_STOP,
-                                      select_range, STATUS_OK, STATUS_STOP,
-                                      steering_ranges)
+from path_planning.cone_drive import (arc_points, blocked_mask, cone_drive, ConeDriveParams,
+                                      RULE_LARGEST, RULE_LEAST_CHANGE, RULE_MIXED, RULE_STOP,
+                                      select_range, STATUS_OK, STATUS_STOP, steering_ranges)
 import pytest
 
 TOL = 2e-4  # rad: edge_tol 1e-4 plus rounding

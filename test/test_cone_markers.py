@@ -3,7 +3,7 @@
 """Cone MarkerArray builder."""
 
 from cone_detection.markers import CLASS_COLOURS, cone_markers
-from hil_bridge.backend import CONE_BIG_ORANGE, CONE_BLUE, CONE_UNKNOWN
+from hil_bridge.interface.cones import CONE_BIG_ORANGE, CONE_BLUE, CONE_UNKNOWN
 import numpy as np
 import pytest
 

@@ -4,9 +4,10 @@
 
 from pathlib import Path
 
-from hil_bridge import contract, contract_doc
-from hil_bridge.config import config_path, load_yaml
-from hil_bridge.params import check_value, ParamSpec
+from hil_bridge.interface import contract
+from hil_bridge.interface.config import config_path, load_yaml
+from hil_bridge.interface.params import check_value, ParamSpec
+from hil_bridge.tools import contract_doc
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -16,14 +17,14 @@ def test_docs_interfaces_up_to_date() -> None:
     """docs/interfaces.md is what the generator makes from the YAML."""
     text = (ROOT / 'docs' / 'interfaces.md').read_text(encoding='utf-8')
     assert text == contract_doc.render(), \
-        'run: python -m hil_bridge.contract_doc > docs/interfaces.md'
+        'run: python -m hil_bridge.tools.contract_doc > docs/interfaces.md'
 
 
 def test_readme_interface_table_up_to_date() -> None:
     """README.md's interface table is the generated one."""
     text = (ROOT / 'README.md').read_text(encoding='utf-8')
     assert contract_doc.update_readme(text) == text, \
-        'run: python -m hil_bridge.contract_doc --readme'
+        'run: python -m hil_bridge.tools.contract_doc --readme'
 
 
 def test_every_message_type_importable() -> None:

@@ -2,9 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Lidar detection rate on full simulated laps (built-in simulator)."""
 
-from cone_detection.evaluate import (EvalConfig, evaluate, format_result,
-                                     main, Scorer)
 from cone_detection.fusion import ConeSet
+from cone_detection.tools.evaluate import EvalConfig, evaluate, format_result, main, Scorer
 import numpy as np
 import pytest
 
@@ -77,14 +76,15 @@ def test_fused_short_run() -> None:
 
 def _write_recording(path: str, frames: int) -> None:
     """Record a short simulated drive (cloud, odometry, ground truth)."""
-    from cone_detection.evaluate import PurePursuit, ScanDetector
-    from hil_bridge import codecs, contract
-    from hil_bridge.frames import euler_to_quaternion
-    from hil_bridge.msg_definitions import full_definition
-    from hil_bridge.rig import load_rig
-    from hil_bridge.scenario import load_scenario
+    from cone_detection.tools.evaluate import PurePursuit, ScanDetector
+    from hil_bridge.bridge.scenario import load_scenario
+    from hil_bridge.interface import contract
+    from hil_bridge.interface.codecs import clouds, stamps
+    from hil_bridge.interface.frames import euler_to_quaternion
+    from hil_bridge.interface.rig import load_rig
+    from hil_bridge.interface.vehicle_profile import load_vehicle_profile
     from hil_bridge.sim.builtin_backend import BuiltinBackend
-    from hil_bridge.vehicle_profile import load_vehicle_profile
+    from hil_bridge.tools.msg_definitions import full_definition
     from mcap.writer import Writer
     from nav_msgs.msg import Odometry
     from rclpy.serialization import serialize_message
@@ -118,7 +118,7 @@ def _write_recording(path: str, frames: int) -> None:
             w.add_message(chans[key], log_time=ns, publish_time=ns,
                           data=serialize_message(msg))
         c = frame.cones
-        put('ground_truth_cones', codecs.cones_to_cloud(
+        put('ground_truth_cones', clouds.cones_to_cloud(
             np.column_stack((c.xy, np.zeros(len(c)))), c.class_id,
             np.ones(len(c)), 0.0, 'map'), 0.0)
         for _ in range(frames):
@@ -128,17 +128,17 @@ def _write_recording(path: str, frames: int) -> None:
             frame = backend.step(0.05)
             t = frame.sim_time
             odom = Odometry()
-            odom.header = codecs.make_header(t, 'map')
+            odom.header = stamps.make_header(t, 'map')
             p = frame.ego.pose
             odom.pose.pose.position.x, odom.pose.pose.position.y = p.x, p.y
             q = euler_to_quaternion(0.0, 0.0, p.yaw)
             o = odom.pose.pose.orientation
             o.x, o.y, o.z, o.w = (float(v) for v in q)
             put('odometry', odom, t)
-            put('lidar', codecs.xyzi_to_cloud(
+            put('lidar', clouds.xyzi_to_cloud(
                 frame.sensors['lidar'].data, t, 'ego_vehicle/lidar'), t)
             det = detector(frame)
-            put('cones_lidar', codecs.cones_to_cloud(
+            put('cones_lidar', clouds.cones_to_cloud(
                 det.xyz, det.class_id, det.confidence, t, 'ego_vehicle'), t)
         w.finish()
         backend.teardown()
@@ -146,7 +146,7 @@ def _write_recording(path: str, frames: int) -> None:
 
 def test_recording_matches_live_run(tmp_path) -> None:
     """Scoring a recorded drive gives the live in-process figures."""
-    from cone_detection.evaluate import evaluate_recording
+    from cone_detection.tools.evaluate import evaluate_recording
     path = str(tmp_path / 'drive.mcap')
     _write_recording(path, 60)
     cfg = EvalConfig(detector='lidar', range_noise=0.03, max_frames=60)

@@ -1,13 +1,13 @@
 # Copyright 2026 carla_hil developers
 # SPDX-License-Identifier: Apache-2.0
-"""Property-based and analytic tests of hil_bridge.frames."""
+"""Property-based and analytic tests of the REP-103 and CARLA/UE4 frame conversions."""
 
 import math
 
-from hil_bridge import frames as F
-from hil_bridge.backend import Pose
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hil_bridge.carla_backend import ue_frames as U
+from hil_bridge.interface import frames as F
+from hil_bridge.interface.frames import Pose
+from hypothesis import given, settings, strategies as st
 import numpy as np
 import pytest
 
@@ -38,10 +38,10 @@ def _pose_matrix_close(p: Pose, q: Pose, atol: float = 1e-7) -> bool:
 @given(vec3)
 def test_carla_ros_point_round_trip(v: tuple) -> None:
     loc = carla.Location(*v)
-    ros = F.carla_to_ros_point(loc)
+    ros = U.carla_to_ros_point(loc)
     assert np.allclose(ros, [loc.x, -loc.y, loc.z])
-    back = F.ros_to_carla_point(ros)
-    assert isinstance(back, F.UELocation)
+    back = U.ros_to_carla_point(ros)
+    assert isinstance(back, U.UELocation)
     assert carla.Location(*back) == loc
 
 
@@ -50,12 +50,12 @@ def test_carla_ros_point_round_trip(v: tuple) -> None:
 def test_carla_ros_velocity_round_trip(v: tuple, wx: float, wy: float,
                                        wz: float) -> None:
     vel = carla.Vector3D(*v)
-    assert np.allclose(F.ros_to_carla_velocity(F.carla_to_ros_velocity(vel)),
+    assert np.allclose(U.ros_to_carla_velocity(U.carla_to_ros_velocity(vel)),
                        [vel.x, vel.y, vel.z])
     w = carla.Vector3D(wx, wy, wz)
-    ros_w = F.carla_to_ros_angular_velocity(w)
+    ros_w = U.carla_to_ros_angular_velocity(w)
     assert np.allclose(ros_w, np.radians([w.x, -w.y, -w.z]))
-    assert np.allclose(F.ros_to_carla_angular_velocity(ros_w), [w.x, w.y, w.z],
+    assert np.allclose(U.ros_to_carla_angular_velocity(ros_w), [w.x, w.y, w.z],
                        atol=1e-9)
 
 
@@ -66,14 +66,14 @@ def test_carla_pose_matches_carla_matrix(v: tuple, pitch: float, yaw: float,
     """M @ T_ue @ M equals the REP-103 matrix of the converted pose."""
     tf = carla.Transform(carla.Location(*v), carla.Rotation(pitch, yaw, roll))
     T_ue = np.array(tf.get_matrix())
-    pose = F.carla_to_ros_pose(tf)
+    pose = U.carla_to_ros_pose(tf)
     T_ros = F.pose_to_matrix(pose)
     # carla computes in float32: allow for it.
     assert np.allclose(T_ros[:3, :3], (MIRROR @ T_ue @ MIRROR)[:3, :3],
                        atol=1e-6)
     assert np.allclose(T_ros[:3, 3], [tf.location.x, -tf.location.y,
                                       tf.location.z], atol=1e-3)
-    loc, rot = F.ros_to_carla_pose(pose)
+    loc, rot = U.ros_to_carla_pose(pose)
     tf2 = carla.Transform(carla.Location(*loc), carla.Rotation(*rot))
     assert np.allclose(np.array(tf2.get_matrix())[:3, :3], T_ue[:3, :3],
                        atol=1e-5)
@@ -90,9 +90,9 @@ def test_points_and_poses_consistent(v: tuple, pitch: float, yaw: float,
     local = np.array(pts)
     world_ue = np.array([[p.x, p.y, p.z] for p in
                          (tf.transform(carla.Location(*q)) for q in pts)])
-    world_ros = F.transform_points(F.pose_to_matrix(F.carla_to_ros_pose(tf)),
-                                   F.carla_to_ros_points(local))
-    assert np.allclose(world_ros, F.carla_to_ros_points(world_ue), atol=5e-3)
+    world_ros = F.transform_points(F.pose_to_matrix(U.carla_to_ros_pose(tf)),
+                                   U.carla_to_ros_points(local))
+    assert np.allclose(world_ros, U.carla_to_ros_points(world_ue), atol=5e-3)
 
 
 @SETTINGS
@@ -100,36 +100,33 @@ def test_points_and_poses_consistent(v: tuple, pitch: float, yaw: float,
 def test_mirror_flips_handedness(a: tuple, b: tuple) -> None:
     """The numeric cross product changes sign under the UE4 -> ROS map."""
     a_ue, b_ue = np.array(a), np.array(b)
-    lhs = F.carla_to_ros_point(np.cross(a_ue, b_ue))
-    rhs = np.cross(F.carla_to_ros_point(a_ue), F.carla_to_ros_point(b_ue))
+    lhs = U.carla_to_ros_point(np.cross(a_ue, b_ue))
+    rhs = np.cross(U.carla_to_ros_point(a_ue), U.carla_to_ros_point(b_ue))
     assert np.allclose(lhs, -rhs, rtol=1e-9, atol=1e-6)
 
 
 def test_converted_basis_handedness() -> None:
-    fwd = F.carla_to_ros_point((1.0, 0.0, 0.0))
-    right = F.carla_to_ros_point((0.0, 1.0, 0.0))
-    up = F.carla_to_ros_point((0.0, 0.0, 1.0))
+    fwd = U.carla_to_ros_point((1.0, 0.0, 0.0))
+    right = U.carla_to_ros_point((0.0, 1.0, 0.0))
+    up = U.carla_to_ros_point((0.0, 0.0, 1.0))
     # In REP-103 forward x left = up, so forward x right = down.
     assert np.allclose(np.cross(fwd, right), -up)
     assert np.allclose(right, [0.0, -1.0, 0.0])
-    # NED is right-handed: north x east = down.
-    n, e, d = (F.ros_to_ned_point(v) for v in np.eye(3))
-    assert np.allclose(np.cross(n, e), d)
 
 
 def test_left_turn_is_positive_ros_yaw_rate() -> None:
     # In UE4 a left turn decreases yaw (clockwise is positive seen from above).
     w_ue = carla.Vector3D(0.0, 0.0, -30.0)
-    w_ros = F.carla_to_ros_angular_velocity(w_ue)
+    w_ros = U.carla_to_ros_angular_velocity(w_ue)
     assert w_ros[2] == pytest.approx(math.radians(30.0))
     # The heading after the turn points to the left (+y in ROS).
-    _, _, yaw = F.carla_to_ros_rotation(carla.Rotation(0.0, -30.0, 0.0))
+    _, _, yaw = U.carla_to_ros_rotation(carla.Rotation(0.0, -30.0, 0.0))
     assert yaw == pytest.approx(math.radians(30.0))
     heading = F.rotation_matrix(0.0, 0.0, yaw) @ [1.0, 0.0, 0.0]
     assert heading[1] > 0.0
     # Same heading from the UE4 forward vector of that rotation.
     fwd = carla.Rotation(0.0, -30.0, 0.0).get_forward_vector()
-    assert np.allclose(F.carla_to_ros_point(fwd), heading, atol=1e-6)
+    assert np.allclose(U.carla_to_ros_point(fwd), heading, atol=1e-6)
 
 
 @pytest.mark.parametrize('axis', [0, 1, 2])
@@ -141,26 +138,26 @@ def test_angular_velocity_matches_rotation_rate(axis: int) -> None:
     r0 = carla.Rotation(0.0, 0.0, 0.0)
     r1 = carla.Rotation(pitch=w_deg[1] * dt, yaw=w_deg[2] * dt,
                         roll=w_deg[0] * dt)
-    R0 = F.rotation_matrix(*F.carla_to_ros_rotation(r0))
-    R1 = F.rotation_matrix(*F.carla_to_ros_rotation(r1))
+    R0 = F.rotation_matrix(*U.carla_to_ros_rotation(r0))
+    R1 = F.rotation_matrix(*U.carla_to_ros_rotation(r1))
     skew = (R1 @ R0.T - np.eye(3)) / dt
     omega = np.array([skew[2, 1], skew[0, 2], skew[1, 0]])
-    expected = F.carla_to_ros_angular_velocity(carla.Vector3D(*w_deg))
+    expected = U.carla_to_ros_angular_velocity(carla.Vector3D(*w_deg))
     assert np.allclose(omega, expected, atol=1e-3)
 
 
 def test_carla_analytic_cases() -> None:
-    roll, pitch, yaw = F.carla_to_ros_rotation(carla.Rotation(10.0, 90.0,
+    roll, pitch, yaw = U.carla_to_ros_rotation(carla.Rotation(10.0, 90.0,
                                                               -20.0))
     assert (roll, pitch, yaw) == pytest.approx(
         (math.radians(-20.0), math.radians(-10.0), math.radians(-90.0)))
-    q = F.carla_to_ros_quaternion(carla.Rotation(0.0, 90.0, 0.0))
+    q = U.carla_to_ros_quaternion(carla.Rotation(0.0, 90.0, 0.0))
     assert q == pytest.approx((0.0, 0.0, -math.sqrt(0.5), math.sqrt(0.5)))
-    rot = F.ros_to_carla_rotation(0.0, 0.0, math.pi / 2)
+    rot = U.ros_to_carla_rotation(0.0, 0.0, math.pi / 2)
     assert carla.Rotation(*rot).yaw == pytest.approx(-90.0)
-    assert isinstance(rot, F.UERotation)
+    assert isinstance(rot, U.UERotation)
     # AEB tutorial: ego at CARLA (0, 28, 1) is at ROS (0, -28, 1).
-    assert np.allclose(F.carla_to_ros_point(carla.Location(0.0, 28.0, 1.0)),
+    assert np.allclose(U.carla_to_ros_point(carla.Location(0.0, 28.0, 1.0)),
                        [0.0, -28.0, 1.0])
 
 
@@ -175,43 +172,38 @@ def test_points_round_trip_keeps_columns(n: int, cols: int, dtype: type
                                          ) -> None:
     rng = np.random.default_rng(n)
     pts = rng.normal(size=(n, cols)).astype(dtype)
-    ros = F.carla_to_ros_points(pts)
+    ros = U.carla_to_ros_points(pts)
     assert ros.dtype == dtype and ros.shape == pts.shape
     assert np.array_equal(ros[:, 1], -pts[:, 1])
     assert np.array_equal(np.delete(ros, 1, axis=1), np.delete(pts, 1, axis=1))
-    assert np.array_equal(F.ros_to_carla_points(ros), pts)
+    assert np.array_equal(U.ros_to_carla_points(ros), pts)
     assert not np.shares_memory(ros, pts)
-    ned = F.ros_to_ned_points(pts)
-    assert np.array_equal(ned[:, 2], -pts[:, 2])
-    assert np.array_equal(F.ned_to_ros_points(ned), pts)
-    if cols == 4:
-        assert np.array_equal(ned[:, 3], pts[:, 3])
 
 
 def test_carla_lidar_to_ros_bytes_and_array() -> None:
     rng = np.random.default_rng(1)
     ue = rng.normal(size=(1000, 4)).astype(np.float32)
     raw = ue.tobytes()
-    out = F.carla_lidar_to_ros(raw)
+    out = U.carla_lidar_to_ros(raw)
     assert out.dtype == np.float32 and out.shape == (1000, 4)
     assert np.array_equal(out[:, 1], -ue[:, 1])
     assert np.array_equal(out[:, [0, 2, 3]], ue[:, [0, 2, 3]])
-    assert np.array_equal(F.carla_lidar_to_ros(ue), out)
-    assert np.array_equal(F.carla_lidar_to_ros(memoryview(raw)), out)
-    assert np.array_equal(F.carla_lidar_to_ros(bytearray(raw)), out)
-    assert F.carla_lidar_to_ros(b'').shape == (0, 4)
+    assert np.array_equal(U.carla_lidar_to_ros(ue), out)
+    assert np.array_equal(U.carla_lidar_to_ros(memoryview(raw)), out)
+    assert np.array_equal(U.carla_lidar_to_ros(bytearray(raw)), out)
+    assert U.carla_lidar_to_ros(b'').shape == (0, 4)
 
 
 def test_carla_image_to_bgr_is_a_view() -> None:
     h, w = 6, 5
     bgra = np.arange(h * w * 4, dtype=np.uint8).reshape(h, w, 4)
     buf = bytearray(bgra.tobytes())
-    bgr = F.carla_image_to_bgr(buf, w, h)
+    bgr = U.carla_image_to_bgr(buf, w, h)
     assert bgr.shape == (h, w, 3) and bgr.dtype == np.uint8
     assert np.array_equal(bgr, bgra[:, :, :3])
     buf[0] = 255                             # a view: sees the change
     assert bgr[0, 0, 0] == 255
-    arr_view = F.carla_image_to_bgr(bgra, w, h)
+    arr_view = U.carla_image_to_bgr(bgra, w, h)
     assert np.shares_memory(arr_view, bgra)
 
 
@@ -219,52 +211,18 @@ def test_carla_image_to_bgr_is_a_view() -> None:
                                  np.zeros((2, 4), np.float64), 3.0])
 def test_bad_lidar_input(raw: object) -> None:
     with pytest.raises(ValueError, match='lidar'):
-        F.carla_lidar_to_ros(raw)
+        U.carla_lidar_to_ros(raw)
 
 
 def test_bad_image_input() -> None:
     with pytest.raises(ValueError, match='expected 5x6x4'):
-        F.carla_image_to_bgr(b'\x00' * 10, 5, 6)
+        U.carla_image_to_bgr(b'\x00' * 10, 5, 6)
     with pytest.raises(ValueError, match='positive'):
-        F.carla_image_to_bgr(b'', 0, 6)
+        U.carla_image_to_bgr(b'', 0, 6)
     with pytest.raises(ValueError, match='uint8'):
-        F.carla_image_to_bgr(np.zeros((6, 5, 3), np.uint8), 5, 6)
+        U.carla_image_to_bgr(np.zeros((6, 5, 3), np.uint8), 5, 6)
     with pytest.raises(ValueError, match='bytes-like'):
-        F.carla_image_to_bgr(1.0, 5, 6)
-
-
-# --------------------------------------------------------------------------
-# ROS <-> NED
-
-
-@SETTINGS
-@given(vec3, angle_rad, st.floats(-1.5, 1.5), angle_rad)
-def test_ros_ned_round_trip(v: tuple, roll: float, pitch: float,
-                            yaw: float) -> None:
-    pose = Pose(*v, roll, pitch, yaw)
-    ned = F.ros_to_ned_pose(pose)
-    assert ned.z == pytest.approx(-v[2])
-    back = F.ned_to_ros_pose(ned)
-    assert _pose_matrix_close(back, pose)
-    # The NED pose is the ROS pose seen through P = Rx(pi) on both sides.
-    P = np.diag([1.0, -1.0, -1.0, 1.0])
-    assert np.allclose(F.pose_to_matrix(ned), P @ F.pose_to_matrix(pose) @ P,
-                       atol=1e-7)
-    q = F.euler_to_quaternion(roll, pitch, yaw)
-    qn = F.ros_to_ned_quaternion(*q)
-    assert np.allclose(F.rotation_matrix(*F.quaternion_to_euler(*qn)),
-                       F.pose_to_matrix(ned)[:3, :3], atol=1e-9)
-    assert np.allclose(F.ned_to_ros_quaternion(*qn), q)
-    w = np.array(v) / 1e4
-    assert np.allclose(F.ned_to_ros_angular_velocity(
-        F.ros_to_ned_angular_velocity(w)), w)
-
-
-def test_ned_analytic() -> None:
-    # A point 1 m left and 2 m up is 1 m west (-east) and 2 m up (-down).
-    assert np.allclose(F.ros_to_ned_point((3.0, 1.0, 2.0)), [3.0, -1.0, -2.0])
-    # Turning left (positive ROS yaw) is a negative NED yaw (towards west).
-    assert F.ros_to_ned_rotation(0.0, 0.0, 0.5) == (0.0, -0.0, -0.5)
+        U.carla_image_to_bgr(1.0, 5, 6)
 
 
 # --------------------------------------------------------------------------
@@ -347,12 +305,12 @@ def test_bad_rotation_input() -> None:
     with pytest.raises(ValueError, match='shape'):
         F.transform_points(np.eye(4), np.zeros((4, 2)))
     with pytest.raises(ValueError, match='location.y'):
-        F.carla_to_ros_point(carla.Location(0.0, float('nan'), 0.0))
+        U.carla_to_ros_point(carla.Location(0.0, float('nan'), 0.0))
     with pytest.raises(ValueError, match='shape'):
-        F.carla_to_ros_point([1.0, 2.0])
+        U.carla_to_ros_point([1.0, 2.0])
     with pytest.raises(ValueError, match='roll/pitch/yaw'):
-        F.carla_to_ros_rotation((1.0, 2.0, 3.0))
+        U.carla_to_ros_rotation((1.0, 2.0, 3.0))
     with pytest.raises(ValueError, match='location and rotation'):
-        F.carla_to_ros_pose(carla.Location())
+        U.carla_to_ros_pose(carla.Location())
     with pytest.raises(ValueError, match='numeric'):
-        F.carla_to_ros_points(np.array([['a', 'b', 'c']]))
+        U.carla_to_ros_points(np.array([['a', 'b', 'c']]))

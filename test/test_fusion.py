@@ -4,10 +4,9 @@
 
 import math
 
-from cone_detection.fusion import (align, associate, ConeMap, ConeSet, fuse,
-                                   FusionParams, PoseHistory, se2,
-                                   transform_xy, VisionBuffer)
-from hil_bridge.backend import CONE_BLUE, CONE_UNKNOWN, CONE_YELLOW
+from cone_detection.fusion import (align, associate, ConeMap, ConeSet, fuse, FusionParams,
+                                   PoseHistory, se2, transform_xy, VisionBuffer)
+from hil_bridge.interface.cones import CONE_BLUE, CONE_UNKNOWN, CONE_YELLOW
 import numpy as np
 import pytest
 

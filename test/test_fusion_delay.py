@@ -2,8 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Fusion time alignment with delayed vision input (in-process, no DDS)."""
 
-from cone_detection.fusion import (align, ConeSet, fuse, FusionParams,
-                                   PoseHistory, VisionBuffer)
+from cone_detection.fusion import align, ConeSet, fuse, FusionParams, PoseHistory, VisionBuffer
 import numpy as np
 
 

@@ -12,10 +12,9 @@ with ``map_enabled`` on.
 
 from typing import Any, List, Optional, Tuple
 
-from cone_detection.fusion import (ConeMap, ConeSet, fuse, FusionParams,
-                                   se2, transform_xy)
-from hil_bridge.backend import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE,
-                                CONE_UNKNOWN, CONE_YELLOW)
+from cone_detection.fusion import ConeMap, ConeSet, fuse, FusionParams, se2, transform_xy
+from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_UNKNOWN,
+                                        CONE_YELLOW)
 import numpy as np
 import pytest
 
@@ -107,10 +106,10 @@ def test_cone_map_colour_outvotes_unknown_sightings() -> None:
 
 
 def _odom(t: float, x: float, y: float, yaw: float) -> Any:
-    from hil_bridge import codecs
+    from hil_bridge.interface.codecs import stamps
     from nav_msgs.msg import Odometry
     msg = Odometry()
-    msg.header.stamp = codecs.stamp_from_sec(t)
+    msg.header.stamp = stamps.stamp_from_sec(t)
     msg.header.frame_id = 'map'
     msg.pose.pose.position.x = float(x)
     msg.pose.pose.position.y = float(y)
@@ -120,8 +119,8 @@ def _odom(t: float, x: float, y: float, yaw: float) -> Any:
 
 
 def _cloud(cones: ConeSet, t: float) -> Any:
-    from hil_bridge import codecs
-    return codecs.cones_to_cloud(cones.xyz.astype(np.float32),
+    from hil_bridge.interface.codecs import clouds
+    return clouds.cones_to_cloud(cones.xyz.astype(np.float32),
                                  cones.class_id, cones.confidence, t,
                                  'ego_vehicle')
 
@@ -130,7 +129,7 @@ def _cloud(cones: ConeSet, t: float) -> Any:
 def test_fusion_node_map_publishes_colours(rclpy_context, capfd) -> None:
     """With map_enabled the published cones keep the vision colours."""
     from cone_detection.fusion_node import ConeFusionNode
-    from hil_bridge import codecs
+    from hil_bridge.interface.codecs import clouds, stamps
     from rclpy.parameter import Parameter
     node = ConeFusionNode(context=rclpy_context, parameter_overrides=[
         Parameter('map_enabled', value=True),
@@ -150,8 +149,8 @@ def test_fusion_node_map_publishes_colours(rclpy_context, capfd) -> None:
                 node._on_vision(_cloud(vision, t - 0.02))
             node._on_lidar(_cloud(lidar, t))
         assert node.published >= 30
-        xyz, cls, _ = codecs.cloud_to_cones(got[-1])
-        assert codecs.sec_from_stamp(got[-1].header.stamp) == \
+        xyz, cls, _ = clouds.cloud_to_cones(got[-1])
+        assert stamps.sec_from_stamp(got[-1].header.stamp) == \
             pytest.approx(12.9)
         assert len(cls) > 0
         world = transform_xy(se2(*_ego(29)), xyz.astype(np.float64))

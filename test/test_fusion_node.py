@@ -3,17 +3,15 @@
 """cone_fusion over DDS: lidar-only, fused and vision-only fallback."""
 
 from pathlib import Path
-import sys
 
 from cone_detection.fusion_node import NODE_NAME, PARAMS
-from hil_bridge.backend import CONE_BLUE, CONE_YELLOW
-from hil_bridge.params import check_specs
+from hil_bridge.interface.cones import CONE_BLUE, CONE_YELLOW
+from hil_bridge.interface.params import check_specs
+from node_harness import node_under_test
 import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / 'test'))
-from node_harness import node_under_test  # noqa: E402,I100
 
 CONFIG = ROOT / 'config' / 'cone_fusion.yaml'
 
@@ -25,17 +23,18 @@ def test_params_match_config() -> None:
 
 
 def _cones(xy, cls, t, frame='ego_vehicle'):
-    from hil_bridge import codecs
+    from hil_bridge.interface.codecs import clouds
     xy = np.asarray(xy, dtype=np.float32)
     xyz = np.column_stack((xy, np.zeros(len(xy), np.float32)))
-    return codecs.cones_to_cloud(xyz, np.asarray(cls, np.uint8),
+    return clouds.cones_to_cloud(xyz, np.asarray(cls, np.uint8),
                                  np.full(len(xy), 0.8, np.float32), t, frame)
 
 
 @pytest.mark.dds
 def test_fusion_over_dds(rclpy_context) -> None:
     """Vision-only fallback, fused colours, lidar-only pass-through."""
-    from hil_bridge import codecs, contract
+    from hil_bridge.interface import contract
+    from hil_bridge.interface.codecs import clouds, stamps
     with node_under_test('cone_detection.fusion_node', CONFIG,
                          rclpy_context, probe_name='fusion_node_test') as h:
         got = []
@@ -45,7 +44,7 @@ def test_fusion_over_dds(rclpy_context) -> None:
 
         def wait_for(stamp: float, send) -> object:
             def found() -> list:
-                return [m for m in got if codecs.sec_from_stamp(
+                return [m for m in got if stamps.sec_from_stamp(
                     m.header.stamp) == pytest.approx(stamp)]
             if not h.spin_until(lambda: bool(found()), 20.0, send,
                                 period=0.1):
@@ -57,7 +56,7 @@ def test_fusion_over_dds(rclpy_context) -> None:
         # 1) no lidar yet: vision cones are passed on (own stamp)
         msg = wait_for(1.0, lambda: pub_v.publish(
             _cones(vision_xy, [CONE_BLUE, CONE_YELLOW], 1.0)))
-        xyz, cls, _ = codecs.cloud_to_cones(msg)
+        xyz, cls, _ = clouds.cloud_to_cones(msg)
         assert sorted(cls.tolist()) == [CONE_BLUE, CONE_YELLOW]
 
         # 2) lidar + vision 20 ms apart: lidar positions, vision colours
@@ -69,7 +68,7 @@ def test_fusion_over_dds(rclpy_context) -> None:
             pub_l.publish(_cones(lidar_xy, [0, 0, 0], 2.02))
         msg = wait_for(2.02, lidar)
         assert msg.header.frame_id == 'ego_vehicle'
-        xyz, cls, _ = codecs.cloud_to_cones(msg)
+        xyz, cls, _ = clouds.cloud_to_cones(msg)
         assert xyz.shape[0] == 3
         for p, want in zip(lidar_xy, (CONE_BLUE, CONE_YELLOW, 0)):
             j = int(np.argmin(np.hypot(*(xyz[:, :2] - p).T)))
@@ -79,7 +78,7 @@ def test_fusion_over_dds(rclpy_context) -> None:
         # 3) lidar with no vision near its stamp: unknown pass-through
         msg = wait_for(9.0, lambda: pub_l.publish(
             _cones(lidar_xy, [0, 0, 0], 9.0)))
-        _, cls, _ = codecs.cloud_to_cones(msg)
+        _, cls, _ = clouds.cloud_to_cones(msg)
         assert cls.tolist() == [0, 0, 0]
         assert h.proc.poll() is None
     assert 'wrong_frame' in h.output, h.output

@@ -2,12 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """Key parsing and key -> Joy mapping of the keyboard teleop."""
 
-from hil_bridge.keyboard_teleop import (apply_key, apply_keys, NODE_NAME, PARAMS,
-                                        parse_keys, TeleopState, to_joy_arrays)
-from hil_bridge.low_level_control import (JoyState, LLCParams,
-                                          LowLevelController)
-from hil_bridge.params import check_specs
-from hil_bridge.vehicle_profile import load_vehicle_profile
+from hil_bridge.bridge.keyboard_teleop import (apply_key, apply_keys, NODE_NAME, PARAMS,
+                                               parse_keys, TeleopState, to_joy_arrays)
+from hil_bridge.bridge.low_level_control import LLCParams, LowLevelController
+from hil_bridge.interface.joy import JoyState
+from hil_bridge.interface.params import check_specs
+from hil_bridge.interface.vehicle_profile import load_vehicle_profile
 import pytest
 
 
@@ -89,11 +89,11 @@ def test_teleop_in_a_pty_publishes_joy_and_restores_terminal(rclpy_context) -> N
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
 
-    from hil_bridge.contract import create_subscription
+    from hil_bridge.interface.contract import create_subscription
 
     master, slave = pty.openpty()
     before = termios.tcgetattr(slave)
-    child = subprocess.Popen([sys.executable, '-m', 'hil_bridge.keyboard_teleop',
+    child = subprocess.Popen([sys.executable, '-m', 'hil_bridge.bridge.keyboard_teleop',
                               '--ros-args', '-p', 'use_sim_time:=false'],
                              stdin=slave, stdout=slave, stderr=slave,
                              env=dict(os.environ))

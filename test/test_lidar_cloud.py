@@ -4,13 +4,12 @@
 
 import math
 
-from cone_detection.evaluate import LIDAR3D_ATTRIBUTES, LIDAR3D_MOUNT, \
-    pose_matrix
-from cone_detection.lidar_cloud import (_expected_points, CloudConeDetector,
-                                        CloudConeParams, cone_radius,
-                                        ransac_ground)
-from hil_bridge.backend import CONE_BIG_ORANGE, CONE_BLUE, CONE_YELLOW
-from hil_bridge.rig import validate_attributes
+from cone_detection.lidar_cloud import (_expected_points, CloudConeDetector, CloudConeParams,
+                                        cone_radius, ransac_ground)
+from cone_detection.tools.evaluate import LIDAR3D_ATTRIBUTES, LIDAR3D_MOUNT
+from hil_bridge.interface.cones import CONE_BIG_ORANGE, CONE_BLUE, CONE_YELLOW
+from hil_bridge.interface.frames import pose_to_matrix
+from hil_bridge.interface.rig import validate_attributes
 from hil_bridge.sim.lidar import RayCastLidar
 from hil_bridge.sim.world import WorldGeometry
 import numpy as np
@@ -33,7 +32,7 @@ def _cloud(cones_xy, cones_cls, boxes=(), noise=0.0, seed=0):
                             dtype=np.float64).reshape(-1, 3),
         box_color=np.zeros((b.shape[0], 3), np.uint8))
     lidar = RayCastLidar(attrs)
-    pts = lidar.scan(world, pose_matrix(LIDAR3D_MOUNT), 0.05,
+    pts = lidar.scan(world, pose_to_matrix(LIDAR3D_MOUNT), 0.05,
                      np.random.default_rng(seed))
     return pts, CloudConeDetector.for_lidar(LIDAR3D_MOUNT, attrs)
 

@@ -3,19 +3,16 @@
 """lidar_cone_detector over DDS: scan in, cone cloud and markers out."""
 
 from pathlib import Path
-import sys
 
-from cone_detection.lidar_node import cloud_params, NODE_NAME, PARAMS, \
-    scan_params
+from cone_detection.lidar_node import cloud_params, NODE_NAME, PARAMS, scan_params
 from cone_detection.lidar_scan import cone_radius_at
-from cone_detection.synthetic import synthetic_scan
-from hil_bridge.params import check_specs
+from cone_detection.tools.synthetic import synthetic_scan
+from hil_bridge.interface.params import check_specs
+from node_harness import node_under_test
 import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / 'test'))
-from node_harness import node_under_test  # noqa: E402,I100
 
 CONFIG = ROOT / 'config' / 'lidar_cone_detector.yaml'
 
@@ -30,15 +27,16 @@ def test_params_match_config() -> None:
 
 
 def _scan_msg(ranges: np.ndarray, a0: float, inc: float, t: float):
-    from hil_bridge import codecs
-    return codecs.scan_to_msg(ranges, a0, inc, t, 'ego_vehicle/lidar',
-                              range_min=0.1, range_max=20.0)
+    from hil_bridge.interface.codecs import scans
+    return scans.scan_to_msg(ranges, a0, inc, t, 'ego_vehicle/lidar',
+                             range_min=0.1, range_max=20.0)
 
 
 @pytest.mark.dds
 def test_scan_to_cones_over_dds(rclpy_context) -> None:
     """Cones come back in the vehicle frame with the scan's stamp."""
-    from hil_bridge import codecs, contract
+    from hil_bridge.interface import contract
+    from hil_bridge.interface.codecs import clouds, stamps
     with node_under_test('cone_detection.lidar_node', CONFIG,
                          rclpy_context, probe_name='lidar_node_test') as h:
         got, markers = [], []
@@ -62,8 +60,8 @@ def test_scan_to_cones_over_dds(rclpy_context) -> None:
         h.spin_until(lambda: bool(markers), 2.0, period=0.1)
         msg = got[-1]
         assert msg.header.frame_id == 'ego_vehicle'
-        assert codecs.sec_from_stamp(msg.header.stamp) == pytest.approx(2.25)
-        xyz, cls, conf = codecs.cloud_to_cones(msg)
+        assert stamps.sec_from_stamp(msg.header.stamp) == pytest.approx(2.25)
+        xyz, cls, conf = clouds.cloud_to_cones(msg)
         assert xyz.shape == (3, 3) and not cls.any()
         expect = truth + [1.2, 0.0]  # lidar mounted 1.2 m ahead
         for p in expect:
@@ -78,9 +76,10 @@ def test_scan_to_cones_over_dds(rclpy_context) -> None:
 @pytest.mark.dds
 def test_cloud_mode_over_dds(rclpy_context) -> None:
     """In mode cloud the raw PointCloud2 of the rig lidar gives the cones."""
-    from cone_detection.evaluate import pose_matrix
-    from hil_bridge import codecs, contract
-    from hil_bridge.rig import load_rig
+    from hil_bridge.interface.frames import pose_to_matrix
+    from hil_bridge.interface import contract
+    from hil_bridge.interface.codecs import clouds
+    from hil_bridge.interface.rig import load_rig
     from hil_bridge.sim.lidar import RayCastLidar
     from hil_bridge.sim.world import WorldGeometry
     spec = next(s for s in load_rig('hil_rig.yaml') if s.sensor_id == 'lidar')
@@ -88,17 +87,17 @@ def test_cloud_mode_over_dds(rclpy_context) -> None:
     world = WorldGeometry(cone_xy=truth, cone_class=np.ones(2, np.uint8),
                           cone_up=np.ones(2, bool))  # vehicle at the origin
     pts = RayCastLidar(spec.attributes).scan(
-        world, pose_matrix(spec.mount), 0.05, np.random.default_rng(0))
+        world, pose_to_matrix(spec.mount), 0.05, np.random.default_rng(0))
     with node_under_test('cone_detection.lidar_node', CONFIG,
                          rclpy_context, ['mode:=cloud'],
                          probe_name='lidar_cloud_test') as h:
         got = []
         pub = contract.create_publisher(h.node, 'lidar')
         contract.create_subscription(h.node, 'cones_lidar', got.append)
-        msg = codecs.xyzi_to_cloud(pts, 3.0, 'ego_vehicle/lidar')
+        msg = clouds.xyzi_to_cloud(pts, 3.0, 'ego_vehicle/lidar')
         assert h.spin_until(lambda: bool(got), 30.0,
                             lambda: pub.publish(msg)), 'no cones received'
-        xyz, _, _ = codecs.cloud_to_cones(got[-1])
+        xyz, _, _ = clouds.cloud_to_cones(got[-1])
         assert xyz.shape[0] == 2
         for p in truth:
             assert np.min(np.hypot(*(xyz[:, :2] - p).T)) < 0.05

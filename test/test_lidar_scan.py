@@ -4,13 +4,9 @@
 
 import math
 
-from cone_detection.lidar_scan import (cluster_scan, cone_radius_at,
-                                       detect_cones_laserscan,
-                                       detect_cones_scan,
-                                       naive_detect_cones_scan,
-                                       ScanConeParams)
-from cone_detection.synthetic import (box_segments, first_hit_counts,
-                                      synthetic_scan)
+from cone_detection.lidar_scan import (cluster_scan, cone_radius_at, detect_cones_laserscan,
+                                       detect_cones_scan, naive_detect_cones_scan, ScanConeParams)
+from cone_detection.tools.synthetic import box_segments, first_hit_counts, synthetic_scan
 import numpy as np
 import pytest
 from scipy.spatial import cKDTree

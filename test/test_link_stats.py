@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Pure link statistics: NTP offset/RTT, drops, rates, latency."""
 
-from hil_bridge.link_stats import (ClockEstimator, count_gaps,
-                                   ntp_offset_rtt, percentiles, TopicWindow)
+from hil_bridge.link.link_stats import (ClockEstimator, count_gaps, ntp_offset_rtt, percentiles,
+                                        TopicWindow)
 import numpy as np
 import pytest
 

@@ -4,9 +4,9 @@
 
 import math
 
-from hil_bridge.low_level_control import (JOY_PRESETS, JoyState, LLCParams,
-                                          LowLevelController, SOURCE_IDS)
-from hil_bridge.vehicle_profile import load_vehicle_profile
+from hil_bridge.bridge.low_level_control import LLCParams, LowLevelController, SOURCE_IDS
+from hil_bridge.interface.joy import JOY_PRESETS, JoyState
+from hil_bridge.interface.vehicle_profile import load_vehicle_profile
 import pytest
 
 PROFILE = load_vehicle_profile('fs_car')

@@ -3,8 +3,7 @@
 """Delaunay midline on synthetic straight, curved and hairpin tracks."""
 
 import numpy as np
-from path_planning.midline import (midline, MidlineParams, STATUS_NO_PATH,
-                                   STATUS_OK, STATUS_TOO_FEW)
+from path_planning.midline import midline, MidlineParams, STATUS_NO_PATH, STATUS_OK, STATUS_TOO_FEW
 import pytest
 
 BLUE, YELLOW, ORANGE, BIG_ORANGE = 1, 2, 3, 4

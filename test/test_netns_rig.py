@@ -8,9 +8,9 @@ import subprocess
 import sys
 import time
 
-from hil_bridge import netns_rig
-from hil_bridge.link_monitor_node import STATS_PREFIX
-from hil_bridge.netns_rig import NetnsRig, PROFILES, ProfileUnavailable
+from hil_bridge.link.link_monitor_node import STATS_PREFIX
+from hil_bridge.tools import netns_rig
+from hil_bridge.tools.netns_rig import NetnsRig, PROFILES, ProfileUnavailable
 import pytest
 
 OK, WHY = netns_rig.available()
@@ -202,7 +202,7 @@ def test_dds_discovery_across_namespaces(ros_domain: int) -> None:
 
 ODOM_PUB = r"""
 import sys, time, rclpy
-from hil_bridge import contract
+from hil_bridge.interface import contract
 from nav_msgs.msg import Odometry
 rclpy.init(); node = rclpy.create_node('odom_pub')
 pub = contract.create_publisher(node, 'odometry')
@@ -221,7 +221,7 @@ print('frames', k, flush=True)
 
 STATUS_SUB = r"""
 import json, sys, time, rclpy
-from hil_bridge import contract
+from hil_bridge.interface import contract
 rclpy.init(); node = rclpy.create_node('status_sub'); seen = set()
 def on_status(arr):
     for st in arr.status:
@@ -242,7 +242,7 @@ print(json.dumps(sorted(seen)), flush=True)
 @needs_netns
 def test_link_monitor_across_namespaces(ros_domain: int) -> None:
     """Client/server monitors: offset ~0 on one kernel, RTT, drops counted."""
-    base = [sys.executable, '-m', 'hil_bridge.link_monitor_node',
+    base = [sys.executable, '-m', 'hil_bridge.link.link_monitor_node',
             '--ros-args', '--params-file', 'config/hil_link_monitor.yaml',
             '-p', 'use_sim_time:=false', '-p', 'window:=60.0',
             '-p', 'topics:=[odometry]']
@@ -301,7 +301,7 @@ def test_link_monitor_across_namespaces(ros_domain: int) -> None:
 def test_header_stamp_from_serialized_messages() -> None:
     """The raw-CDR stamp decoder agrees with rclpy's serialization."""
     from geometry_msgs.msg import TwistStamped
-    from hil_bridge.link_monitor_node import header_stamp
+    from hil_bridge.link.link_monitor_node import header_stamp
     from rclpy.serialization import serialize_message
     from sensor_msgs.msg import CompressedImage
     for msg in (TwistStamped(), CompressedImage(format='jpeg', data=b'xy')):
@@ -315,8 +315,8 @@ def test_header_stamp_from_serialized_messages() -> None:
 
 def test_write_rig_and_result_parsing(tmp_path: Path) -> None:
     """Reduced rigs keep the sensors but resize cameras; results parse."""
-    from hil_bridge.rig import load_rig
-    from hil_bridge.two_hosts import read_jsonl, result_of, write_rig
+    from hil_bridge.interface.rig import load_rig
+    from hil_bridge.tools.two_hosts import read_jsonl, result_of, write_rig
     path = write_rig(str(tmp_path / 'rig.yaml'), width=320, height=240)
     rig = load_rig(path)
     cams = [s for s in rig if s.blueprint.startswith('sensor.camera')]

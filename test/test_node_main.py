@@ -1,6 +1,6 @@
 # Copyright 2026 carla_hil developers
 # SPDX-License-Identifier: Apache-2.0
-"""hil_bridge.node_main: executor choice and run_node under each executor."""
+"""hil_bridge.interface.node_main: executor choice and run_node under each executor."""
 
 import os
 import signal
@@ -8,11 +8,10 @@ import subprocess
 import sys
 import time
 
-from hil_bridge import node_main
+from hil_bridge.interface import node_main
+from node_harness import stop_process
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__))))
-from node_harness import stop_process  # noqa: E402,I100
 
 # A node process: counts Odometry messages on 'odom', prints the count when
 # it is stopped (its own destroy_node), spins through run_node.
@@ -20,7 +19,7 @@ CHILD = """
 import sys
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
-from hil_bridge.node_main import run_node
+from hil_bridge.interface.node_main import run_node
 
 
 class Counter(Node):

@@ -6,9 +6,8 @@ from dataclasses import replace
 import math
 
 import numpy as np
-from path_planning.closed_loop import default_config
-from path_planning.planner import (ego_motion, nearest_free, Planner,
-                                   PlannerConfig)
+from path_planning.planner import ego_motion, nearest_free, Planner, PlannerConfig
+from path_planning.tools.closed_loop import default_config
 import pytest
 
 

@@ -4,9 +4,9 @@
 
 from dataclasses import replace
 
-from hil_bridge.backend import ConeArray
-from hil_bridge.scenario import load_scenario
-from path_planning.closed_loop import default_config, run_lap
+from hil_bridge.bridge.scenario import load_scenario
+from hil_bridge.interface.track import ConeArray
+from path_planning.tools.closed_loop import default_config, run_lap
 import pytest
 
 

@@ -10,8 +10,8 @@ import subprocess
 import sys
 import time
 
-from hil_bridge import codecs
-from hil_bridge.params import check_specs
+from hil_bridge.interface.codecs import clouds, stamps
+from hil_bridge.interface.params import check_specs
 import numpy as np
 from path_planning.planner_node import NODE_NAME, PARAMS
 import pytest
@@ -26,8 +26,8 @@ def test_params_match_config() -> None:
 
 def test_markers_and_path_messages() -> None:
     from path_planning.planner import Planner
-    from path_planning.closed_loop import default_config
     from path_planning.planner_node import make_markers, make_path
+    from path_planning.tools.closed_loop import default_config
     from std_msgs.msg import Header
     from visualization_msgs.msg import Marker
     xy = corridor()[:, :2]
@@ -58,8 +58,8 @@ def corridor() -> np.ndarray:
 @pytest.mark.dds
 def test_planner_node_stamps_and_stops(rclpy_context) -> None:
     """Commands carry the cone stamp; no cones, NaN or stale input stops."""
+    from hil_bridge.interface.contract import create_publisher, create_subscription
     import rclpy
-    from hil_bridge.contract import create_publisher, create_subscription
     from rclpy.executors import SingleThreadedExecutor
     from rosgraph_msgs.msg import Clock
 
@@ -85,12 +85,12 @@ def test_planner_node_stamps_and_stops(rclpy_context) -> None:
                 return True
         return False
 
-    def stamps() -> set:
-        return {round(codecs.sec_from_stamp(c.header.stamp), 6) for c in cmds}
+    def cmd_stamps() -> set:
+        return {round(stamps.sec_from_stamp(c.header.stamp), 6) for c in cmds}
 
     def send(xyz: np.ndarray, t: float, cls: int = 0) -> None:
         n = xyz.shape[0]
-        pub.publish(codecs.cones_to_cloud(xyz, np.full(n, cls, np.uint8),
+        pub.publish(clouds.cones_to_cloud(xyz, np.full(n, cls, np.uint8),
                                           np.ones(n, np.float32), t,
                                           'ego_vehicle'))
 
@@ -104,14 +104,14 @@ def test_planner_node_stamps_and_stops(rclpy_context) -> None:
         for _ in range(40):
             send(corridor(), t)
             sent.append(round(t, 6))
-            if spin_until(lambda: len(set(sent[-3:]) & stamps()) > 0, 0.2) \
-                    and len(set(sent) & stamps()) >= 5:
+            if spin_until(lambda: len(set(sent[-3:]) & cmd_stamps()) > 0, 0.2) \
+                    and len(set(sent) & cmd_stamps()) >= 5:
                 break
             t += 0.1
-        matched = set(sent) & stamps()
-        assert len(matched) >= 5, f'stamps {sorted(stamps())[:5]} vs sent'
+        matched = set(sent) & cmd_stamps()
+        assert len(matched) >= 5, f'stamps {sorted(cmd_stamps())[:5]} vs sent'
         driving = [c for c in cmds
-                   if round(codecs.sec_from_stamp(c.header.stamp), 6) in sent]
+                   if round(stamps.sec_from_stamp(c.header.stamp), 6) in sent]
         assert driving[-1].twist.linear.x > 0.0
         assert math.isfinite(driving[-1].twist.angular.z)
         assert abs(driving[-1].twist.angular.z) < 0.05  # straight corridor
@@ -126,10 +126,10 @@ def test_planner_node_stamps_and_stops(rclpy_context) -> None:
                                              [-3.0, -1.0, 0.0]])]):
             ts = 100.0 + i
             send(cones, ts)
-            assert spin_until(lambda: round(ts, 6) in stamps(), 10.0), \
+            assert spin_until(lambda: round(ts, 6) in cmd_stamps(), 10.0), \
                 f'no cmd_vel for case {i}'
             cmd = [c for c in cmds
-                   if round(codecs.sec_from_stamp(c.header.stamp), 6) == ts]
+                   if round(stamps.sec_from_stamp(c.header.stamp), 6) == ts]
             assert cmd[-1].twist.linear.x == 0.0
             assert cmd[-1].twist.angular.z == 0.0
         # Stale cones: sim time moves on (/clock) without clouds -> stop
@@ -137,10 +137,10 @@ def test_planner_node_stamps_and_stops(rclpy_context) -> None:
         clock_pub = create_publisher(node, 'clock')
 
         def stale_stop() -> bool:
-            clock_pub.publish(Clock(clock=codecs.stamp_from_sec(200.0)))
-            return 200.0 in stamps()
+            clock_pub.publish(Clock(clock=stamps.stamp_from_sec(200.0)))
+            return 200.0 in cmd_stamps()
         assert spin_until(stale_stop, 10.0), 'no stop on stale cones'
-        late = [c for c in cmds if codecs.sec_from_stamp(c.header.stamp) == 200.0]
+        late = [c for c in cmds if stamps.sec_from_stamp(c.header.stamp) == 200.0]
         assert late[-1].twist.linear.x == 0.0
     finally:
         child.send_signal(signal.SIGINT)

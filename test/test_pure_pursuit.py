@@ -5,10 +5,9 @@
 import math
 
 import numpy as np
-from path_planning.pure_pursuit import (goal_point, lookahead_distance,
-                                        path_curvature, profile_speed,
-                                        pure_pursuit, PursuitParams,
-                                        STATUS_NO_PATH, STATUS_OK)
+from path_planning.pure_pursuit import (goal_point, lookahead_distance, path_curvature,
+                                        profile_speed, pure_pursuit, PursuitParams, STATUS_NO_PATH,
+                                        STATUS_OK)
 import pytest
 
 P = PursuitParams(wheelbase=1.53, max_steer=math.radians(25.0), ld_min=3.0,

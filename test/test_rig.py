@@ -6,7 +6,7 @@ import copy
 import math
 from pathlib import Path
 
-from hil_bridge import rig
+from hil_bridge.interface import rig
 import pytest
 import yaml
 

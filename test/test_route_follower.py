@@ -4,13 +4,12 @@
 
 import math
 
-from hil_bridge.low_level_control import LLCParams, LowLevelController
-from hil_bridge.scenario import load_scenario
+from hil_bridge.bridge.low_level_control import LLCParams, LowLevelController
+from hil_bridge.bridge.scenario import load_scenario
+from hil_bridge.interface.track import (SKIDPAD_CENTRE_DISTANCE, SKIDPAD_INNER_DIAMETER,
+                                        SKIDPAD_OUTER_DIAMETER)
+from hil_bridge.interface.vehicle_profile import load_vehicle_profile
 from hil_bridge.sim.builtin_backend import BuiltinBackend
-from hil_bridge.sim.tracks import (SKIDPAD_CENTRE_DISTANCE,
-                                   SKIDPAD_INNER_DIAMETER,
-                                   SKIDPAD_OUTER_DIAMETER)
-from hil_bridge.vehicle_profile import load_vehicle_profile
 import numpy as np
 from path_planning.pure_pursuit import PursuitParams
 from path_planning.route_follower import RouteFollower

@@ -9,10 +9,12 @@ import subprocess
 import sys
 import time
 
-from hil_bridge import cli, codecs, contract, graph
-from hil_bridge.msg_definitions import dependencies, full_definition
-from hil_bridge.report import write_report
-from hil_bridge.supervisor import ProcessSpec, Supervisor
+from hil_bridge.interface import contract
+from hil_bridge.interface.codecs import clouds, stamps
+from hil_bridge.tools import cli, graph
+from hil_bridge.tools.msg_definitions import dependencies, full_definition
+from hil_bridge.tools.report import write_report
+from hil_bridge.tools.supervisor import ProcessSpec, Supervisor
 from mcap.reader import make_reader
 from mcap.writer import Writer
 from mcap_ros2.decoder import DecoderFactory
@@ -112,35 +114,35 @@ def _synthetic_run(path: Path, chunk_size: int = 1024 * 1024) -> None:
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
     from geometry_msgs.msg import TwistStamped
     from nav_msgs.msg import Odometry
-    from rclpy.serialization import serialize_message
     import numpy as np
+    from rclpy.serialization import serialize_message
     msgs = []
     for k in range(21):
         t = k * 0.5
         odo = Odometry()
-        odo.header = codecs.make_header(t, 'map')
+        odo.header = stamps.make_header(t, 'map')
         odo.pose.pose.position.x = float(k)
         odo.pose.pose.orientation.w = 1.0
         odo.twist.twist.linear.x = 2.0
         msgs.append(('odometry', odo, t))
         ctl = TwistStamped()
-        ctl.header = codecs.make_header(t, 'ego_vehicle')
+        ctl.header = stamps.make_header(t, 'ego_vehicle')
         ctl.twist.linear.x = 0.5
         msgs.append(('applied_control', ctl, t))
-        cones = codecs.cones_to_cloud(np.array([[5.0, 1.5, 0.0]]), [1],
+        cones = clouds.cones_to_cloud(np.array([[5.0, 1.5, 0.0]]), [1],
                                       [0.9], t, 'ego_vehicle')
         msgs.append(('cones', cones, t))
         aeb = DiagnosticArray()
-        aeb.header = codecs.make_header(t, 'ego_vehicle')
+        aeb.header = stamps.make_header(t, 'ego_vehicle')
         aeb.status = [DiagnosticStatus(name='aeb', message='idle', values=[
             KeyValue(key='state', value='idle'),
             KeyValue(key='ttc', value=str(10.0 - t))])]
         msgs.append(('aeb_status', aeb, t))
-    gt = codecs.cones_to_cloud(np.array([[5.0, 1.5, 0], [5.0, -1.5, 0]]),
+    gt = clouds.cones_to_cloud(np.array([[5.0, 1.5, 0], [5.0, -1.5, 0]]),
                                [1, 2], [1, 1], 0.0, 'map')
     msgs.append(('ground_truth_cones', gt, 0.0))
     ev = DiagnosticArray()
-    ev.header = codecs.make_header(3.0, 'map')
+    ev.header = stamps.make_header(3.0, 'map')
     ev.status = [DiagnosticStatus(name='cone_hit', message='cone 3', values=[
         KeyValue(key='x', value='6.0'), KeyValue(key='y', value='0.2')])]
     msgs.append(('referee_events', ev, 3.0))
@@ -184,7 +186,7 @@ def test_report_from_recording(tmp_path) -> None:
 
 def test_truncated_recording_still_reads(tmp_path) -> None:
     """A recording cut short (killed recorder) yields its whole messages."""
-    from hil_bridge.mcap_io import iter_raw
+    from hil_bridge.tools.mcap_io import iter_raw
     path = tmp_path / 'run.mcap'
     _synthetic_run(path, chunk_size=2048)
     full = [m.log_time for _, _, m in iter_raw(str(path))]
@@ -206,7 +208,7 @@ def test_record_and_play_round_trip(ros_domain, tmp_path) -> None:
     from rclpy.executors import SingleThreadedExecutor
     from sensor_msgs.msg import PointCloud2
     mcap_path = tmp_path / 'rec.mcap'
-    rec = subprocess.Popen([sys.executable, '-m', 'hil_bridge.recorder',
+    rec = subprocess.Popen([sys.executable, '-m', 'hil_bridge.tools.recorder',
                             str(mcap_path)], env=dict(os.environ))
     time.sleep(1.5)
     pub = subprocess.Popen([sys.executable, str(HERE / 'codec_publisher.py')],
@@ -243,7 +245,7 @@ def test_record_and_play_round_trip(ros_domain, tmp_path) -> None:
                                  got.append, contract.qos_profile('state'))
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(node)
-        player = subprocess.Popen([sys.executable, '-m', 'hil_bridge.player',
+        player = subprocess.Popen([sys.executable, '-m', 'hil_bridge.tools.player',
                                    str(mcap_path), '--all', '--rate', '1',
                                    '--wait', '10'],
                                   env=dict(os.environ))
@@ -258,18 +260,15 @@ def test_record_and_play_round_trip(ros_domain, tmp_path) -> None:
     finally:
         rclpy.shutdown(context=context)
     assert got, 'no cloud played back'
-    import codec_publisher  # noqa: I100 (test helper on sys.path)
-    seq = int(codecs.sec_from_stamp(got[0].header.stamp))
-    assert (codecs.cloud_to_xyzi(got[0]) ==
+    import codec_publisher
+    seq = int(stamps.sec_from_stamp(got[0].header.stamp))
+    assert (clouds.cloud_to_xyzi(got[0]) ==
             codec_publisher.cloud_for(seq)).all()
-
-
-sys.path.insert(0, str(HERE))
 
 
 def test_suite_summary_and_module_suite(tmp_path) -> None:
     """Suite summaries are written; module suites keep their output."""
-    from hil_bridge import suites
+    from hil_bridge.tools import suites
     rows = [{'scenario': 'a', 'exit_code': 0, 'wall_s': 3.0},
             {'scenario': 'b', 'exit_code': 1, 'wall_s': 5.0}]
     suites.write_summary(rows, str(tmp_path))
@@ -278,7 +277,7 @@ def test_suite_summary_and_module_suite(tmp_path) -> None:
     assert (tmp_path / 'summary.csv').read_text().splitlines()[0] == \
         'scenario,exit_code,wall_s'
     assert (tmp_path / 'summary.png').read_bytes()[:4] == b'\x89PNG'
-    row = suites.run_module_suite({'module': 'hil_bridge.contract_doc'},
+    row = suites.run_module_suite({'module': 'hil_bridge.tools.contract_doc'},
                                   str(tmp_path / 'mod'), 60.0)
     assert row['exit_code'] == 0
     assert '# carla_hil interface contract' in (

@@ -4,7 +4,7 @@
 
 from pathlib import Path
 
-from hil_bridge import contract
+from hil_bridge.interface import contract
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,11 +5,11 @@
 import math
 from typing import Any, List
 
-from hil_bridge.backend import (BackendError, Pose, SensorSpec,
-                                VehicleControl)
-from hil_bridge.frames import pose_to_matrix
-from hil_bridge.rig import load_rig
-from hil_bridge.scenario import load_scenario
+from hil_bridge.bridge.backend import BackendError, VehicleControl
+from hil_bridge.bridge.scenario import load_scenario
+from hil_bridge.interface.frames import Pose, pose_to_matrix
+from hil_bridge.interface.rig import load_rig, SensorSpec
+from hil_bridge.interface.track import arc_length
 from hil_bridge.sim import tracks as T
 from hil_bridge.sim.builtin_backend import BuiltinBackend
 from hil_bridge.sim.reference_lap import reference_lap_times
@@ -270,7 +270,7 @@ def test_scripted_actors() -> None:
     assert b.v == 0.0 and b.x == pytest.approx(10.0 + 100.0 / 10.0,
                                                abs=0.1)
     # c accelerated at 3 m/s^2 to 4 m/s, then held it: about 13.3 m
-    s = T._arc_length(track.centerline, True)
+    s = arc_length(track.centerline, True)
     from scipy.spatial import cKDTree
     d, i = cKDTree(track.centerline).query([c.x, c.y])
     assert d < 0.26          # on the polyline, vertices 0.5 m apart
@@ -313,8 +313,8 @@ def test_camera_noise_is_seeded() -> None:
 
 def test_random_lighting_varies_with_seed_and_is_shared() -> None:
     """random_lighting: seeded, one lighting for both cameras, not default."""
-    from hil_bridge.rig import load_rig
-    from hil_bridge.scenario import load_scenario
+    from hil_bridge.bridge.scenario import load_scenario
+    from hil_bridge.interface.rig import load_rig
     from hil_bridge.sim.builtin_backend import BuiltinBackend
     rig = load_rig('hil_rig.yaml')
     light = {}

@@ -4,10 +4,9 @@
 
 import math
 
-from hil_bridge.backend import (CONE_BIG_ORANGE, CONE_BLUE, CONE_SIZE,
-                                CONE_YELLOW, Pose, SensorSpec)
-from hil_bridge.frames import pose_to_matrix
-from hil_bridge.rig import load_rig
+from hil_bridge.interface.cones import CONE_BIG_ORANGE, CONE_BLUE, CONE_SIZE, CONE_YELLOW
+from hil_bridge.interface.frames import Pose, pose_to_matrix
+from hil_bridge.interface.rig import load_rig, SensorSpec
 from hil_bridge.sim import camera as cam
 from hil_bridge.sim.sensors import CameraSensor, make_sensor
 from hil_bridge.sim.world import WorldGeometry

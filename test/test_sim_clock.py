@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The bridge's clock modes as a pure state machine (fake wall times)."""
 
-from hil_bridge.sim_clock import select_mode, SimClock
+from hil_bridge.bridge.sim_clock import select_mode, SimClock
 import pytest
 
 

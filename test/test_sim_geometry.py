@@ -4,7 +4,7 @@
 
 import math
 
-from hil_bridge.backend import CONE_BIG_ORANGE, CONE_BLUE, CONE_SIZE
+from hil_bridge.interface.cones import CONE_BIG_ORANGE, CONE_BLUE, CONE_SIZE, CONE_TOP_RATIO
 from hil_bridge.sim import geometry as geo
 from hil_bridge.sim.world import WorldGeometry
 import numpy as np
@@ -12,7 +12,7 @@ import pytest
 
 RB = CONE_SIZE[CONE_BLUE][0] / 2.0
 H = CONE_SIZE[CONE_BLUE][1]
-RT = RB * geo.CONE_TOP_RATIO
+RT = RB * CONE_TOP_RATIO
 
 
 def wall_radius(z: float, rb: float = RB, rt: float = RT,
@@ -98,7 +98,7 @@ def test_big_orange_is_taller_and_wider() -> None:
     """Big orange cones use their own size from CONE_SIZE."""
     rb = CONE_SIZE[CONE_BIG_ORANGE][0] / 2
     h = CONE_SIZE[CONE_BIG_ORANGE][1]
-    rt = rb * geo.CONE_TOP_RATIO
+    rt = rb * CONE_TOP_RATIO
     z = 0.45
     assert one_cone((0, 0, z), (1, 0, 0), CONE_BIG_ORANGE) == pytest.approx(
         5.0 - wall_radius(z, rb, rt, h))

@@ -4,10 +4,9 @@
 
 import math
 
-from hil_bridge.backend import CONE_BLUE, CONE_SIZE, Pose, SensorSpec
-from hil_bridge.frames import pose_to_matrix
-from hil_bridge.rig import LIDAR, load_rig, validate_attributes
-from hil_bridge.sim.geometry import CONE_TOP_RATIO
+from hil_bridge.interface.cones import CONE_BLUE, CONE_SIZE, CONE_TOP_RATIO
+from hil_bridge.interface.frames import Pose, pose_to_matrix
+from hil_bridge.interface.rig import LIDAR, load_rig, SensorSpec, validate_attributes
 from hil_bridge.sim.lidar import RayCastLidar
 from hil_bridge.sim.sensors import LidarSensor, make_sensor
 from hil_bridge.sim.world import WorldGeometry

@@ -4,7 +4,8 @@
 
 import math
 
-from hil_bridge.backend import CONE_BLUE, CONE_SIZE, ConeArray
+from hil_bridge.interface.cones import CONE_BLUE, CONE_SIZE
+from hil_bridge.interface.track import arc_length, ConeArray, Track
 from hil_bridge.sim import tracks as T
 from hil_bridge.sim.referee import Box, boxes_overlap, cones_in_box, Referee
 import numpy as np
@@ -68,12 +69,12 @@ def test_scripted_drive_hits_exactly_the_overlapped_cones() -> None:
     assert ref.result.penalty_time == pytest.approx(2.0 * len(hits))
 
 
-def _drive_centerline(track: T.Track, ref: Referee, speed: float,
+def _drive_centerline(track: Track, ref: Referee, speed: float,
                       loops: float, dt: float = 0.02,
                       lateral=None) -> list:
     """Move an fs_car-sized box along the centre line; return events."""
     cl = T._resample(track.centerline, track.closed, 0.05)
-    s = T._arc_length(cl, track.closed)
+    s = arc_length(cl, track.closed)
     ext = np.vstack([cl, cl[:1]]) if track.closed else cl
     total = s[-1]
     events = []

@@ -4,8 +4,8 @@
 
 from pathlib import Path
 
-from hil_bridge.config import config_dir
-from hil_bridge.scenario import load_scenario
+from hil_bridge.bridge.scenario import load_scenario
+from hil_bridge.interface.config import config_dir
 from hil_bridge.sim import tracks as T
 from hil_bridge.sim.track_files import save_track_csv
 import numpy as np

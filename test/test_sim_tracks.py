@@ -5,8 +5,8 @@
 import math
 from pathlib import Path
 
-from hil_bridge.backend import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE,
-                                CONE_YELLOW, ConeArray)
+from hil_bridge.interface.cones import CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_YELLOW
+from hil_bridge.interface.track import ConeArray, Track
 from hil_bridge.sim import tracks as T
 import numpy as np
 import pytest
@@ -93,10 +93,10 @@ def test_skidpad_geometry() -> None:
     assert T.check_track_rules(track) == []
 
 
-def _broken(track: T.Track, xy: np.ndarray, cls: np.ndarray) -> T.Track:
-    return T.Track(track.name, ConeArray(xy, cls, np.zeros(len(cls), bool)),
-                   track.car_start, track.centerline, track.closed,
-                   track.width, track.timing_lines, track.mission)
+def _broken(track: Track, xy: np.ndarray, cls: np.ndarray) -> Track:
+    return Track(track.name, ConeArray(xy, cls, np.zeros(len(cls), bool)),
+                 track.car_start, track.centerline, track.closed,
+                 track.width, track.timing_lines, track.mission)
 
 
 def test_rule_check_finds_violations() -> None:
@@ -126,10 +126,9 @@ def test_rule_check_finds_violations() -> None:
     dup = np.vstack([xy, xy[:1] + 0.05])
     out = T.check_track_rules(_broken(track, dup, np.append(cls, cls[0])))
     assert any('overlap' in v for v in out)
-    small = T.Track(track.name, ConeArray(xy * 0.3, cls,
-                                          np.zeros(len(cls), bool)),
-                    track.car_start, cl * 0.3, True, track.width,
-                    track.timing_lines, track.mission)
+    small = Track(track.name, ConeArray(xy * 0.3, cls, np.zeros(len(cls), bool)),
+                  track.car_start, cl * 0.3, True, track.width,
+                  track.timing_lines, track.mission)
     assert any('lap length' in v for v in T.check_track_rules(small))
 
 

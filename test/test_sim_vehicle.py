@@ -4,11 +4,11 @@
 
 import math
 
-from hil_bridge.backend import Pose, VehicleControl
+from hil_bridge.bridge.backend import VehicleControl
+from hil_bridge.interface.frames import Pose
+from hil_bridge.interface.vehicle_profile import load_vehicle_profile
 from hil_bridge.sim.vehicle_model import VehicleModel
-from hil_bridge.vehicle_profile import load_vehicle_profile
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 import numpy as np
 import pytest
 

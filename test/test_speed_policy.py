@@ -4,10 +4,8 @@
 
 import math
 
-from path_planning.speed_policy import (command_speed, curvature_limit,
-                                        rate_limit, SpeedParams,
-                                        stopping_limit, target_speed,
-                                        width_limit)
+from path_planning.speed_policy import (command_speed, curvature_limit, rate_limit, SpeedParams,
+                                        stopping_limit, target_speed, width_limit)
 import pytest
 
 P = SpeedParams(max_speed=8.0, min_speed=1.0, a_lat_max=6.0, accel=3.0,

@@ -4,8 +4,8 @@
 
 from pathlib import Path
 
-from hil_bridge.backend import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE,
-                                CONE_UNKNOWN, CONE_YELLOW)
+from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_UNKNOWN,
+                                        CONE_YELLOW)
 from hil_bridge.sim import track_files as F
 from hil_bridge.sim import tracks as T
 import numpy as np

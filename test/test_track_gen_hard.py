@@ -5,7 +5,8 @@
 import math
 from typing import List
 
-from hil_bridge.backend import CONE_BIG_ORANGE
+from hil_bridge.interface.cones import CONE_BIG_ORANGE
+from hil_bridge.interface.track import arc_length
 from hil_bridge.sim import tracks as T
 from hil_bridge.sim.reference_lap import path_curvature
 from hil_bridge.sim.track_gen_hard import (Feature, HAIRPIN_RADIUS,
@@ -63,7 +64,7 @@ def test_hairpins_have_nine_metre_outside_diameter() -> None:
         track = lay.track
         pins = _of('hairpin', lay.features)
         assert pins, seed
-        s = T._arc_length(track.centerline, True)[:-1]
+        s = arc_length(track.centerline, True)[:-1]
         kappa = path_curvature(T._resample(track.centerline, True, 0.25),
                                True)
         assert 1.0 / kappa.max() == pytest.approx(HAIRPIN_RADIUS, abs=0.03)
@@ -94,7 +95,7 @@ def test_long_straight_leads_into_a_hairpin() -> None:
         first_pin = _of('hairpin', lay.features)[0]
         assert 35.0 <= straight.s1 - straight.s0 <= 70.5, seed
         assert first_pin.s0 - straight.s1 == pytest.approx(0.0, abs=0.5)
-        s = T._arc_length(lay.track.centerline, True)[:-1]
+        s = arc_length(lay.track.centerline, True)[:-1]
         kappa = path_curvature(lay.track.centerline, True)
         core = Feature('x', straight.s0 + 1.5, straight.s1 - 1.5)
         inside = _window(s, core, s[-1])
@@ -105,7 +106,7 @@ def _boundaries(track: T.Track) -> tuple:
     cl = T._resample(track.centerline, True, 0.25)
     tan = T._tangents(cl, True)
     nrm = np.column_stack([-tan[:, 1], tan[:, 0]])
-    s = T._arc_length(cl, True)[:-1]
+    s = arc_length(cl, True)[:-1]
     h = track.width / 2.0
     return cl, s, cl + h * nrm, cl - h * nrm
 
@@ -138,7 +139,7 @@ def test_slalom_and_chicane_are_present_and_legal() -> None:
     """Each layout has both; they weave / shift by the drawn amounts."""
     for seed, lay in LAYOUTS.items():
         cl = lay.track.centerline
-        s = T._arc_length(cl, True)[:-1]
+        s = arc_length(cl, True)[:-1]
         kappa = path_curvature(cl, True)
         slaloms = _of('slalom', lay.features)
         chicanes = _of('chicane', lay.features)

@@ -21,11 +21,11 @@ import sys
 import time
 from typing import Any, Dict, List
 
-from aeb_control.ncap import forward_lidar
-from hil_bridge import netns_rig
-from hil_bridge.netns_rig import NetnsRig
-from hil_bridge.rig import load_rig
-from hil_bridge.two_hosts import result_of, TwoHostRun, write_rig
+from aeb_control.tools.ncap import forward_lidar
+from hil_bridge.interface.rig import load_rig
+from hil_bridge.tools import netns_rig
+from hil_bridge.tools.netns_rig import NetnsRig
+from hil_bridge.tools.two_hosts import result_of, TwoHostRun, write_rig
 import pytest
 import yaml
 
@@ -212,7 +212,7 @@ def test_aeb_across_two_hosts_lockstep(tmp_path: Any,
                 'aeb_controller.vehicle_profile=passenger_car',
                 f'aeb_controller.rig={rig_path}'])
             run.start('echo', 'onboard', [
-                sys.executable, '-m', 'hil_bridge.link_probe_node', 'echo',
+                sys.executable, '-m', 'hil_bridge.bench.link_probe_node', 'echo',
                 '--source', 'odometry', '--speed', '5.5'])
             run.start_sim_pc('aeb_tutorial', sets=sets)
             code = run.wait('sim_pc', 150.0)

@@ -6,11 +6,12 @@ import json
 
 from cone_detection.ground_projection import pose_to_matrix
 from cone_detection.svm_model import load_model
-from cone_detection.train_vision import evaluate_views, SimViews
+from cone_detection.tools.train_vision import evaluate_views, SimViews
+from cone_detection.tools.vision_synth import intrinsics, render
 from cone_detection.vision_fast import carve, merge_stacked, propose
 from cone_detection.vision_pipeline import merge_cameras, VisionConeDetector
-from cone_detection.vision_synth import intrinsics, render
-from hil_bridge.backend import CONE_BLUE, CONE_ORANGE, CONE_YELLOW, Pose
+from hil_bridge.interface.cones import CONE_BLUE, CONE_ORANGE, CONE_YELLOW
+from hil_bridge.interface.frames import Pose
 import numpy as np
 import pytest
 
@@ -118,7 +119,7 @@ def test_carve_splits_cones_behind_each_other() -> None:
     img = render(K, MOUNT, 1288, 964, xy, np.array([CONE_BLUE, CONE_BLUE]))
     boxes, cls = propose(img, K, MOUNT)
     assert (cls == CONE_BLUE).all()
-    from cone_detection.vision_synth import cone_box
+    from cone_detection.tools.vision_synth import cone_box
     truth = np.array([cone_box(tuple(p), CONE_BLUE, K, MOUNT) for p in xy])
     for b in truth:
         iou = _iou(b, boxes)
@@ -168,14 +169,14 @@ def test_stereo_detects_both_cameras(detector, sim_views) -> None:
 
 def test_half_size_images_give_the_same_cones(detector) -> None:
     """image_reduce=2 on a half-size image and K finds and places the same cones."""
-    from hil_bridge import codecs
+    from hil_bridge.interface.codecs import images
     xy = np.array([[3.0, 1.5], [5.0, -1.5], [7.0, 1.5], [9.0, -1.5], [11.0, 1.6]])
     cls = np.array([CONE_BLUE, CONE_YELLOW, CONE_BLUE, CONE_YELLOW, CONE_BLUE], np.uint8)
     img = render(K, MOUNT, 1288, 964, xy, cls)
     half = VisionConeDetector(image_reduce=2)
     assert half.fast_params.downscale == 1 and detector.fast_params.downscale == 2
-    small = codecs.compressed_to_image(codecs.image_to_compressed(img, 0.0), 2)
-    xyz, cid, _conf = half.detect(small, codecs.reduce_intrinsics(K, 2), MOUNT)
+    small = images.compressed_to_image(images.image_to_compressed(img, 0.0), 2)
+    xyz, cid, _conf = half.detect(small, images.reduce_intrinsics(K, 2), MOUNT)
     _assert_matches(xyz, cid, xy, cls)
     with pytest.raises(ValueError, match='image_reduce'):
         VisionConeDetector(image_reduce=3)

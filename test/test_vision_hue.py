@@ -5,8 +5,8 @@
 from cone_detection.hue import (classify_patch, cone_mask, histogram_peak, HueThresholds,
                                 mask_base, size_class, to_hsv)
 import cv2
-from hil_bridge.backend import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_UNKNOWN,
-                                CONE_YELLOW)
+from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_UNKNOWN,
+                                        CONE_YELLOW)
 import numpy as np
 import pytest
 

@@ -6,7 +6,7 @@ import json
 
 from cone_detection.svm_model import (ConeSvmModel, DEFAULT_MODEL_PATH, HogParams, load_model,
                                       save_model)
-from cone_detection.train_vision import evaluate_views, recorded_views, SimViews, train
+from cone_detection.tools.train_vision import evaluate_views, recorded_views, SimViews, train
 from cone_detection.vision_pipeline import VisionConeDetector
 import cv2
 import numpy as np

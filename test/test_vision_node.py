@@ -10,16 +10,16 @@ import time
 
 from cone_detection.ground_projection import pose_to_matrix
 from cone_detection.vision_node import NODE_NAME, PARAMS
-from hil_bridge import codecs
-from hil_bridge.backend import CONE_BLUE, CONE_YELLOW, Pose
-from hil_bridge.params import check_specs
+from hil_bridge.interface.codecs import clouds, images, stamps
+from hil_bridge.interface.cones import CONE_BLUE, CONE_YELLOW
+from hil_bridge.interface.frames import Pose
+from hil_bridge.interface.params import check_specs
+from node_harness import node_under_test
 import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 VISION = 'cone_detection.vision_node'
-sys.path.insert(0, str(ROOT / 'test'))
-from node_harness import node_under_test  # noqa: E402,I100
 
 PARAMS_FILE = str(ROOT / 'config' / 'vision_cone_detector.yaml')
 CONES = np.array([[4.0, 1.5], [4.0, -1.5], [7.0, 1.5], [7.0, -1.5]])
@@ -46,15 +46,15 @@ def _render(sensor_y: float, width: int = 644, height: int = 482) -> tuple:
 @pytest.mark.dds
 def test_vision_node_detects_and_survives_bad_input(rclpy_context) -> None:
     """Cones come stamped like the image; bad images are dropped, the node lives on."""
-    from hil_bridge.contract import create_publisher, create_subscription
+    from hil_bridge.interface.contract import create_publisher, create_subscription
     from sensor_msgs.msg import Image
 
     left, k = _render(0.06)
     right, _k = _render(-0.06)
     with node_under_test(VISION, PARAMS_FILE, rclpy_context, ['camera_schedule:=all'],
                          probe_name='vision_probe') as h:
-        clouds, markers = [], []
-        create_subscription(h.node, 'cones_vision', clouds.append)
+        received, markers = [], []
+        create_subscription(h.node, 'cones_vision', received.append)
         create_subscription(h.node, 'vision_markers', markers.append)
         pubs = {key: create_publisher(h.node, key) for key in
                 ('camera_left', 'camera_left_info', 'camera_right', 'camera_right_info')}
@@ -62,23 +62,23 @@ def test_vision_node_detects_and_survives_bad_input(rclpy_context) -> None:
         def send(t: float, img_left=left, info: bool = True) -> None:
             if info:
                 for key in ('camera_left_info', 'camera_right_info'):
-                    pubs[key].publish(codecs.camera_info_msg(k, 644, 482, t, 'optical'))
-            pubs['camera_right'].publish(codecs.image_to_msg(right, t,
+                    pubs[key].publish(images.camera_info_msg(k, 644, 482, t, 'optical'))
+            pubs['camera_right'].publish(images.image_to_msg(right, t,
                                                              'ego_vehicle/rgb_right/optical'))
             if isinstance(img_left, Image):
                 pubs['camera_left'].publish(img_left)
             else:
-                pubs['camera_left'].publish(codecs.image_to_msg(img_left, t,
+                pubs['camera_left'].publish(images.image_to_msg(img_left, t,
                                                                 'ego_vehicle/rgb_left/optical'))
 
-        def stamps() -> set:
-            return {round(codecs.sec_from_stamp(c.header.stamp), 3) for c in clouds}
+        def out_stamps() -> set:
+            return {round(stamps.sec_from_stamp(c.header.stamp), 3) for c in received}
 
         def send_until_stamped(t: float) -> float:
             """Send frames from ``t`` on until one comes back; return its stamp."""
             for _ in range(40):
                 send(t)
-                if h.spin_until(lambda: t in stamps(), 0.5, period=0.05):
+                if h.spin_until(lambda: t in out_stamps(), 0.5, period=0.05):
                     break
                 t = round(t + 0.1, 3)
             return t
@@ -90,13 +90,13 @@ def test_vision_node_detects_and_survives_bad_input(rclpy_context) -> None:
         for i in range(3):
             send(1.0 + 0.1 * i, info=False)
             h.spin_for(0.2)
-        assert not clouds
+        assert not received
         # With CameraInfo: cones with the image stamp, in the vehicle frame.
         t = send_until_stamped(2.0)
-        assert t in stamps(), 'no cones_vision with the image stamp'
-        cloud = next(c for c in clouds if round(codecs.sec_from_stamp(c.header.stamp), 3) == t)
+        assert t in out_stamps(), 'no cones_vision with the image stamp'
+        cloud = next(c for c in received if round(stamps.sec_from_stamp(c.header.stamp), 3) == t)
         assert cloud.header.frame_id == 'ego_vehicle'
-        xyz, cls, conf = codecs.cloud_to_cones(cloud)
+        xyz, cls, conf = clouds.cloud_to_cones(cloud)
         assert len(cls) == len(CONES), (xyz, cls)
         d = np.linalg.norm(xyz[:, None, :2] - CONES[None], axis=2)
         assert (d.min(axis=1) < 0.4).all()
@@ -104,15 +104,15 @@ def test_vision_node_detects_and_survives_bad_input(rclpy_context) -> None:
         assert h.spin_until(lambda: len(markers) > 0, 5.0), 'no markers'
         # Unsupported encoding and a size that does not match CameraInfo:
         # dropped with an error, no output for those stamps, node alive.
-        bad = codecs.image_to_msg(np.zeros((482, 644), np.float32), 9.0, 'x', encoding='32FC1')
+        bad = images.image_to_msg(np.zeros((482, 644), np.float32), 9.0, 'x', encoding='32FC1')
         # (one at a time: the node only looks at the newest image)
         send(9.0, img_left=bad)
         h.spin_for(1.5)
         send(9.1, img_left=np.zeros((100, 120, 3), np.uint8))
         h.spin_for(1.5)
-        assert not {9.0, 9.1} & stamps()
+        assert not {9.0, 9.1} & out_stamps()
         t = send_until_stamped(10.0)
-        assert t in stamps(), 'node did not recover after bad images'
+        assert t in out_stamps(), 'node did not recover after bad images'
     assert 'no CameraInfo yet' in h.output
     assert 'unsupported image encoding' in h.output or 'cannot convert' in h.output, h.output
     assert 'does not match CameraInfo' in h.output
@@ -136,52 +136,52 @@ def test_missing_model_exits_nonzero_naming_the_file(ros_domain, tmp_path) -> No
 @pytest.mark.dds
 def test_vision_node_compressed_single_camera(rclpy_context) -> None:
     """use_compressed: JPEG images of one camera give stamped cones."""
-    from hil_bridge.contract import create_publisher, create_subscription
+    from hil_bridge.interface.contract import create_publisher, create_subscription
 
     img, k = _render(0.06)
     with node_under_test(VISION, PARAMS_FILE, rclpy_context,
                          ['use_compressed:=true', 'cameras:=[rgb_left]',
                           'publish_markers:=false'], probe_name='vision_probe_jpeg') as h:
-        clouds = []
-        create_subscription(h.node, 'cones_vision', clouds.append)
+        received = []
+        create_subscription(h.node, 'cones_vision', received.append)
         image_pub = create_publisher(h.node, 'camera_left_compressed')
         info_pub = create_publisher(h.node, 'camera_left_info')
         deadline = time.monotonic() + 30.0
         t = 1.0
-        while not clouds and time.monotonic() < deadline:
-            info_pub.publish(codecs.camera_info_msg(k, 644, 482, t, 'optical'))
-            image_pub.publish(codecs.image_to_compressed(img, t, 'optical', quality=90))
-            h.spin_until(lambda: bool(clouds), 0.3, period=0.05)
+        while not received and time.monotonic() < deadline:
+            info_pub.publish(images.camera_info_msg(k, 644, 482, t, 'optical'))
+            image_pub.publish(images.image_to_compressed(img, t, 'optical', quality=90))
+            h.spin_until(lambda: bool(received), 0.3, period=0.05)
             t = round(t + 0.1, 3)
-        assert clouds, 'no cones_vision from compressed images'
-        xyz, cls, _conf = codecs.cloud_to_cones(clouds[-1])
+        assert received, 'no cones_vision from compressed images'
+        xyz, cls, _conf = clouds.cloud_to_cones(received[-1])
         assert len(cls) == len(CONES)
-        stamp = codecs.sec_from_stamp(clouds[-1].header.stamp)
+        stamp = stamps.sec_from_stamp(received[-1].header.stamp)
         assert 1.0 <= stamp < t
 
 
 @pytest.mark.dds
 def test_alternate_schedule_takes_the_cameras_in_turn(rclpy_context) -> None:
     """camera_schedule alternate: left and right in strict turn; a silent camera is skipped."""
-    from hil_bridge.contract import create_publisher, create_subscription
+    from hil_bridge.interface.contract import create_publisher, create_subscription
 
     left, k = _render(0.06)
     blank = np.full_like(left, 90)  # the right camera sees no cone
     with node_under_test(VISION, PARAMS_FILE, rclpy_context,
                          ['camera_schedule:=alternate', 'publish_markers:=false'],
                          probe_name='vision_probe_turns') as h:
-        clouds = []
-        create_subscription(h.node, 'cones_vision', clouds.append)
+        received = []
+        create_subscription(h.node, 'cones_vision', received.append)
         pubs = {key: create_publisher(h.node, key) for key in
                 ('camera_left', 'camera_left_info', 'camera_right', 'camera_right_info')}
 
         def run_frames(until: int, deadline: float, cams: tuple, t: float) -> float:
             """Send a frame of ``cams`` every 0.3 s until ``until`` outputs."""
-            while len(clouds) < until and time.monotonic() < deadline:
+            while len(received) < until and time.monotonic() < deadline:
                 for key in cams:
                     pubs[key + '_info'].publish(
-                        codecs.camera_info_msg(k, 644, 482, t, 'optical'))
-                    pubs[key].publish(codecs.image_to_msg(
+                        images.camera_info_msg(k, 644, 482, t, 'optical'))
+                    pubs[key].publish(images.image_to_msg(
                         left if key == 'camera_left' else blank, t, key))
                 h.spin_for(0.3)
                 t = round(t + 0.1, 3)
@@ -189,13 +189,13 @@ def test_alternate_schedule_takes_the_cameras_in_turn(rclpy_context) -> None:
 
         deadline = time.monotonic() + 60.0
         t = run_frames(6, deadline, ('camera_left', 'camera_right'), 1.0)
-        assert len(clouds) >= 6, f'only {len(clouds)} outputs'
-        counts = [len(codecs.cloud_to_cones(c)[1]) for c in clouds[:6]]
+        assert len(received) >= 6, f'only {len(received)} outputs'
+        counts = [len(clouds.cloud_to_cones(c)[1]) for c in received[:6]]
         assert set(counts) == {0, len(CONES)}, counts
         assert all(a != b for a, b in zip(counts, counts[1:])), counts
         # The right camera goes silent: after SILENT_CAMERA the left one
         # carries on alone, every frame.
-        seen = len(clouds)
+        seen = len(received)
         run_frames(seen + 4, deadline + 30.0, ('camera_left',), t)
-        later = [len(codecs.cloud_to_cones(c)[1]) for c in clouds[seen:]]
+        later = [len(clouds.cloud_to_cones(c)[1]) for c in received[seen:]]
         assert len(later) >= 4 and later[-3:] == [len(CONES)] * 3, later

@@ -5,9 +5,8 @@
 import math
 
 from cone_detection.ground_projection import (horizon_row, map_to_vehicle, pixels_to_ground,
-                                              pose_to_matrix, project_to_image,
-                                              vehicle_to_map)
-from hil_bridge.backend import Pose
+                                              pose_to_matrix, project_to_image, vehicle_to_map)
+from hil_bridge.interface.frames import Pose
 import numpy as np
 import pytest
 

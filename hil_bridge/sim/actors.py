@@ -3,7 +3,7 @@
 """
 Scripted behaviours of the other vehicles and obstacles (no rclpy).
 
-An :class:`hil_bridge.scenario.ActorSpec` carries ``behaviour``, a mapping
+An :class:`hil_bridge.bridge.scenario.ActorSpec` carries ``behaviour``, a mapping
 with a ``type`` and its parameters (REP-103, metres, seconds):
 
 * ``static`` / ``parked``: never moves (also the default for obstacles);
@@ -22,7 +22,8 @@ with a ``type`` and its parameters (REP-103, metres, seconds):
 import math
 from typing import Any, Dict, Optional
 
-from hil_bridge.backend import ActorState, Pose
+from hil_bridge.bridge.backend import ActorState
+from hil_bridge.interface.frames import Pose
 import numpy as np
 
 BEHAVIOURS = ('static', 'parked', 'constant_speed', 'brake')

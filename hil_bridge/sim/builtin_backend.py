@@ -1,7 +1,7 @@
 # Copyright 2026 carla_hil developers
 # SPDX-License-Identifier: Apache-2.0
 """
-The built-in simulator as a :class:`hil_bridge.backend.Backend` (no rclpy).
+The built-in simulator as a :class:`hil_bridge.bridge.backend.Backend` (no rclpy).
 
 World: the scenario's track cones, the ego on a
 :class:`hil_bridge.sim.vehicle_model.VehicleModel`, scripted actors
@@ -23,14 +23,15 @@ import dataclasses
 import math
 from typing import Any, Callable, Dict, List, Optional
 
-from hil_bridge.backend import (ActorState, Backend, BackendError,
-                                ConeArray, Frame, SensorReading, SensorSpec,
-                                VehicleControl)
+from hil_bridge.bridge.backend import (ActorState, Backend, BackendError, Frame, SensorReading,
+                                       VehicleControl)
+from hil_bridge.interface.rig import SensorSpec
+from hil_bridge.interface.track import ConeArray
+from hil_bridge.interface.vehicle_profile import load_vehicle_profile
 from hil_bridge.sim.actors import ScriptedActor
 from hil_bridge.sim.referee import Box, Referee, RefereeResult
 from hil_bridge.sim.vehicle_model import VehicleModel
 from hil_bridge.sim.world import WorldGeometry
-from hil_bridge.vehicle_profile import load_vehicle_profile
 import numpy as np
 
 CAMERA = 'sensor.camera.rgb'
@@ -64,7 +65,7 @@ class _SensorSlot:
                                   spec.attributes.get('sensor_tick', 0.0)))
         mount = getattr(sensor, 'mount_matrix', None)
         if mount is None:
-            from hil_bridge.frames import pose_to_matrix
+            from hil_bridge.interface.frames import pose_to_matrix
             mount = pose_to_matrix(spec.mount)
         self.mount = np.asarray(mount, dtype=np.float64)
         self.next_time = 0.0

@@ -31,9 +31,9 @@ import math
 from typing import Dict, List, Optional, Tuple
 
 import cv2
-from hil_bridge.backend import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE,
-                                CONE_YELLOW)
-from hil_bridge.sim.geometry import check_world, cone_dimensions
+from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, cone_dimensions, CONE_ORANGE,
+                                        CONE_YELLOW)
+from hil_bridge.sim.geometry import check_world
 from hil_bridge.sim.world import WorldGeometry
 import numpy as np
 

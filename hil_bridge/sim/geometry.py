@@ -9,7 +9,7 @@ radians). Three kinds of surfaces:
 * the ground, the plane ``z = ground_z``;
 * Formula Student cones, each a frustum (truncated cone) standing on the
   ground with a vertical axis: base radius half the base width of
-  ``hil_bridge.backend.CONE_SIZE``, top radius ``CONE_TOP_RATIO`` times the
+  ``hil_bridge.interface.cones.CONE_SIZE``, top radius ``CONE_TOP_RATIO`` times the
   base radius, height from ``CONE_SIZE``;
 * boxes (vehicles, obstacles) oriented by yaw only (slab method).
 
@@ -23,12 +23,10 @@ never tested.
 
 from typing import Tuple
 
-from hil_bridge.backend import CONE_SIZE
+from hil_bridge.interface.cones import cone_dimensions
 from hil_bridge.sim.world import WorldGeometry
 import numpy as np
 
-#: Top radius of a cone frustum as a fraction of its base radius.
-CONE_TOP_RATIO = 0.2
 #: Smallest accepted ray parameter (m): hits closer than this are ignored.
 T_EPS = 1e-9
 
@@ -36,24 +34,6 @@ HIT_NONE = 0
 HIT_GROUND = 1
 HIT_CONE = 2
 HIT_BOX = 3
-
-_TABLE = np.zeros((256, 3), dtype=np.float64)
-_TABLE[:] = (CONE_SIZE[1][0] / 2.0, CONE_SIZE[1][0] / 2.0 * CONE_TOP_RATIO,
-             CONE_SIZE[1][1])
-for _cid, (_width, _height) in CONE_SIZE.items():
-    _TABLE[_cid] = (_width / 2.0, _width / 2.0 * CONE_TOP_RATIO, _height)
-
-
-def cone_dimensions(cone_class: np.ndarray
-                    ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """
-    Return (base radius, top radius, height) in metres per cone class id.
-
-    Unknown class ids get the small cone's size.
-    """
-    cls = np.asarray(cone_class).astype(np.uint8, copy=False)
-    dims = _TABLE[cls]
-    return dims[..., 0], dims[..., 1], dims[..., 2]
 
 
 def check_world(world: WorldGeometry) -> None:

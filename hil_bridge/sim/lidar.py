@@ -45,7 +45,7 @@ class RayCastLidar:
     """
     A CARLA ``sensor.lidar.ray_cast`` over a :class:`WorldGeometry`.
 
-    ``attributes`` are validated CARLA attributes (``hil_bridge.rig``
+    ``attributes`` are validated CARLA attributes (``hil_bridge.interface.rig``
     fills in defaults and checks ranges). The object keeps the sweep phase
     between calls of :meth:`scan`.
     """
@@ -68,7 +68,7 @@ class RayCastLidar:
         if self.channels < 1 or self.range <= 0.0 or \
                 self.points_per_second <= 0.0 or self.horizontal_fov <= 0.0:
             raise ValueError('lidar attributes out of range: validate them '
-                             'with hil_bridge.rig.validate_attributes')
+                             'with hil_bridge.interface.rig.validate_attributes')
         delta = 0.0 if self.channels == 1 else \
             (self.upper_fov - self.lower_fov) / (self.channels - 1)
         elev = np.radians(self.upper_fov - delta * np.arange(self.channels))

@@ -5,7 +5,7 @@ The referee of the built-in simulator: cones, course, collisions, timing.
 
 Call :meth:`Referee.update` once per step with the ego state (REP-103
 ``map``, metres, radians, seconds); it returns the
-:class:`hil_bridge.backend.Event` s of that step and keeps a
+:class:`hil_bridge.bridge.backend.Event` s of that step and keeps a
 :class:`RefereeResult`. Event kinds and their ``data``:
 
 * ``cone_hit``: ``index``, ``class_id``, ``x``, ``y``, ``speed`` (each cone
@@ -39,7 +39,9 @@ from dataclasses import dataclass, field
 import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from hil_bridge.backend import CONE_BLUE, CONE_SIZE, ConeArray, Event
+from hil_bridge.bridge.backend import Event
+from hil_bridge.interface.cones import CONE_BLUE, CONE_SIZE
+from hil_bridge.interface.track import ConeArray
 import numpy as np
 from scipy.spatial import cKDTree
 
@@ -165,7 +167,7 @@ class Referee:
     Judge one run of a scenario.
 
     ``cones`` is shared with the backend (its ``knocked`` mask is
-    updated in place); ``track`` a ``hil_bridge.sim.tracks.Track`` or
+    updated in place); ``track`` a ``hil_bridge.interface.track.Track`` or
     None; ``wheelbase``/``track_width`` place the four wheels for the
     off-course rule (body origin at the rear axle).
     """

@@ -163,7 +163,7 @@ def reference_lap_times(track: Any, profile: Any, laps: int,
     """
     Return the reference time (s) of each lap of a run, as the referee times.
 
-    ``track`` is a :class:`hil_bridge.sim.tracks.Track`; the car starts at
+    ``track`` is a :class:`hil_bridge.interface.track.Track`; the car starts at
     rest at ``track.car_start`` (rear axle, projected on the centre line)
     and follows the centre line (``laps`` times around a closed track, once
     along an open one); its front bumper (``length - rear_overhang`` ahead

@@ -4,7 +4,7 @@
 Sensor objects of the built-in simulator, built from ``SensorSpec``.
 
 :func:`make_sensor` validates a spec (CARLA names, defaults and ranges,
-see ``hil_bridge.rig``) and returns an object with::
+see ``hil_bridge.interface.rig``) and returns an object with::
 
     sensor.sensor_id, sensor.blueprint, sensor.sensor_tick, sensor.spec
     sensor.mount_matrix                     # 4x4 sensor pose in the vehicle
@@ -20,9 +20,8 @@ returns a bgr8 (H, W, 3) uint8 image and also has ``intrinsics`` (3x3 K),
 
 from typing import Optional, Union
 
-from hil_bridge.backend import SensorSpec
-from hil_bridge.frames import pose_to_matrix
-from hil_bridge.rig import CAMERA_RGB, LIDAR, validate_attributes
+from hil_bridge.interface.frames import pose_to_matrix
+from hil_bridge.interface.rig import CAMERA_RGB, LIDAR, SensorSpec, validate_attributes
 from hil_bridge.sim.camera import CameraRenderer, Lighting
 from hil_bridge.sim.lidar import RayCastLidar
 from hil_bridge.sim.world import WorldGeometry

@@ -33,13 +33,12 @@ import math
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
-from hil_bridge.backend import (CONE_BIG_ORANGE, CONE_BLUE, CONE_NAMES,
-                                CONE_ORANGE, CONE_SIZE, CONE_UNKNOWN,
-                                CONE_YELLOW, ConeArray, Pose)
-from hil_bridge.sim.tracks import (_arc_length, _lateral, _resample,
-                                   _tangents, _timing_line, local_widths,
-                                   MAX_CONE_SPACING, MIN_WIDTH, rule_findings,
-                                   skidpad_track, TimingLine, Track)
+from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_NAMES, CONE_ORANGE,
+                                        CONE_SIZE, CONE_UNKNOWN, CONE_YELLOW)
+from hil_bridge.interface.frames import Pose
+from hil_bridge.interface.track import arc_length, ConeArray, MIN_WIDTH, TimingLine, Track
+from hil_bridge.sim.tracks import (_lateral, _resample, _tangents, _timing_line, local_widths,
+                                   MAX_CONE_SPACING, rule_findings, skidpad_track)
 import numpy as np
 from scipy.interpolate import splev, splprep
 from scipy.spatial import cKDTree
@@ -752,7 +751,7 @@ def _smooth(pts: np.ndarray, closed: bool) -> np.ndarray:
         tck, _u = splprep([xs, ys], s=len(xs) * 0.05 ** 2, per=int(closed))
     except (ValueError, TypeError):
         return _resample(pts, closed, 0.5)
-    n = max(int(_arc_length(pts, closed)[-1] / 0.1), 10)
+    n = max(int(arc_length(pts, closed)[-1] / 0.1), 10)
     dense = np.column_stack(splev(np.linspace(0.0, 1.0, n,
                                               endpoint=not closed), tck))
     return _resample(dense, closed, 0.5)

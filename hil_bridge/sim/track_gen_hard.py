@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 import math
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from hil_bridge.backend import (CONE_BIG_ORANGE, CONE_BLUE, CONE_YELLOW,
-                                Pose)
+from hil_bridge.interface.cones import CONE_BIG_ORANGE, CONE_BLUE, CONE_YELLOW
+from hil_bridge.interface.frames import Pose
+from hil_bridge.interface.track import arc_length, MIN_WIDTH, Track
 from hil_bridge.sim.reference_lap import path_curvature
-from hil_bridge.sim.tracks import (_arc_length, _cone_array, _resample,
-                                   _tangents, _timing_line,
-                                   check_track_rules, MAX_LAP, MIN_LAP, MIN_WIDTH, Track)
+from hil_bridge.sim.tracks import (_cone_array, _resample, _tangents, _timing_line,
+                                   check_track_rules, MAX_LAP, MIN_LAP)
 import numpy as np
 from scipy.spatial import cKDTree
 
@@ -360,7 +360,7 @@ def _place_cones(line: np.ndarray, kappa: np.ndarray, gaps: Tuple[float,
                     np.where(np.abs(kappa) > 1.0 / 30.0, 1, 0))
     n = len(line)
     edges = [0] + [i for i in range(1, n) if kind[i] != kind[i - 1]]
-    s = _arc_length(line, True)
+    s = arc_length(line, True)
     # drop runs shorter than 1.5 m (merged into the run before)
     keep = [edges[0]]
     for e in edges[1:]:
@@ -397,7 +397,7 @@ def _make_track(cl: np.ndarray, plan: Dict[str, Any], width: float,
         cls.append(np.full(len(pts) - 1, colour))
         xy.append(big)
         cls.append(np.full(2, CONE_BIG_ORANGE))
-    s = _arc_length(cl, True)
+    s = arc_length(cl, True)
     back = s[-1] - car_start_offset
     ext = np.vstack([cl, cl[:1]])
     sx, sy = np.interp(back, s, ext[:, 0]), np.interp(back, s, ext[:, 1])
@@ -467,14 +467,14 @@ def _finish(pts: np.ndarray, marks: List[Tuple[str, int, int, Dict]],
     world = pts @ rot.T
     ordered = np.roll(world, -start_idx, axis=0)
     cl = _resample(ordered, True, STEP)
-    total = float(_arc_length(cl, True)[-1])
+    total = float(arc_length(cl, True)[-1])
     if not MIN_LAP + 10.0 <= total <= MAX_LAP - 10.0:
         return None
     track = _make_track(cl, plan, width, car_start_offset, mission, name)
     if check_track_rules(track, tolerance=0.02):
         return None
     # features in arc length of the final centre line
-    s_raw = _arc_length(ordered, True)
+    s_raw = arc_length(ordered, True)
     scale = total / float(s_raw[-1])
     n_raw = len(pts)
 

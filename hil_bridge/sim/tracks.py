@@ -11,23 +11,24 @@ PacSim and fssim YAML) are read by :mod:`hil_bridge.sim.track_files`;
 hard layouts come from :mod:`hil_bridge.sim.track_gen_hard`.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 import math
 import os
 from typing import Dict, List, Optional, Tuple
 
-from hil_bridge.backend import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE,
-                                CONE_SIZE, CONE_YELLOW, ConeArray, Pose)
+from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_SIZE,
+                                        CONE_YELLOW)
+from hil_bridge.interface.frames import Pose
+from hil_bridge.interface.track import (arc_length, ConeArray, MIN_WIDTH, SKIDPAD_CENTRE_DISTANCE,
+                                        SKIDPAD_INNER_DIAMETER, SKIDPAD_OUTER_DIAMETER,
+                                        skidpad_route, SKIDPAD_START_AFTER_ENTRY, TimingLine,
+                                        Track)
 from hil_bridge.sim.reference_lap import path_curvature
 import numpy as np
 from scipy.interpolate import splev, splprep
 from scipy.spatial import cKDTree
 
-CSV_HEADER = ['tag', 'x', 'y', 'direction', 'x_variance', 'y_variance',
-              'xy_covariance']
-
 # Rules (Formula Student autocross/trackdrive), metres.
-MIN_WIDTH = 3.0
 MAX_CONE_SPACING = 5.0
 MIN_HAIRPIN_OUTER_DIAMETER = 9.0
 MAX_STRAIGHT = 80.0
@@ -37,63 +38,11 @@ MAX_LAP = 500.0
 STRAIGHT_RADIUS = 100.0
 
 # Skidpad geometry (FS rules): diameters and centre distance, metres.
-SKIDPAD_INNER_DIAMETER = 15.25
-SKIDPAD_OUTER_DIAMETER = 21.25
-SKIDPAD_CENTRE_DISTANCE = 18.25
 
 _GENERATED_MISSIONS = ('trackdrive', 'autocross')
 
 
-@dataclass
-class TimingLine:
-    """
-    A timing line: segment ``a``-``b`` in ``map`` (m).
-
-    ``direction`` is the unit vector of the driving direction through the
-    line; a crossing counts only when the car moves along it.
-    """
-
-    name: str
-    a: np.ndarray
-    b: np.ndarray
-    direction: np.ndarray
-
-
-@dataclass
-class Track:
-    """
-    A Formula Student track in ``map`` (REP-103, metres, radians).
-
-    ``centerline`` (K, 2) runs in the driving direction (for a closed track
-    the last row connects back to the first, which is not repeated);
-    ``width`` is the nominal track width; ``timing_lines`` holds ``start``
-    and ``finish`` (the same line on closed tracks).
-    """
-
-    name: str
-    cones: ConeArray
-    car_start: Pose
-    centerline: np.ndarray
-    closed: bool
-    width: float = MIN_WIDTH
-    timing_lines: Dict[str, TimingLine] = field(default_factory=dict)
-    mission: str = ''
-
-    @property
-    def length(self) -> float:
-        """Return the centre-line arc length in metres (whole loop if closed)."""
-        return float(_arc_length(self.centerline, self.closed)[-1])
-
-
 # --------------------------------------------------------------- geometry
-def _arc_length(pts: np.ndarray, closed: bool) -> np.ndarray:
-    """Return cumulative arc length (K,) or (K+1,) for a closed polyline."""
-    if closed:
-        pts = np.vstack([pts, pts[:1]])
-    seg = np.hypot(*np.diff(pts, axis=0).T)
-    return np.concatenate([[0.0], np.cumsum(seg)])
-
-
 def _tangents(pts: np.ndarray, closed: bool) -> np.ndarray:
     """Return unit tangents (K, 2) of a polyline (central differences)."""
     if closed:
@@ -127,7 +76,7 @@ def _curvature(pts: np.ndarray, closed: bool) -> np.ndarray:
 
 def _resample(pts: np.ndarray, closed: bool, step: float) -> np.ndarray:
     """Resample a polyline at (about) uniform arc length ``step`` (m)."""
-    s = _arc_length(pts, closed)
+    s = arc_length(pts, closed)
     ext = np.vstack([pts, pts[:1]]) if closed else pts
     n = max(int(math.ceil(s[-1] / step)), 2)
     t = np.linspace(0.0, s[-1], n, endpoint=not closed)
@@ -173,7 +122,7 @@ def _cone_array(xy: List[np.ndarray], cls: List[np.ndarray]) -> ConeArray:
 def _boundary_cones(line: np.ndarray, closed: bool, spacing: float
                     ) -> np.ndarray:
     """Place cones at uniform arc length <= ``spacing`` along a polyline."""
-    s = _arc_length(line, closed)
+    s = arc_length(line, closed)
     ext = np.vstack([line, line[:1]]) if closed else line
     n = max(int(math.ceil(s[-1] / spacing - 1e-9)), 1)
     t = np.linspace(0.0, s[-1], n + (0 if closed else 1), endpoint=not closed)
@@ -241,7 +190,6 @@ def skidpad_track(entry_length: float = 15.0, exit_length: float = 20.0,
     """
     ri = SKIDPAD_INNER_DIAMETER / 2.0
     ro = SKIDPAD_OUTER_DIAMETER / 2.0
-    rc = (ri + ro) / 2.0
     d = SKIDPAD_CENTRE_DISTANCE / 2.0
     centres = {'right': np.array([0.0, -d]), 'left': np.array([0.0, d])}
     xy, cls = [], []
@@ -269,24 +217,12 @@ def skidpad_track(entry_length: float = 15.0, exit_length: float = 20.0,
         for y in (hw, -hw):
             xy.append(np.column_stack([xs, np.full(len(xs), y)]))
             cls.append(np.full(len(xs), CONE_ORANGE))
-    step = 0.5
-    ex_x = np.arange(-entry_length, 0.0, step)
-    entry = np.column_stack([ex_x, np.zeros(len(ex_x))])
-    n_circ = int(math.ceil(2 * math.pi * rc / step))
-    t = np.linspace(0.0, 2 * math.pi * laps_per_side,
-                    n_circ * laps_per_side, endpoint=False)
-    right = centres['right'] + rc * np.column_stack(
-        [np.cos(math.pi / 2 - t), np.sin(math.pi / 2 - t)])
-    left = centres['left'] + rc * np.column_stack(
-        [np.cos(-math.pi / 2 + t), np.sin(-math.pi / 2 + t)])
-    out_x = np.arange(0.0, exit_length + 1e-9, step)
-    exit_ = np.column_stack([out_x, np.zeros(len(out_x))])
-    cl = np.vstack([entry, right, left, exit_])
+    cl = skidpad_route(entry_length, exit_length, laps_per_side)
     ex = np.array([1.0, 0.0])
     gate = _timing_line('start', np.zeros(2), ex, hw + 0.5)
     finish = _timing_line('finish', np.zeros(2), ex, hw + 0.5)
     return Track(name='skidpad', cones=_cone_array(xy, cls),
-                 car_start=Pose(x=-entry_length + 2.0), centerline=cl,
+                 car_start=Pose(x=-entry_length + SKIDPAD_START_AFTER_ENTRY), centerline=cl,
                  closed=False, width=ro - ri,
                  timing_lines={'start': gate, 'finish': finish},
                  mission='skidpad')
@@ -354,7 +290,7 @@ def _random_centerline(rng: np.random.Generator, lo: float, hi: float,
     dense = np.column_stack(splev(np.linspace(0, 1, 2000, endpoint=False),
                                   tck))
     target = rng.uniform(lo, hi)
-    dense *= target / _arc_length(dense, True)[-1]
+    dense *= target / arc_length(dense, True)[-1]
     if rng.random() < 0.5:
         dense = dense[::-1].copy()
     return _resample(dense, True, 0.5)
@@ -384,7 +320,7 @@ def _build_closed_track(cl: np.ndarray, width: float, spacing: float,
         cls.append(np.full(len(pts) - 1, colour))
         xy.append(big)
         cls.append(np.full(2, CONE_BIG_ORANGE))
-    s = _arc_length(cl, True)
+    s = arc_length(cl, True)
     back = s[-1] - car_start_offset
     ext = np.vstack([cl, cl[:1]])
     sx, sy = np.interp(back, s, ext[:, 0]), np.interp(back, s, ext[:, 1])
@@ -419,7 +355,7 @@ def _lateral(track: Track, xy: np.ndarray
     tan = _tangents(cl, track.closed)
     rel = xy - cl[idx]
     lat = tan[idx, 0] * rel[:, 1] - tan[idx, 1] * rel[:, 0]
-    s = _arc_length(cl, track.closed)[idx]
+    s = arc_length(cl, track.closed)[idx]
     return s, lat, dist
 
 
@@ -639,7 +575,7 @@ def make_track(spec: Dict, source: str = '') -> Track:
     checked: mirrored colours raise ``ValueError``, other findings are
     logged as warnings.
     """
-    from hil_bridge.config import config_path
+    from hil_bridge.interface.config import config_path
     if 'track_file' in spec:
         from hil_bridge.sim.track_files import open_track
         f = str(spec['track_file'])

@@ -9,7 +9,7 @@ the kinematic bicycle about the rear axle (turning radius L / tan(delta)),
 with the path curvature limited by tyre grip (``max_lat_accel``) at speed,
 so the car understeers instead of exceeding the lateral limit.
 
-Actuators, from a :class:`hil_bridge.vehicle_profile.VehicleProfile`:
+Actuators, from a :class:`hil_bridge.interface.vehicle_profile.VehicleProfile`:
 
 * steering: first-order lag (``steer_time_constant``) and rate limit
   (``max_steer_rate``); CARLA ``steer > 0`` turns RIGHT, i.e. a negative
@@ -30,8 +30,9 @@ from dataclasses import dataclass
 import math
 from typing import Deque, Optional, Tuple
 
-from hil_bridge.backend import ActorState, Pose, VehicleControl
-from hil_bridge.vehicle_profile import VehicleProfile
+from hil_bridge.bridge.backend import ActorState, VehicleControl
+from hil_bridge.interface.frames import Pose
+from hil_bridge.interface.vehicle_profile import VehicleProfile
 import numpy as np
 
 GRAVITY = 9.81

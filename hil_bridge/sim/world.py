@@ -5,7 +5,7 @@ The static and dynamic geometry the built-in sensors see (no rclpy).
 
 Everything is in ``map`` (REP-103, metres, radians); the ground is the plane
 z = ``ground_z``. Cones are Formula Student cones standing on the ground
-(sizes in ``hil_bridge.backend.CONE_SIZE``); boxes are vehicles and static
+(sizes in ``hil_bridge.interface.cones.CONE_SIZE``); boxes are vehicles and static
 obstacles, oriented by yaw only.
 """
 

@@ -117,7 +117,7 @@ def _short(text: str, limit: int = 150) -> str:
 
 def _draw(ax: Any, track: Any, legend: bool) -> None:
     """Draw cones, centre line, timing lines and the start pose on ``ax``."""
-    from hil_bridge.backend import CONE_NAMES
+    from hil_bridge.interface.cones import CONE_NAMES
     cl = np.asarray(track.centerline)
     loop = np.vstack([cl, cl[:1]]) if track.closed else cl
     ax.plot(loop[:, 0], loop[:, 1], '--', color='0.45', linewidth=0.8,

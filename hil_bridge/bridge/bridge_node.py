@@ -1,0 +1,526 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+The bridge node (``hil_bridge``): simulator <-> ROS 2, on the simulator PC.
+
+A thin rclpy shell around the pure cores: a :class:`hil_bridge.bridge.backend.Backend`
+(``builtin`` or ``carla``), the clock modes (:mod:`hil_bridge.bridge.sim_clock`),
+the drive-by-wire emulation (:mod:`hil_bridge.bridge.low_level_control`) and the
+message builder (:mod:`hil_bridge.bridge.frame_msgs`). Parameters and their
+defaults: ``config/hil_bridge.yaml`` (``PARAMS`` below has descriptions and
+ranges).
+
+Loop (main thread; subscriptions and services run in an executor thread):
+publish frame k (every message stamped with its sim time), wait as the
+clock mode says (lockstep: until ``lockstep_topics`` carry frame k's stamp;
+until the first commands arrive the frame is re-sent every second, so
+nodes that start late still get it),
+run the low-level controller on the newest ``cmd_vel``/``brake_request``/
+``/joy``, apply the control and tick (or, asynchronous, poll) the backend.
+
+Cruise (``cruise`` true): the bridge plays the Euro NCAP driver robot and
+commands the ego's scenario ``initial_speed`` straight ahead every frame
+in place of ``cmd_vel`` (which still counts for lockstep), so the AEB can
+be tested with the whole stack running on a scenario without cones, where
+the planner commands a stop.
+
+Services: ``~/pause`` (std_srvs/SetBool: true pauses, false resumes),
+``~/step`` (std_srvs/Trigger: one frame, then paused), ``~/advance``
+(std_srvs/Trigger: ``advance_seconds`` of sim time when > 0, else
+``advance_frames`` frames, then paused; set those parameters at run time,
+e.g. ``ros2 param set /hil_bridge advance_seconds 2.0``).
+
+Exit: 0 at mission end (``exit_on_mission_end``), after ``duration`` sim
+seconds or on SIGINT/SIGTERM; the referee result is printed as one line
+``REFEREE_RESULT {json}`` on stdout. 2 for bad parameters/scenario/rig;
+3 when the backend cannot be reached or is lost for longer than
+``reconnect_timeout`` (the car is braked first where possible).
+"""
+
+import json
+import math
+import signal
+import sys
+import threading
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+from hil_bridge.bridge.backend import Backend, BackendError, Frame, VehicleControl
+from hil_bridge.bridge.frame_msgs import FrameConverter, HAVE_TF2, tf_message
+from hil_bridge.bridge.low_level_control import LLCParams, LowLevelController
+from hil_bridge.bridge.sim_clock import select_mode, SimClock
+from hil_bridge.interface import contract
+from hil_bridge.interface.codecs import stamps
+from hil_bridge.interface.joy import JOY_PRESETS, JoyState
+from hil_bridge.interface.params import declare_params, ParamSpec
+from hil_bridge.interface.vehicle_profile import load_vehicle_profile
+import rclpy
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+from std_srvs.srv import SetBool, Trigger
+
+NODE_NAME = 'hil_bridge'
+EXIT_OK, EXIT_CONFIG, EXIT_BACKEND = 0, 2, 3
+RESULT_PREFIX = 'REFEREE_RESULT '
+#: lockstep: re-send the current frame this often (s) until the first commands
+REPUBLISH_PERIOD = 1.0
+
+PARAMS = [
+    ParamSpec('backend', 'simulator backend', choices=('builtin', 'carla')),
+    ParamSpec('host', 'CARLA server host'),
+    ParamSpec('port', 'CARLA server port', lo=1, hi=65535),
+    ParamSpec('timeout', 'CARLA client timeout (s)', lo=0.1, hi=600.0),
+    ParamSpec('role_name', 'role name of the ego vehicle ({role} in topics)'),
+    ParamSpec('scenario', 'scenario name (config/scenarios) or YAML path'),
+    ParamSpec('rig', 'sensor rig name (config/sensors) or path; "" = the '
+              "scenario's rig"),
+    ParamSpec('seed', 'seed of the built-in simulator (sensor noise)', lo=0, hi=2**31 - 1),
+    ParamSpec('render_cameras', 'built-in backend: render camera images'),
+    ParamSpec('synchronous_mode', 'the bridge ticks the world (else the world '
+              'runs on its own and the bridge publishes what it gets)'),
+    ParamSpec('fixed_delta_seconds', 'sim time per tick (s)', lo=0.001, hi=1.0),
+    ParamSpec('real_time_factor', 'pacing: 1 real time, 0.5 slow motion, '
+              '0 as fast as possible', lo=0.0, hi=100.0),
+    ParamSpec('wait_for_control', 'lockstep: wait for the commands computed '
+              'from each frame before the next tick'),
+    ParamSpec('lockstep_topics', 'command topics (contract keys: cmd_vel, '
+              'brake_request) lockstep waits for'),
+    ParamSpec('lockstep_timeout', 'lockstep: wall seconds to wait for a '
+              'command before ticking on (0 = forever)', lo=0.0, hi=3600.0),
+    ParamSpec('lockstep_startup_timeout', 'lockstep: wall seconds to wait '
+              'for the first command on each topic (0 = forever)', lo=0.0, hi=3600.0),
+    ParamSpec('cmd_timeout', 'watchdog: sim seconds without a valid command '
+              'before a controlled stop', lo=0.01, hi=60.0),
+    ParamSpec('watchdog_decel', 'watchdog stop deceleration (m/s^2)', lo=0.0, hi=50.0),
+    ParamSpec('watchdog_centre_steer', 'watchdog stop centres the steering '
+              '(else holds it)'),
+    ParamSpec('brake_request_timeout', 'sim seconds after which a brake '
+              'request expires (0 = latched until released)', lo=0.0, hi=60.0),
+    ParamSpec('actuation_delay', 'delay of the applied control (sim s)', lo=0.0, hi=5.0),
+    ParamSpec('kp', 'speed PID proportional gain (1 / (m/s))', lo=0.0, hi=100.0),
+    ParamSpec('ki', 'speed PID integral gain (1 / m)', lo=0.0, hi=100.0),
+    ParamSpec('kd', 'speed PID derivative gain (s/m)', lo=0.0, hi=100.0),
+    ParamSpec('integral_limit', 'speed PID integral clamp (m)', lo=0.0, hi=100.0),
+    ParamSpec('brake_gain', 'brake per unit of negative PID output', lo=0.0, hi=10.0),
+    ParamSpec('standstill_brake', 'brake holding a stopped car at target 0',
+              lo=0.0, hi=1.0),
+    ParamSpec('v_min', 'minimum speed in delta = atan(omega L / v) (m/s)',
+              lo=0.01, hi=10.0),
+    ParamSpec('joy_preset', 'Joy mapping preset', choices=tuple(JOY_PRESETS)),
+    ParamSpec('joy_steer_axis', 'override of the preset steering axis (-1 = keep)',
+              lo=-1, hi=64),
+    ParamSpec('joy_throttle_axis', 'override of the throttle axis (-1 = keep)',
+              lo=-1, hi=64),
+    ParamSpec('joy_brake_axis', 'override of the brake axis (-1 = keep)', lo=-1, hi=64),
+    ParamSpec('joy_takeover_button', 'override of the takeover button (-1 = keep)',
+              lo=-1, hi=64),
+    ParamSpec('joy_timeout', 'sim seconds after which a Joy message is ignored',
+              lo=0.01, hi=60.0),
+    ParamSpec('pedal_threshold', 'brake pedal travel (0..1) that overrides all',
+              lo=0.0, hi=1.0),
+    ParamSpec('publish_raw_images', 'publish sensor_msgs/Image'),
+    ParamSpec('publish_compressed', 'publish JPEG CompressedImage too'),
+    ParamSpec('jpeg_quality', 'JPEG quality (1..100)', lo=1, hi=100),
+    ParamSpec('clock_period', '/clock every this many sim seconds (0 = every frame; '
+              'fewer messages for small onboard CPUs, coarser sim-time timers)',
+              lo=0.0, hi=1.0),
+    ParamSpec('publish_tf', 'publish /tf and /tf_static (needs tf2_msgs)'),
+    ParamSpec('cruise', "driver robot: drive straight at the ego's scenario "
+              'initial_speed and ignore cmd_vel (still counted for lockstep); '
+              'brake_request and /joy act as usual (AEB tests, no planner)'),
+    ParamSpec('duration', 'stop after this many sim seconds (0 = until mission end)',
+              lo=0.0, hi=1e6),
+    ParamSpec('exit_on_mission_end', 'exit 0 at mission end (the runner relies on it)'),
+    ParamSpec('reconnect_timeout', 'seconds to retry a lost/unreachable backend',
+              lo=0.0, hi=3600.0),
+    ParamSpec('advance_frames', '~/advance: frames to run when advance_seconds is 0',
+              lo=1, hi=1000000),
+    ParamSpec('advance_seconds', '~/advance: sim seconds to run (0 = use '
+              'advance_frames)', lo=0.0, hi=1e6),
+]
+
+
+def make_backend(values: Dict[str, Any]) -> Backend:
+    """Return the backend the parameters ask for (not set up yet)."""
+    if values['backend'] == 'carla':
+        from hil_bridge.carla_backend.backend import CarlaBackend
+        return CarlaBackend(host=values['host'], port=int(values['port']),
+                            timeout=float(values['timeout']),
+                            role_name=values['role_name'],
+                            synchronous=bool(values['synchronous_mode']),
+                            fixed_delta_seconds=float(values['fixed_delta_seconds']))
+    from hil_bridge.sim.builtin_backend import BuiltinBackend
+    return BuiltinBackend(seed=int(values['seed']),
+                          render_cameras=bool(values['render_cameras']))
+
+
+class BridgeNode(Node):
+    """The bridge: see the module docstring."""
+
+    def __init__(self, backend: Optional[Backend] = None, **kwargs: Any) -> None:
+        super().__init__(NODE_NAME, **kwargs)
+        self.values = declare_params(self, PARAMS, NODE_NAME)
+        v = self.values
+        from hil_bridge.bridge.scenario import load_scenario
+        from hil_bridge.interface.rig import load_rig
+        self.role = str(v['role_name'])
+        self.scenario = load_scenario(v['scenario'], ego__role_name=self.role)
+        self.rig = load_rig(v['rig'] or self.scenario.rig)
+        self.profile = load_vehicle_profile(self.scenario.ego.profile)
+        self.llc = LowLevelController(
+            self.profile, LLCParams.from_mapping(v, preset=v['joy_preset']))
+        self.mode = select_mode(bool(v['synchronous_mode']), bool(v['wait_for_control']))
+        topics = list(v['lockstep_topics'] or [])
+        for name in topics:
+            if name not in ('cmd_vel', 'brake_request'):
+                raise ValueError(f'lockstep_topics: {name!r} is not cmd_vel or '
+                                 'brake_request')
+        self.backend = backend if backend is not None else make_backend(v)
+        rtf = float(v['real_time_factor'])
+        if self.mode == 'async' and type(self.backend).latest is Backend.latest:
+            self.get_logger().info('the backend is synchronous only: asynchronous '
+                                   'mode is emulated by ticking in real time')
+            self.mode, rtf = 'sync', 1.0
+        self.dt = float(v['fixed_delta_seconds'])
+        self.clock = SimClock(self.mode, self.dt, rtf, topics or ['cmd_vel'],
+                              float(v['lockstep_timeout']),
+                              float(v['lockstep_startup_timeout']))
+        self.converter = FrameConverter(self.role, self.rig,
+                                        bool(v['publish_raw_images']),
+                                        bool(v['publish_compressed']),
+                                        int(v['jpeg_quality']),
+                                        float(v['clock_period']))
+        self.lock = threading.Lock()
+        self.wake = threading.Condition(self.lock)
+        self.stop_requested = threading.Event()
+        self._cmd: Optional[Tuple[float, float, float]] = None
+        self._brake: Optional[Tuple[float, float]] = None
+        self._joy: Optional[JoyState] = None
+        self._sim_time = 0.0
+        self._warn_times: Dict[str, float] = {}
+        self.publishers_by_name: Dict[str, Any] = {}
+        for key, name in self.converter.topic_list(a.role_name for a in self.scenario.actors):
+            self._publisher(key, name)
+        self.tf_pub = self.tf_static_pub = None
+        if bool(v['publish_tf']):
+            if HAVE_TF2:
+                self.tf_pub = contract.create_publisher(self, 'tf', self.role)
+                self.tf_static_pub = contract.create_publisher(self, 'tf_static', self.role)
+            else:
+                self.get_logger().info('tf2_msgs is not installed: /tf and /tf_static '
+                                       'are not published')
+        contract.create_subscription(self, 'cmd_vel', self._on_cmd, self.role)
+        contract.create_subscription(self, 'brake_request', self._on_brake, self.role)
+        contract.create_subscription(self, 'joy', self._on_joy, self.role)
+        self.create_service(SetBool, '~/pause', self._srv_pause)
+        self.create_service(Trigger, '~/step', self._srv_step)
+        self.create_service(Trigger, '~/advance', self._srv_advance)
+        self.cruise_speed: Optional[float] = None
+        if bool(v['cruise']):
+            self.cruise_speed = float(self.scenario.ego.initial_speed)
+            self.get_logger().info(f'cruise: driving straight at {self.cruise_speed:.2f} '
+                                   'm/s, cmd_vel is ignored')
+        self.frame: Optional[Frame] = None
+        self.source = 'watchdog'
+        self.control = VehicleControl(brake=1.0)
+
+    # ------------------------------------------------------------ plumbing
+    def _publisher(self, key: str, name: str) -> Any:
+        pub = self.publishers_by_name.get(name)
+        if pub is None:
+            row = contract.topic(key)
+            pub = self.create_publisher(row.msg_class(), name, contract.qos_profile(row.qos))
+            self.publishers_by_name[name] = pub
+        return pub
+
+    def _warn(self, key: str, text: str, period: float = 2.0) -> None:
+        now = time.monotonic()
+        if now - self._warn_times.get(key, -math.inf) >= period:
+            self._warn_times[key] = now
+            self.get_logger().warning(text)
+
+    def _on_cmd(self, msg: Any) -> None:
+        stamp = stamps.sec_from_stamp(msg.header.stamp)
+        with self.wake:
+            self._cmd = (msg.twist.linear.x, msg.twist.angular.z, stamp)
+            self.clock.on_command('cmd_vel', stamp)
+            self.wake.notify_all()
+
+    def _on_brake(self, msg: Any) -> None:
+        stamp = stamps.sec_from_stamp(msg.header.stamp)
+        with self.wake:
+            self._brake = (msg.accel.linear.x, stamp)
+            self.clock.on_command('brake_request', stamp)
+            self.wake.notify_all()
+
+    def _on_joy(self, msg: Any) -> None:
+        with self.wake:
+            self._joy = JoyState(list(msg.axes), list(msg.buttons), self._sim_time)
+
+    def _srv_pause(self, request: Any, response: Any) -> Any:
+        with self.wake:
+            self.clock.pause(bool(request.data))
+            self.wake.notify_all()
+        response.success = True
+        response.message = 'paused' if request.data else 'running'
+        self.get_logger().info(f'simulation {response.message}')
+        return response
+
+    def _trigger(self, response: Any, frames: int = 0, seconds: float = 0.0) -> Any:
+        try:
+            with self.wake:
+                if seconds > 0.0:
+                    frames = self.clock.advance_seconds(seconds)
+                else:
+                    self.clock.step(frames)
+                self.wake.notify_all()
+            response.success = True
+            response.message = f'advancing {frames} frame(s)'
+        except ValueError as err:
+            response.success = False
+            response.message = str(err)
+        return response
+
+    def _srv_step(self, request: Any, response: Any) -> Any:
+        return self._trigger(response, frames=1)
+
+    def _srv_advance(self, request: Any, response: Any) -> Any:
+        seconds = float(self.get_parameter('advance_seconds').value)
+        frames = int(self.get_parameter('advance_frames').value)
+        return self._trigger(response, frames=frames, seconds=seconds)
+
+    # --------------------------------------------------------------- frames
+    def publish_frame(self, frame: Frame) -> None:
+        """Publish every message of ``frame`` (one sim-time stamp)."""
+        for (key, name), msg in self.converter.messages(frame, self.source,
+                                                        self.control).items():
+            self._publisher(key, name).publish(msg)
+        if self.tf_pub is not None:
+            self.tf_pub.publish(tf_message(self.converter.transforms(frame)))
+
+    def _take_inputs(self) -> Tuple[Any, Any, Any]:
+        with self.lock:
+            out = (self._cmd, self._brake, self._joy)
+            self._cmd = self._brake = self._joy = None
+        return out
+
+    def control_step(self, frame: Frame) -> VehicleControl:
+        """Run the low-level controller at ``frame`` and return its control."""
+        cmd, brake, joy = self._take_inputs()
+        if self.cruise_speed is not None:
+            cmd = (self.cruise_speed, 0.0, frame.sim_time)
+        control, source = self.llc.update(frame.sim_time, frame.ego.speed, cmd, brake, joy)
+        for text in self.llc.drain_messages():
+            if text.startswith('joy ignored'):  # raised once by the controller
+                self.get_logger().error(text)
+            else:
+                self._warn(text.split(':')[0], text)
+        if source != self.source:
+            self.get_logger().info(f'control source: {self.source} -> {source}')
+        self.control, self.source = control, source
+        return control
+
+    def result(self, reason: str, status: str = '') -> Dict[str, Any]:
+        """Return the referee summary of the run, with the bridge's counters."""
+        out: Dict[str, Any] = {}
+        res = getattr(self.backend, 'result', None)
+        if res is not None and hasattr(res, 'as_dict'):
+            out.update(res.as_dict())
+        frame = self.frame
+        if frame is not None:
+            for ev in frame.events:
+                if ev.kind == 'mission_end':
+                    for k, val in ev.data.items():
+                        out.setdefault(k, val)
+        out.setdefault('status', 'running')
+        if status:
+            out['status'] = status
+        out.update({'scenario': self.scenario.name, 'end_reason': reason,
+                    'sim_time': None if frame is None else frame.sim_time,
+                    'frames': None if frame is None else frame.frame,
+                    'lockstep_timeouts': self.clock.timeouts,
+                    'controller': dict(self.llc.counters)})
+        return out
+
+    def request_stop(self, signum: int = 0, _frame: object = None) -> None:
+        """Ask the run loop to end after the current frame (signal-safe)."""
+        self.stop_requested.set()
+        with self.wake:
+            self.wake.notify_all()
+
+    def _running(self) -> bool:
+        return rclpy.ok(context=self.context) and not self.stop_requested.is_set()
+
+    def _setup_backend(self) -> Frame:
+        deadline = time.monotonic() + float(self.values['reconnect_timeout'])
+        while True:
+            try:
+                return self.backend.setup(self.scenario, self.rig)
+            except BackendError as err:
+                where = (f"CARLA at {self.values['host']}:{self.values['port']}"
+                         if self.values['backend'] == 'carla' else 'the built-in simulator')
+                if time.monotonic() >= deadline or not self._running():
+                    raise BackendError(
+                        f'cannot set up {where}: {err}. Check that the server runs, '
+                        'the host/port parameters and the timeout') from err
+                self._warn('setup', f'cannot set up {where} ({err}); retrying')
+                time.sleep(1.0)
+
+    def _tick(self, frame: Frame) -> Optional[Frame]:
+        """
+        Run the controller, apply its control and advance one frame.
+
+        Synchronous: control from ``frame``, then ``step``. Asynchronous:
+        poll ``latest()`` and control from the new frame (None: nothing
+        new). A lost backend is retried for ``reconnect_timeout`` with the
+        brake commanded, then ``BackendError`` is raised.
+        """
+        deadline: Optional[float] = None
+        controlled = False
+        while True:
+            try:
+                if self.mode == 'async':
+                    new = self.backend.latest()
+                    if new is not None:
+                        if deadline is None:
+                            self.control_step(new)
+                        self.backend.apply_control(self.control)
+                    return new
+                if not controlled:
+                    self.control_step(frame)
+                    controlled = True
+                self.backend.apply_control(self.control)
+                return self.backend.step(self.dt)
+            except BackendError as err:
+                if deadline is None:
+                    deadline = time.monotonic() + float(self.values['reconnect_timeout'])
+                    self.get_logger().error(
+                        f"backend lost ({err}) at {self.values['host']}:"
+                        f"{self.values['port']}: commands stopped, retrying for "
+                        f"{self.values['reconnect_timeout']} s")
+                    self.control, self.source = VehicleControl(brake=1.0), 'watchdog'
+                if time.monotonic() >= deadline or not self._running():
+                    raise
+                time.sleep(0.5)
+
+    def run(self) -> int:
+        """Run the simulation loop until the end; return the exit code."""
+        frame = self._setup_backend()
+        self.frame = frame
+        if self.tf_static_pub is not None:
+            self.tf_static_pub.publish(tf_message(self.converter.static_transforms()))
+        self.get_logger().info(
+            f'{self.values["backend"]} backend ready: scenario {self.scenario.name}, '
+            f'{len(self.rig)} sensors, mode {self.mode}, dt {self.dt} s')
+        duration = float(self.values['duration'])
+        self.publish_frame(frame)
+        with self.lock:
+            self.clock.on_published(frame.sim_time, time.monotonic())
+        last_pub = time.monotonic()
+        while self._running():
+            with self.wake:
+                decision = self.clock.ready(time.monotonic())
+                if not decision.tick:
+                    self.wake.wait(timeout=min(decision.wait, 0.05))
+                    waiting_first = self.mode == 'lockstep' and not self.clock.started()
+            if not decision.tick:
+                if waiting_first and time.monotonic() - last_pub > REPUBLISH_PERIOD:
+                    # nodes that came up after frame k was sent still get it
+                    self.publish_frame(frame)
+                    last_pub = time.monotonic()
+                continue
+            if decision.message:
+                self.get_logger().warning(decision.message)
+            new = self._tick(frame)
+            if new is None:  # asynchronous, nothing new yet
+                time.sleep(0.001)
+                continue
+            frame = new
+            with self.lock:
+                self.clock.on_tick(time.monotonic())
+                self._sim_time = frame.sim_time
+            self.frame = frame
+            self.publish_frame(frame)
+            last_pub = time.monotonic()
+            with self.lock:
+                self.clock.on_published(frame.sim_time, last_pub)
+            ended = any(ev.kind == 'mission_end' for ev in frame.events)
+            for ev in frame.events:
+                self.get_logger().info(f'referee: {ev.kind} at t={ev.sim_time:.2f} {ev.data}')
+            if ended and bool(self.values['exit_on_mission_end']):
+                return self.finish('mission_end')
+            if duration > 0.0 and frame.sim_time >= duration - 1e-9:
+                return self.finish('duration')
+        return self.finish('shutdown')
+
+    def finish(self, reason: str, status: str = '') -> int:
+        """Print the referee result line and return exit code 0."""
+        print(RESULT_PREFIX + json.dumps(self.result(reason, status), default=str),
+              flush=True)
+        return EXIT_OK
+
+
+def _spin(executor: SingleThreadedExecutor) -> None:
+    try:
+        executor.spin()
+    except (ExternalShutdownException, KeyboardInterrupt):
+        pass
+
+
+def main(args: Optional[List[str]] = None) -> int:
+    """
+    Start the bridge, run it to the end and return the exit code.
+
+    SIGINT and SIGTERM do not tear the ROS context down under the running
+    loop (rclpy's own handlers would, and a publish on a dead context
+    raises): they ask the loop to stop after the current frame, so the
+    referee result line is always printed before the context goes.
+    """
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    node: Optional[BridgeNode] = None
+    code = EXIT_OK
+    executor = SingleThreadedExecutor()
+    thread = None
+    previous = {}
+    try:
+        try:
+            node = BridgeNode()
+        except (ValueError, FileNotFoundError, KeyError) as err:
+            print(f'hil_bridge: bad configuration: {err}', file=sys.stderr, flush=True)
+            return EXIT_CONFIG
+        except BackendError as err:
+            print(f'hil_bridge: {err}', file=sys.stderr, flush=True)
+            return EXIT_BACKEND
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, node.request_stop)
+        executor.add_node(node)
+        thread = threading.Thread(target=_spin, args=(executor,), daemon=True)
+        thread.start()
+        try:
+            code = node.run()
+        except BackendError as err:
+            node.get_logger().error(f'{err}; exiting')
+            node.finish('backend_lost', status='error')
+            code = EXIT_BACKEND
+        time.sleep(0.3)  # let reliable subscribers get the last messages
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if node is not None:
+            try:
+                node.backend.teardown()
+            except Exception as err:  # noqa: B902 - teardown must not mask the exit
+                print(f'hil_bridge: teardown failed: {err}', file=sys.stderr)
+        executor.shutdown(timeout_sec=1.0)
+        if thread is not None:
+            thread.join(timeout=2.0)
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return code
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,1116 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+The CARLA backend: loads a scenario into a CARLA 0.9.x server (no rclpy).
+
+:class:`CarlaBackend` implements :class:`hil_bridge.bridge.backend.Backend`. It
+connects with a timeout and retries, spawns the ego vehicle, its sensor rig,
+the track's cones (static props) and the other actors, sets the world
+settings (restored on teardown), and turns the sensors' callbacks into
+complete, REP-103 :class:`hil_bridge.bridge.backend.Frame` objects:
+
+* synchronous mode: ``step`` ticks the world and waits (up to
+  ``sensor_timeout``) until every sensor *due at that frame* has delivered;
+  a sensor with ``sensor_tick`` T is due every ``ceil(T / dt)`` frames
+  after its last delivery. Late data of an already published frame is
+  stale and dropped; a sensor that misses ``max_missed`` frames in a row is
+  no longer waited for until it delivers again.
+* asynchronous mode: the server runs on its own; ``latest`` returns the
+  newest complete frame (older incomplete ones are dropped).
+
+Conversions (``hil_bridge.interface.frames``): camera images are zero-copy bgr8 views
+of the BGRA buffer (the view keeps the CARLA image alive); lidar points are
+float32 (N, 4) with y negated in one vectorised pass; actor states are
+REP-103 (``map`` for poses and velocities, body frame for angular velocity
+and acceleration). Frame numbers and times are counted from the first frame
+after set-up (frame 0, t = 0); the server's absolute values are in
+``carla_frame``/``carla_time``.
+
+Every actor spawned is destroyed on ``teardown`` (also on a failed set-up,
+at interpreter exit, and on SIGINT/SIGTERM once
+:meth:`CarlaBackend.install_signal_handlers` is called), in one
+``apply_batch_sync`` of ``carla.command.DestroyActor``.
+
+The ``carla`` module is imported on first use, so this module loads where
+the CARLA client is not installed; tests pass a fake module as
+``carla_module``.
+"""
+
+import atexit
+from collections import deque
+from dataclasses import dataclass, field
+import logging
+import math
+import os
+import signal
+import threading
+import time
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+
+from hil_bridge.bridge.backend import (ActorState, Backend, BackendError, Event, Frame,
+                                       SensorReading, VehicleControl)
+from hil_bridge.carla_backend import ue_frames
+from hil_bridge.interface import frames
+from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_UNKNOWN,
+                                        CONE_YELLOW)
+from hil_bridge.interface.frames import Pose
+from hil_bridge.interface.rig import SensorSpec
+from hil_bridge.interface.track import ConeArray
+import numpy as np
+
+LIDAR = 'sensor.lidar.ray_cast'
+CAMERA_PREFIX = 'sensor.camera.'
+COLLISION = 'sensor.other.collision'
+
+#: Stock CARLA has no blue or yellow Formula Student cones: every small cone
+#: is ``static.prop.trafficcone01`` (orange/white) and the big orange one is
+#: ``static.prop.constructioncone``. The ground truth keeps the real class.
+DEFAULT_CONE_BLUEPRINTS: Dict[int, str] = {
+    CONE_UNKNOWN: 'static.prop.trafficcone01',
+    CONE_BLUE: 'static.prop.trafficcone01',
+    CONE_YELLOW: 'static.prop.trafficcone01',
+    CONE_ORANGE: 'static.prop.trafficcone01',
+    CONE_BIG_ORANGE: 'static.prop.constructioncone',
+}
+
+_Log = Any  # logging.Logger or an rclpy logger (debug/info/warning/error)
+
+
+class _KeepAlive(np.ndarray):
+    """
+    An ndarray view that keeps the CARLA measurement owning its memory.
+
+    ``carla.Image.raw_data`` is a memoryview of the image's own memory that
+    does not hold a reference to the image; a plain numpy view would
+    dangle once the image is freed. Views of this array keep it (and
+    through ``_owner`` the image) alive.
+    """
+
+    _owner: Any = None
+
+    def __array_finalize__(self, obj: Any) -> None:
+        """Propagate the owner to views."""
+        self._owner = getattr(obj, '_owner', None)
+
+
+def camera_intrinsics(width: int, height: int, fov_deg: float) -> np.ndarray:
+    """
+    Return the 3x3 pinhole K of a CARLA camera (pixels).
+
+    ``fx = fy = width / (2 tan(fov / 2))``, ``cx = width / 2``,
+    ``cy = height / 2`` (fov: horizontal, degrees, in (0, 180)).
+    """
+    fov = float(fov_deg)
+    if not (0.0 < fov < 180.0) or width <= 0 or height <= 0:
+        raise ValueError(f'camera: bad size {width}x{height} or fov {fov}')
+    f = width / (2.0 * math.tan(math.radians(fov) / 2.0))
+    return np.array([[f, 0.0, width / 2.0], [0.0, f, height / 2.0],
+                     [0.0, 0.0, 1.0]])
+
+
+def _version_core(version: str) -> Tuple[str, ...]:
+    """Return the leading ``major.minor.patch`` parts of a version string."""
+    core = str(version).strip().split('-')[0]
+    return tuple(core.split('.')[:3])
+
+
+# --------------------------------------------------------------------------
+# per-frame assembly of sensor data
+
+
+@dataclass
+class _Payload:
+    data: np.ndarray
+    intrinsics: Optional[np.ndarray]
+    frame: int
+    timestamp: float
+
+
+@dataclass
+class _Pending:
+    readings: Dict[str, _Payload] = field(default_factory=dict)
+    timestamp: float = 0.0
+    first_arrival: float = 0.0
+
+
+class FrameAssembler:
+    """
+    Collect sensor data per CARLA frame and decide when a frame is complete.
+
+    ``periods`` maps sensor id to its ``sensor_tick`` (s, 0 = every frame);
+    ``dt`` is the fixed frame period (s). In synchronous mode a sensor is
+    due ``ceil(period / dt)`` frames after its last delivery (every frame
+    for period <= dt); asynchronously, when ``period`` seconds have passed.
+    A sensor never heard of is due. Thread-safe: ``add`` runs in CARLA's
+    callback threads, the rest in the bridge's thread.
+    """
+
+    def __init__(self, periods: Dict[str, float], dt: float,
+                 synchronous: bool = True, max_missed: int = 5,
+                 logger: Optional[_Log] = None, max_pending: int = 64
+                 ) -> None:
+        self.periods = dict(periods)
+        self.dt = float(dt)
+        self.synchronous = bool(synchronous)
+        self.max_missed = int(max_missed)
+        self._log = logger or logging.getLogger(__name__)
+        self._max_pending = int(max_pending)
+        self._cond = threading.Condition()
+        self._pending: Dict[int, _Pending] = {}
+        self._history: Dict[str, Deque[Tuple[int, float]]] = {
+            s: deque(maxlen=16) for s in self.periods}
+        self._missed: Dict[str, int] = dict.fromkeys(self.periods, 0)
+        self._ignored: Dict[str, bool] = dict.fromkeys(self.periods, False)
+        self.emitted = -1
+        self.stats: Dict[str, int] = {'stale': 0, 'missing': 0,
+                                      'incomplete_dropped': 0}
+
+    def frames_between(self, period: float) -> int:
+        """Return after how many frames a sensor with ``period`` is due."""
+        if period <= 0.0 or self.dt <= 0.0:
+            return 1
+        return max(1, int(math.ceil(period / self.dt - 1e-6)))
+
+    def add(self, sensor_id: str, payload: _Payload) -> bool:
+        """Store one sensor's data; return False when it is stale."""
+        with self._cond:
+            hist = self._history.setdefault(sensor_id, deque(maxlen=16))
+            hist.append((payload.frame, payload.timestamp))
+            if self._ignored.get(sensor_id):
+                self._ignored[sensor_id] = False
+                self._log.info(f'sensor {sensor_id} delivers again')
+            self._missed[sensor_id] = 0
+            if payload.frame <= self.emitted:
+                self.stats['stale'] += 1
+                return False
+            entry = self._pending.get(payload.frame)
+            if entry is None:
+                entry = _Pending(timestamp=payload.timestamp,
+                                 first_arrival=time.monotonic())
+                self._pending[payload.frame] = entry
+                while len(self._pending) > self._max_pending:
+                    oldest = min(self._pending)
+                    self.stats['stale'] += len(
+                        self._pending.pop(oldest).readings)
+            entry.readings[sensor_id] = payload
+            self._cond.notify_all()
+            return True
+
+    def _last_before(self, sensor_id: str, frame: int
+                     ) -> Optional[Tuple[int, float]]:
+        best = None
+        for f, t in self._history.get(sensor_id, ()):
+            if f < frame and (best is None or f > best[0]):
+                best = (f, t)
+        return best
+
+    def due(self, frame: int, t: float) -> List[str]:
+        """Return the sensors expected at ``frame`` (sim time ``t``, s)."""
+        with self._cond:
+            out = []
+            for sid, period in self.periods.items():
+                if self._ignored.get(sid):
+                    continue
+                last = self._last_before(sid, frame)
+                if last is None:
+                    out.append(sid)
+                elif self.synchronous:
+                    if frame - last[0] >= self.frames_between(period):
+                        out.append(sid)
+                elif t - last[1] >= period - 1e-3:
+                    out.append(sid)
+            return out
+
+    def _take(self, frame: int, missing: List[str]) -> Dict[str, _Payload]:
+        """Pop ``frame``, drop older pending frames, count misses (locked)."""
+        entry = self._pending.pop(frame, None)
+        for f in [f for f in self._pending if f < frame]:
+            self.stats['stale'] += len(self._pending.pop(f).readings)
+            self.stats['incomplete_dropped'] += 1
+        self.emitted = max(self.emitted, frame)
+        self.stats['missing'] += len(missing)
+        for sid in missing:
+            self._missed[sid] = self._missed.get(sid, 0) + 1
+            if self._missed[sid] >= self.max_missed and \
+                    not self._ignored.get(sid):
+                self._ignored[sid] = True
+                self._log.error(
+                    f'sensor {sid} missed {self._missed[sid]} frames in a '
+                    'row: no longer waiting for it (frames go out without '
+                    'it until it delivers again)')
+        return entry.readings if entry is not None else {}
+
+    def wait(self, frame: int, t: float, timeout: float
+             ) -> Tuple[Dict[str, _Payload], List[str]]:
+        """
+        Wait until every sensor due at ``frame`` has delivered.
+
+        Returns the frame's data and the ids of due sensors still missing
+        after ``timeout`` seconds (wall clock).
+        """
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            due = self.due(frame, t)
+            while True:
+                entry = self._pending.get(frame)
+                got = entry.readings if entry is not None else {}
+                missing = [s for s in due if s not in got]
+                remaining = deadline - time.monotonic()
+                if not missing or remaining <= 0.0:
+                    break
+                self._cond.wait(remaining)
+            return self._take(frame, missing), missing
+
+    def newest_complete(self, max_age: float
+                        ) -> Optional[Tuple[int, float, Dict[str, _Payload],
+                                            List[str]]]:
+        """
+        Return the newest complete pending frame (asynchronous mode).
+
+        A frame waiting longer than ``max_age`` seconds (wall clock) counts
+        as complete with its missing sensors reported. Returns ``(frame,
+        timestamp, data, missing)`` or None; older frames are dropped.
+        """
+        with self._cond:
+            now = time.monotonic()
+            for f in sorted(self._pending, reverse=True):
+                entry = self._pending[f]
+                missing = [s for s in self.due(f, entry.timestamp)
+                           if s not in entry.readings]
+                if not missing or now - entry.first_arrival > max_age:
+                    ts = entry.timestamp
+                    return f, ts, self._take(f, missing), missing
+            return None
+
+    def wait_any(self, timeout: float) -> None:
+        """Block until new data arrives or ``timeout`` seconds pass."""
+        with self._cond:
+            self._cond.wait(timeout)
+
+
+# --------------------------------------------------------------------------
+# the backend
+
+
+@dataclass
+class _SensorSlot:
+    sensor_id: str
+    blueprint: str
+    kind: str
+    period: float
+    actor: Any = None
+    intrinsics: Optional[np.ndarray] = None
+
+
+@dataclass
+class _ActorSlot:
+    role_name: str
+    actor: Any
+    size: np.ndarray
+    box_offset: float
+    frame_offset: float = 0.0
+    script: Any = None
+    path: str = 'line'
+
+
+class CarlaBackend(Backend):
+    """
+    A CARLA 0.9.x server as a :class:`hil_bridge.bridge.backend.Backend`.
+
+    ``host``/``port``: the server's RPC address; ``timeout`` (s) for every
+    RPC; ``retries`` connection attempts ``retry_delay`` s apart;
+    ``synchronous`` with ``fixed_delta_seconds`` (s; 0 = variable steps in
+    asynchronous mode); ``sensor_timeout`` (s, wall clock) how long a frame
+    waits for a due sensor; ``max_missed`` consecutive misses after which a
+    sensor is no longer waited for; ``cone_blueprints`` maps cone class ids
+    to CARLA props; ``cone_z`` is the height (m, REP-103 ``map``) at which
+    cones are placed (static props do not fall); ``collision_sensor``
+    attaches ``sensor.other.collision`` to the ego for cone_hit and
+    collision events; ``logger`` is a ``logging.Logger`` or rclpy logger.
+    """
+
+    def __init__(self, host: str = 'localhost', port: int = 2000,
+                 timeout: float = 10.0, role_name: str = 'ego_vehicle',
+                 synchronous: bool = True, fixed_delta_seconds: float = 0.05,
+                 retries: int = 3, sensor_timeout: float = 2.0,
+                 retry_delay: float = 1.0, max_missed: int = 5,
+                 cone_blueprints: Optional[Dict[int, str]] = None,
+                 cone_z: float = 0.0, collision_sensor: bool = True,
+                 carla_module: Any = None, logger: Optional[_Log] = None
+                 ) -> None:
+        def positive(name: str, value: Any, allow_zero: bool = False
+                     ) -> float:
+            v = float(value)
+            if not math.isfinite(v) or v < 0.0 or (v == 0.0 and
+                                                   not allow_zero):
+                raise ValueError(f'CarlaBackend: {name} must be '
+                                 f'{">= 0" if allow_zero else "> 0"}, '
+                                 f'got {value!r}')
+            return v
+        if not isinstance(host, str) or not host:
+            raise ValueError(f'CarlaBackend: host must be a non-empty '
+                             f'string, got {host!r}')
+        if not isinstance(port, int) or not 1 <= port <= 65535:
+            raise ValueError(f'CarlaBackend: port must be 1..65535, got '
+                             f'{port!r}')
+        if not isinstance(retries, int) or retries < 1:
+            raise ValueError(f'CarlaBackend: retries must be >= 1, got '
+                             f'{retries!r}')
+        if not role_name:
+            raise ValueError('CarlaBackend: role_name must not be empty')
+        self.host = host
+        self.port = port
+        self.timeout = positive('timeout', timeout)
+        self.role_name = str(role_name)
+        self.synchronous = bool(synchronous)
+        self.fixed_delta_seconds = positive(
+            'fixed_delta_seconds', fixed_delta_seconds,
+            allow_zero=not synchronous)
+        self.retries = retries
+        self.retry_delay = positive('retry_delay', retry_delay, True)
+        self.sensor_timeout = positive('sensor_timeout', sensor_timeout)
+        self.max_missed = max(1, int(max_missed))
+        self.cone_blueprints = dict(DEFAULT_CONE_BLUEPRINTS)
+        self.cone_blueprints.update(cone_blueprints or {})
+        self.cone_z = float(cone_z)
+        self.collision_sensor = bool(collision_sensor)
+        self._carla_module = carla_module
+        self._log = logger or logging.getLogger('hil_bridge.carla_backend.backend')
+        self._client: Any = None
+        self._world: Any = None
+        self.server_version = ''
+        self.client_version = ''
+        self._reset_state()
+        self._teardown_lock = threading.RLock()
+        self._prev_handlers: Dict[int, Any] = {}
+
+    def _reset_state(self) -> None:
+        self._original_settings: Any = None
+        self._spawned_ids: List[int] = []
+        self._spawned_objs: Dict[int, Any] = {}
+        self._ego: Any = None
+        self._ego_slot: Optional[_ActorSlot] = None
+        self._actor_slots: List[_ActorSlot] = []
+        self._sensors: List[_SensorSlot] = []
+        self._assembler: Optional[FrameAssembler] = None
+        self._cones = ConeArray()
+        self._cone_index: Dict[int, int] = {}
+        self._events: List[Event] = []
+        self._events_lock = threading.Lock()
+        self._control = VehicleControl()
+        self._max_steer = 0.0
+        self._frame0: Optional[int] = None
+        self._t0 = 0.0
+        self._sim_time = 0.0
+        self._dt = self.fixed_delta_seconds
+        self._ready = False
+        self.carla_frame = -1
+        self.carla_time = 0.0
+        self.stats: Dict[str, int] = {'frames': 0, 'bad_data': 0}
+
+    # ------------------------------------------------------------ helpers
+
+    @property
+    def carla(self) -> Any:
+        """Return the ``carla`` module in use (imported on first use)."""
+        if self._carla_module is None:
+            try:
+                import carla
+            except ImportError as exc:
+                raise BackendError(
+                    'the CARLA Python client is not installed: pip install '
+                    'carla==<server version> (e.g. 0.9.16)') from exc
+            self._carla_module = carla
+        return self._carla_module
+
+    def _where(self) -> str:
+        return f'CARLA server at {self.host}:{self.port}'
+
+    def _lost(self, what: str, exc: BaseException) -> BackendError:
+        return BackendError(f'lost the {self._where()} during {what}: {exc}; '
+                            'check that the simulator is still running')
+
+    def _transform(self, pose: Any) -> Any:
+        """Return the ``carla.Transform`` of a REP-103 pose."""
+        carla = self.carla
+        loc, rot = ue_frames.ros_to_carla_pose(pose)
+        return carla.Transform(carla.Location(*loc), carla.Rotation(*rot))
+
+    def _heading_velocity(self, yaw: float, speed: float) -> Any:
+        """Return a ``carla.Vector3D`` of ``speed`` (m/s) along REP-103 yaw."""
+        carla = self.carla
+        v = ue_frames.ros_to_carla_velocity(
+            (speed * math.cos(yaw), speed * math.sin(yaw), 0.0))
+        return carla.Vector3D(*v)
+
+    # --------------------------------------------------------- connection
+
+    def connect(self) -> None:
+        """
+        Connect to the server (``retries`` attempts) and check versions.
+
+        Raises :class:`BackendError` naming host and port when the server
+        cannot be reached; logs a warning when the client and server
+        versions differ.
+        """
+        carla = self.carla
+        last: Optional[BaseException] = None
+        for attempt in range(1, self.retries + 1):
+            try:
+                client = carla.Client(self.host, self.port)
+                client.set_timeout(self.timeout)
+                world = client.get_world()
+                server_version = client.get_server_version()
+            except RuntimeError as exc:
+                last = exc
+                self._log.warning(f'{self._where()} not reachable (attempt '
+                                  f'{attempt}/{self.retries}): {exc}')
+                if attempt < self.retries:
+                    time.sleep(self.retry_delay)
+                continue
+            self._client, self._world = client, world
+            self.server_version = str(server_version)
+            self.client_version = str(client.get_client_version())
+            if _version_core(self.client_version) != \
+                    _version_core(self.server_version):
+                self._log.warning(
+                    f'CARLA client {self.client_version} and server '
+                    f'{self.server_version} versions differ: install the '
+                    'matching client (pip install carla==<server version>)')
+            self._log.info(f'connected to {self._where()} (server '
+                           f'{self.server_version})')
+            return
+        raise BackendError(
+            f'{self._where()} is unreachable after {self.retries} '
+            f'attempt(s) with a {self.timeout:g} s timeout ({last}). Check '
+            f'that CARLA is running on {self.host}, that it listens on RPC '
+            f'port {self.port} (-carla-rpc-port; the streaming port '
+            f'{self.port + 1} must be open too), that no firewall blocks '
+            'them, and that the timeout is long enough for the map to load')
+
+    # ------------------------------------------------------------ set-up
+
+    def setup(self, scenario: Any, rig: List[SensorSpec]) -> Frame:
+        """
+        Spawn the scenario and the rig; return frame 0.
+
+        On any failure every actor spawned so far is destroyed and the
+        world settings are restored before the exception propagates
+        (a ``RuntimeError`` of the client becomes a ``BackendError``).
+        """
+        if self._ready or self._spawned_ids:
+            raise BackendError('CarlaBackend.setup called twice; call '
+                               'teardown first')
+        self.connect()
+        # Also tear down when the interpreter exits without a teardown.
+        atexit.register(self.teardown)
+        try:
+            self._apply_world_settings()
+            self._spawn_ego(scenario.ego)
+            self._spawn_rig(rig)
+            self._spawn_cones(getattr(scenario, 'track', None))
+            for spec in getattr(scenario, 'actors', []) or []:
+                self._spawn_actor(spec, scenario)
+            self._ready = True
+            if self.synchronous:
+                return self._tick_and_collect(self._dt)
+            return self._wait_async(self.timeout + self.sensor_timeout)
+        except BaseException as exc:
+            self._ready = False
+            self._log.error(f'set-up failed ({exc!r}); destroying the '
+                            f'{len(self._spawned_ids)} actor(s) spawned')
+            self.teardown()
+            if isinstance(exc, RuntimeError) and \
+                    not isinstance(exc, BackendError):
+                raise BackendError(f'set-up on the {self._where()} failed: '
+                                   f'{exc}') from exc
+            raise
+
+    def _apply_world_settings(self) -> None:
+        world = self._world
+        settings = world.get_settings()
+        self._original_settings = world.get_settings()
+        settings.synchronous_mode = self.synchronous
+        settings.fixed_delta_seconds = (self.fixed_delta_seconds or None)
+        if self.fixed_delta_seconds > 0.1:
+            self._log.warning(
+                f'fixed_delta_seconds {self.fixed_delta_seconds} > 0.1 s: '
+                'CARLA physics substepping may become inaccurate')
+        world.apply_settings(settings)
+
+    def _register(self, actor: Any) -> Any:
+        """Remember a spawned actor for teardown (before anything else)."""
+        self._spawned_ids.append(int(actor.id))
+        self._spawned_objs[int(actor.id)] = actor
+        return actor
+
+    def _blueprint(self, name: str, what: str) -> Any:
+        world = self._world
+        bp_lib = world.get_blueprint_library()
+        try:
+            return bp_lib.find(name)
+        except (IndexError, RuntimeError) as exc:
+            raise BackendError(f'{what}: blueprint {name!r} not found on '
+                               f'the {self._where()} ({exc})') from None
+
+    def _vehicle_blueprint(self, spec: Any, role_name: str) -> Any:
+        name = spec.blueprint
+        if not name and spec.profile:
+            from hil_bridge.interface.vehicle_profile import load_vehicle_profile
+            name = load_vehicle_profile(spec.profile).blueprint
+        if not name:
+            raise BackendError(f'{role_name}: no blueprint and no profile')
+        bp = self._blueprint(name, role_name)
+        if bp.has_attribute('role_name'):
+            bp.set_attribute('role_name', role_name)
+        return bp
+
+    def _spawn_vehicle_like(self, spec: Any, role_name: str) -> Any:
+        world = self._world
+        bp = self._vehicle_blueprint(spec, role_name)
+        tf = self._transform(spec.pose)
+        actor = world.try_spawn_actor(bp, tf)
+        if actor is None:
+            raise BackendError(
+                f'{role_name}: spawning {bp.id} at CARLA {tf} failed '
+                '(occupied spawn point or outside the map?)')
+        return self._register(actor)
+
+    def _geometry(self, actor: Any, spec: Any
+                  ) -> Tuple[np.ndarray, float, float]:
+        """
+        Return an actor's box size, box offset and vehicle-frame offset.
+
+        Size (length, width, height) comes from CARLA's bounding box (else
+        the spec). With a vehicle profile the reported vehicle frame is the
+        profile's (rear axle on the ground, as in the built-in simulator):
+        ``frame_offset`` is its x in the CARLA actor frame (m) and
+        ``box_offset`` the profile's; without one the actor origin is the
+        vehicle frame and ``box_offset`` the bounding box's x.
+        """
+        bbox = getattr(actor, 'bounding_box', None)
+        if bbox is not None:
+            ext = bbox.extent
+            size = np.array([2.0 * ext.x, 2.0 * ext.y, 2.0 * ext.z])
+            centre = float(bbox.location.x)
+        else:
+            size = np.asarray(getattr(spec, 'size', np.zeros(3)),
+                              np.float64).reshape(3)
+            centre = 0.0
+        if getattr(spec, 'profile', ''):
+            from hil_bridge.interface.vehicle_profile import load_vehicle_profile
+            box_offset = load_vehicle_profile(spec.profile).box_offset
+            return size, box_offset, centre - box_offset
+        return size, centre, 0.0
+
+    def _spawn_ego(self, spec: Any) -> None:
+        vehicle = self._spawn_vehicle_like(spec, self.role_name)
+        self._ego = vehicle
+        size, offset, frame_offset = self._geometry(vehicle, spec)
+        self._ego_slot = _ActorSlot(self.role_name, vehicle, size, offset,
+                                    frame_offset)
+        if spec.profile:
+            from hil_bridge.interface.vehicle_profile import load_vehicle_profile
+            self._max_steer = load_vehicle_profile(spec.profile).max_steer
+        speed = float(getattr(spec, 'initial_speed', 0.0) or 0.0)
+        if speed:
+            # As in the ROS 2 AEB tutorial: one set_target_velocity at spawn.
+            vehicle.set_target_velocity(
+                self._heading_velocity(spec.pose.yaw, speed))
+        if self.collision_sensor:
+            world = self._world
+            bp = self._blueprint(COLLISION, 'collision sensor')
+            carla = self.carla
+            sensor = self._register(world.spawn_actor(
+                bp, carla.Transform(), attach_to=vehicle))
+            sensor.listen(self._on_collision)
+
+    def _spawn_rig(self, rig: List[SensorSpec]) -> None:
+        from hil_bridge.interface.rig import carla_attributes
+        world = self._world
+        periods: Dict[str, float] = {}
+        seen = set()
+        for spec in rig:
+            sid = spec.sensor_id
+            if sid in seen:
+                raise BackendError(f'rig: sensor id {sid!r} used twice')
+            seen.add(sid)
+            if spec.blueprint == LIDAR:
+                kind = 'lidar'
+            elif spec.blueprint.startswith(CAMERA_PREFIX):
+                kind = 'camera'
+            else:
+                raise BackendError(f'rig: sensor {sid}: blueprint '
+                                   f'{spec.blueprint!r} is not supported '
+                                   f'(use {LIDAR} or sensor.camera.*)')
+            bp = self._blueprint(spec.blueprint, f'sensor {sid}')
+            attrs = carla_attributes(spec)
+            for key, value in attrs.items():
+                if not bp.has_attribute(key):
+                    raise BackendError(f'sensor {sid}: {spec.blueprint} has '
+                                       f'no attribute {key!r}')
+                bp.set_attribute(key, value)
+            if bp.has_attribute('role_name'):
+                bp.set_attribute('role_name', sid)
+            period = float(spec.attributes.get('sensor_tick', 0.0) or 0.0)
+            if period > self._dt > 0.0:
+                ratio = period / self._dt
+                if abs(ratio - round(ratio)) > 1e-3:
+                    self._log.warning(
+                        f'sensor {sid}: sensor_tick {period} is not a '
+                        f'multiple of fixed_delta_seconds {self._dt}: it '
+                        'will not tick at regular frames')
+            slot = _SensorSlot(sid, spec.blueprint, kind, period)
+            # Mounts are relative to the vehicle frame, CARLA attaches to the
+            # actor origin.
+            m = spec.mount
+            mount = Pose(m.x + self._ego_slot.frame_offset, m.y, m.z,
+                         m.roll, m.pitch, m.yaw)
+            sensor = self._register(world.spawn_actor(
+                bp, self._transform(mount), attach_to=self._ego))
+            slot.actor = sensor
+            self._sensors.append(slot)
+            periods[sid] = period
+        self._assembler = FrameAssembler(
+            periods, self._dt, self.synchronous, self.max_missed, self._log)
+        for slot in self._sensors:
+            sensor = slot.actor
+            sensor.listen(self._make_callback(slot))
+
+    def _spawn_cones(self, track: Any) -> None:
+        cones = getattr(track, 'cones', None) if track is not None else None
+        if cones is None or len(cones) == 0:
+            self._cones = ConeArray()
+            return
+        xy = np.asarray(cones.xy, dtype=np.float64)
+        cls = np.asarray(cones.class_id, dtype=np.uint8)
+        if xy.ndim != 2 or xy.shape[1] != 2 or len(cls) != len(xy) or \
+                not np.all(np.isfinite(xy)):
+            raise ValueError('track cones: xy must be finite (N, 2) with one '
+                             'class_id per cone')
+        self._cones = ConeArray(xy=xy.copy(), class_id=cls.copy(),
+                                knocked=np.zeros(len(xy), dtype=bool))
+        carla = self.carla
+        bps = {c: self._blueprint(self.cone_blueprints.get(
+            int(c), DEFAULT_CONE_BLUEPRINTS[CONE_UNKNOWN]), 'cones')
+            for c in np.unique(cls)}
+        ue = ue_frames.ros_to_carla_points(
+            np.column_stack([xy, np.full(len(xy), self.cone_z)]))
+        transforms = [carla.Transform(carla.Location(*map(float, p)))
+                      for p in ue]
+        command = getattr(carla, 'command', None)
+        client = self._client
+        if command is not None and hasattr(client, 'apply_batch_sync'):
+            batch = [command.SpawnActor(bps[c], tf)
+                     for c, tf in zip(cls, transforms)]
+            errors = []
+            for i, response in enumerate(client.apply_batch_sync(batch,
+                                                                 False)):
+                if response.error:
+                    errors.append((i, response.error))
+                else:
+                    self._spawned_ids.append(int(response.actor_id))
+                    self._cone_index[int(response.actor_id)] = i
+        else:
+            world = self._world
+            errors = []
+            for i, (c, tf) in enumerate(zip(cls, transforms)):
+                actor = world.try_spawn_actor(bps[c], tf)
+                if actor is None:
+                    errors.append((i, 'try_spawn_actor returned None'))
+                else:
+                    self._register(actor)
+                    self._cone_index[int(actor.id)] = i
+        if errors:
+            self._log.warning(f'{len(errors)} of {len(xy)} cones could not '
+                              f'be spawned (first: cone {errors[0][0]}: '
+                              f'{errors[0][1]}); the ground truth keeps them')
+        self._log.info(f'spawned {len(xy) - len(errors)} cones (stock CARLA '
+                       'has no blue/yellow cones: small cones are '
+                       f'{self.cone_blueprints[CONE_ORANGE]})')
+
+    def _spawn_actor(self, spec: Any, scenario: Any) -> None:
+        from hil_bridge.sim.actors import check_behaviour, ScriptedActor
+        role = spec.role_name
+        behaviour = check_behaviour(spec.behaviour, f'{role}.behaviour')
+        is_vehicle = (spec.blueprint or '').startswith('vehicle.') or \
+            (not spec.blueprint and bool(spec.profile))
+        if is_vehicle:
+            actor = self._spawn_vehicle_like(spec, role)
+        else:
+            world = self._world
+            bp = self._blueprint(spec.blueprint, role)
+            if bp.has_attribute('role_name'):
+                bp.set_attribute('role_name', role)
+            actor = world.try_spawn_actor(bp, self._transform(spec.pose))
+            if actor is None:
+                raise BackendError(f'{role}: spawning {spec.blueprint} '
+                                   'failed (occupied or outside the map?)')
+            self._register(actor)
+        size, offset, frame_offset = self._geometry(actor, spec)
+        track = getattr(scenario, 'track', None)
+        script = ScriptedActor(
+            role, spec.pose, size, behaviour, spec.initial_speed, offset,
+            centerline=getattr(track, 'centerline', None),
+            closed=bool(getattr(track, 'closed', False)))
+        slot = _ActorSlot(role, actor, size, offset, frame_offset, script,
+                          behaviour['path'])
+        self._actor_slots.append(slot)
+        if spec.initial_speed and behaviour['type'] not in ('static',
+                                                            'parked'):
+            actor.set_target_velocity(
+                self._heading_velocity(spec.pose.yaw, spec.initial_speed))
+
+    # ------------------------------------------------------ sensor input
+
+    def _make_callback(self, slot: _SensorSlot) -> Callable[[Any], None]:
+        def callback(data: Any) -> None:
+            self._on_sensor(slot, data)
+        return callback
+
+    def _on_sensor(self, slot: _SensorSlot, data: Any) -> None:
+        """Convert one measurement (CARLA callback thread)."""
+        assembler = self._assembler
+        if assembler is None:
+            return
+        try:
+            if slot.kind == 'camera':
+                image = data
+                width, height = int(image.width), int(image.height)
+                bgr = ue_frames.carla_image_to_bgr(image.raw_data, width, height)
+                arr = bgr.view(_KeepAlive)
+                arr._owner = image
+                if slot.intrinsics is None or \
+                        slot.intrinsics[0, 2] != width / 2.0:
+                    slot.intrinsics = camera_intrinsics(width, height,
+                                                        float(image.fov))
+                payload = _Payload(arr, slot.intrinsics, int(image.frame),
+                                   float(image.timestamp))
+            else:
+                measurement = data
+                payload = _Payload(
+                    ue_frames.carla_lidar_to_ros(measurement.raw_data), None,
+                    int(measurement.frame), float(measurement.timestamp))
+        except (ValueError, TypeError, AttributeError) as exc:
+            self.stats['bad_data'] += 1
+            if self.stats['bad_data'] <= 3:
+                self._log.error(f'sensor {slot.sensor_id}: malformed data '
+                                f'dropped: {exc}')
+            return
+        if not assembler.add(slot.sensor_id, payload):
+            self._log.debug(f'sensor {slot.sensor_id}: stale data of frame '
+                            f'{payload.frame} dropped')
+
+    def _on_collision(self, event: Any) -> None:
+        """Turn a ``carla.CollisionEvent`` into a cone_hit/collision Event."""
+        try:
+            other = event.other_actor
+            other_id = int(other.id)
+            t = float(event.timestamp)       # absolute; rebased in _build
+            idx = self._cone_index.get(other_id)
+            if idx is not None:
+                if self._cones.knocked[idx]:
+                    return
+                self._cones.knocked[idx] = True
+                xy = self._cones.xy[idx]
+                ev = Event('cone_hit', t, {
+                    'index': idx, 'class_id': int(self._cones.class_id[idx]),
+                    'x': float(xy[0]), 'y': float(xy[1])})
+            else:
+                role = next((s.role_name for s in self._actor_slots
+                             if int(s.actor.id) == other_id), '')
+                impulse = ue_frames.carla_to_ros_velocity(event.normal_impulse)
+                ev = Event('collision', t, {
+                    'other': str(other.type_id), 'role_name': role,
+                    'impulse': [float(v) for v in impulse]})
+        except (AttributeError, ValueError, TypeError) as exc:
+            self._log.error(f'malformed collision event dropped: {exc}')
+            return
+        with self._events_lock:
+            self._events.append(ev)
+
+    # --------------------------------------------------------- stepping
+
+    def apply_control(self, control: VehicleControl) -> None:
+        """
+        Set the ego control (clamped; NaN brake becomes full brake).
+
+        Synchronous: applied right before the next tick; asynchronous: sent
+        at once.
+        """
+        self._control = control.clamped()
+        if not self.synchronous and self._ego is not None:
+            self._send_control()
+
+    def _send_control(self) -> None:
+        carla = self.carla
+        c = self._control
+        try:
+            self._ego.apply_control(carla.VehicleControl(
+                throttle=c.throttle, steer=c.steer, brake=c.brake,
+                hand_brake=c.hand_brake, reverse=c.reverse))
+        except RuntimeError as exc:
+            raise self._lost('apply_control', exc) from exc
+
+    def _drive_actors(self, t: float, dt: float) -> None:
+        """Apply the scripted behaviours for sim time ``t`` (s)."""
+        carla = self.carla
+        for slot in self._actor_slots:
+            script = slot.script
+            if script is None or script.behaviour['type'] in ('static',
+                                                              'parked'):
+                continue
+            script.step(t, dt)
+            actor = slot.actor
+            if slot.path == 'centerline':
+                z = actor.get_transform().location.z
+                loc = ue_frames.ros_to_carla_point((script.x, script.y, 0.0))
+                rot = ue_frames.ros_to_carla_rotation(0.0, 0.0, script.yaw)
+                actor.set_transform(carla.Transform(
+                    carla.Location(loc.x, loc.y, z), carla.Rotation(*rot)))
+            actor.set_target_velocity(self._heading_velocity(script.yaw,
+                                                             script.v))
+
+    def step(self, dt: float) -> Frame:
+        """
+        Advance by ``dt`` seconds and return the new complete frame.
+
+        Synchronous: applies the control and behaviours, ticks the world
+        (``fixed_delta_seconds`` follows ``dt``) and waits for the due
+        sensors. Asynchronous: waits for the next complete frame.
+        """
+        if not self._ready:
+            raise BackendError('CarlaBackend.step before setup')
+        dt = float(dt)
+        if not math.isfinite(dt) or dt <= 0.0:
+            raise ValueError(f'step: dt must be finite and > 0, got {dt}')
+        if not self.synchronous:
+            return self._wait_async(self.timeout + self.sensor_timeout)
+        return self._tick_and_collect(dt)
+
+    def _tick_and_collect(self, dt: float) -> Frame:
+        world = self._world
+        try:
+            if abs(dt - self._dt) > 1e-9:
+                settings = world.get_settings()
+                settings.fixed_delta_seconds = dt
+                world.apply_settings(settings)
+                self._dt = dt
+                if self._assembler is not None:
+                    self._assembler.dt = dt
+            first = self._frame0 is None
+            if not first:
+                self._drive_actors(self._sim_time + dt, dt)
+            self._send_control()
+            frame_id = int(world.tick(self.timeout))
+            snapshot = world.get_snapshot()
+            t_abs = float(snapshot.timestamp.elapsed_seconds)
+            if int(snapshot.frame) != frame_id:
+                self._log.debug(f'snapshot frame {snapshot.frame} != tick '
+                                f'frame {frame_id}')
+        except BackendError:
+            raise
+        except RuntimeError as exc:
+            raise self._lost('tick', exc) from exc
+        assembler = self._assembler
+        data, missing = assembler.wait(frame_id, t_abs, self.sensor_timeout)
+        return self._build(frame_id, t_abs, data, missing)
+
+    def _wait_async(self, budget: float) -> Frame:
+        """Wait up to ``budget`` s for a new complete frame (async mode)."""
+        deadline = time.monotonic() + budget
+        world = self._world
+        while True:
+            frame = self.latest()
+            if frame is not None:
+                return frame
+            remaining = deadline - time.monotonic()
+            if remaining <= 0.0:
+                raise BackendError(f'no complete frame from the '
+                                   f'{self._where()} within {budget:g} s')
+            try:
+                world.wait_for_tick(min(self.timeout, remaining))
+            except RuntimeError as exc:
+                raise self._lost('wait_for_tick', exc) from exc
+            self._assembler.wait_any(min(0.01, max(remaining, 0.0)))
+
+    def latest(self) -> Optional[Frame]:
+        """Return the newest complete frame (asynchronous mode) or None."""
+        if not self._ready or self._assembler is None:
+            return None
+        if not self._assembler.periods:
+            # No sensors: a frame is complete as soon as the server made it.
+            world = self._world
+            try:
+                snapshot = world.get_snapshot()
+            except RuntimeError as exc:
+                raise self._lost('get_snapshot', exc) from exc
+            if int(snapshot.frame) <= self._assembler.emitted:
+                return None
+            self._assembler.emitted = int(snapshot.frame)
+            return self._build(int(snapshot.frame),
+                               float(snapshot.timestamp.elapsed_seconds), {},
+                               [])
+        found = self._assembler.newest_complete(self.sensor_timeout)
+        if found is None:
+            return None
+        frame_id, t_abs, data, missing = found
+        return self._build(frame_id, t_abs, data, missing)
+
+    def _actor_state(self, slot: _ActorSlot, steer: float = 0.0
+                     ) -> ActorState:
+        actor = slot.actor
+        pose = ue_frames.carla_to_ros_pose(actor.get_transform())
+        R = frames.rotation_matrix(pose.roll, pose.pitch, pose.yaw)
+        w = ue_frames.carla_to_ros_angular_velocity(actor.get_angular_velocity())
+        a = ue_frames.carla_to_ros_velocity(actor.get_acceleration())
+        v = ue_frames.carla_to_ros_velocity(actor.get_velocity())
+        if slot.frame_offset:
+            # From the actor origin to the vehicle frame (rear axle).
+            r = R[:, 0] * slot.frame_offset
+            pose.x, pose.y, pose.z = pose.x + r[0], pose.y + r[1], \
+                pose.z + r[2]
+            v = v + np.cross(w, r)
+        return ActorState(
+            role_name=slot.role_name, pose=pose, velocity=v,
+            angular_velocity=R.T @ w, acceleration=R.T @ a,
+            size=slot.size.copy(), box_offset=slot.box_offset,
+            steer_angle=steer)
+
+    def _build(self, frame_id: int, t_abs: float,
+               data: Dict[str, _Payload], missing: List[str]) -> Frame:
+        if self._frame0 is None:
+            self._frame0, self._t0 = frame_id, t_abs
+        self.carla_frame, self.carla_time = frame_id, t_abs
+        t = t_abs - self._t0
+        self._sim_time = t
+        events: List[Event] = []
+        if missing:
+            self._log.warning(
+                f'frame {frame_id - self._frame0}: sensor(s) '
+                f'{", ".join(missing)} did not deliver within '
+                f'{self.sensor_timeout:g} s; the frame goes out without them')
+            events.append(Event('warning', t, {'missing_sensors':
+                                               list(missing)}))
+        sensors = {}
+        for sid, p in data.items():
+            slot = next(s for s in self._sensors if s.sensor_id == sid)
+            sensors[sid] = SensorReading(
+                sid, slot.blueprint, p.frame - self._frame0,
+                p.timestamp - self._t0, p.data, p.intrinsics)
+        try:
+            ego = self._actor_state(self._ego_slot,
+                                    -self._control.steer * self._max_steer)
+            actors = [self._actor_state(s) for s in self._actor_slots]
+        except RuntimeError as exc:
+            raise self._lost('reading actor states', exc) from exc
+        with self._events_lock:
+            events.extend(Event(e.kind, e.sim_time - self._t0, e.data)
+                          for e in self._events)
+            self._events = []
+        cones = ConeArray(self._cones.xy, self._cones.class_id,
+                          self._cones.knocked.copy())
+        self.stats['frames'] += 1
+        return Frame(frame=frame_id - self._frame0, sim_time=t, ego=ego,
+                     actors=actors, sensors=sensors, cones=cones,
+                     events=events, applied_control=self._control)
+
+    # ---------------------------------------------------------- teardown
+
+    def teardown(self) -> None:
+        """
+        Destroy every spawned actor and restore the world settings.
+
+        Safe to call twice and when the server is gone (then the actors
+        that could not be destroyed are logged).
+        """
+        with self._teardown_lock:
+            atexit.unregister(self.teardown)
+            for slot in self._sensors:
+                sensor = slot.actor
+                try:
+                    sensor.stop()
+                except Exception as exc:  # noqa: B902 - best effort
+                    self._log.debug(f'sensor {slot.sensor_id}: stop: {exc}')
+            ids = list(reversed(self._spawned_ids))
+            objs = dict(self._spawned_objs)
+            settings = self._original_settings
+            self._reset_state()
+            if ids:
+                self._destroy(ids, objs)
+            if settings is not None:
+                world = self._world
+                try:
+                    world.apply_settings(settings)
+                except RuntimeError as exc:
+                    self._log.error(f'could not restore the world settings '
+                                    f'of the {self._where()}: {exc}')
+
+    def _destroy(self, ids: List[int], objs: Dict[int, Any]) -> None:
+        carla = self.carla
+        command = getattr(carla, 'command', None)
+        client = self._client
+        try:
+            if command is not None and hasattr(command, 'DestroyActor') \
+                    and hasattr(client, 'apply_batch_sync'):
+                responses = client.apply_batch_sync(
+                    [command.DestroyActor(i) for i in ids], False)
+                failed = [(i, response.error) for i, response in
+                          zip(ids, responses) if response.error]
+            else:
+                failed = []
+                for i in ids:
+                    actor = objs.get(i)
+                    if actor is not None and not actor.destroy():
+                        failed.append((i, 'destroy() returned False'))
+        except RuntimeError as exc:
+            self._log.error(f'could not destroy {len(ids)} actor(s) on the '
+                            f'{self._where()} ({exc}): they may remain in '
+                            f'the server (ids {ids})')
+            return
+        if failed:
+            self._log.warning(f'{len(failed)} actor(s) not destroyed: '
+                              f'{failed[:5]}')
+        else:
+            self._log.info(f'destroyed {len(ids)} actor(s)')
+
+    def __enter__(self) -> 'CarlaBackend':
+        """Return self; ``with`` calls :meth:`teardown` on exit."""
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        """Tear down (also when an exception leaves the block)."""
+        self.teardown()
+
+    # ----------------------------------------------------------- signals
+
+    def install_signal_handlers(self, signums: Tuple[int, ...] = (
+            signal.SIGINT, signal.SIGTERM)) -> None:
+        """
+        Tear down on SIGINT/SIGTERM, then chain to the previous handler.
+
+        Call from the main thread (the node does, after ``rclpy.init``).
+        A previous default SIGINT handler raises KeyboardInterrupt; a
+        default SIGTERM handler terminates the process as before.
+        """
+        for signum in signums:
+            self._prev_handlers[signum] = signal.getsignal(signum)
+            signal.signal(signum, self._on_signal)
+
+    def uninstall_signal_handlers(self) -> None:
+        """Put the previous signal handlers back."""
+        for signum, handler in self._prev_handlers.items():
+            signal.signal(signum, handler if handler is not None
+                          else signal.SIG_DFL)
+        self._prev_handlers = {}
+
+    def _on_signal(self, signum: int, stack: Any) -> None:
+        self._log.warning(f'signal {signum}: destroying the CARLA actors')
+        prev = self._prev_handlers.get(signum, signal.SIG_DFL)
+        self.teardown()
+        self.uninstall_signal_handlers()
+        if callable(prev):
+            prev(signum, stack)
+        elif prev == signal.SIG_DFL:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
