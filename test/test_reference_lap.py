@@ -5,11 +5,10 @@
 from dataclasses import replace
 import math
 
-from hil_bridge.sim import tracks as T
-from hil_bridge.sim.reference_lap import (lap_time_ratios, path_curvature,
-                                          profile_lap_time,
-                                          reference_lap_times, speed_profile)
 from hil_bridge.interface.vehicle_profile import load_vehicle_profile
+from hil_bridge.sim import tracks as T
+from hil_bridge.sim.reference_lap import (lap_time_ratios, path_curvature, profile_lap_time,
+                                          reference_lap_times, speed_profile)
 import numpy as np
 import pytest
 

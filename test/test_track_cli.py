@@ -51,7 +51,7 @@ def test_broken_file_is_one_error_line(tmp_path: Path,
 
 def test_convert_to_our_csv(tmp_path: Path,
                             capsys: pytest.CaptureFixture) -> None:
-    """fssim YAML to CSV: same cones and start; never over the input."""
+    """Convert fssim YAML to CSV: same cones and start; never over the input."""
     out = tmp_path / 'acc.csv'
     src = str(DATA / 'fssim_acceleration.yaml')
     assert track_cli.main(['convert', src, '--out', str(out)]) == 0
