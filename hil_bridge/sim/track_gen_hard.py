@@ -68,7 +68,7 @@ class Feature:
 
 @dataclass
 class HardLayout:
-    """A generated track with its features and the lane pitches used."""
+    """A generated track and its features (arc ranges on its centre line)."""
 
     track: Track
     features: List[Feature]
@@ -203,7 +203,7 @@ def _place(rng: np.random.Generator, length: float, first: Optional[str],
     return out
 
 
-def _hairpin(t: _Turtle, pitch: float, left: bool, tight: bool) -> Feature:
+def _hairpin(t: _Turtle, pitch: float, left: bool, tight: bool) -> None:
     """Add a 180 deg turn to the lane ``pitch`` m to the side."""
     sign = 1.0 if left else -1.0
     start = t.count - 1
@@ -228,7 +228,6 @@ def _hairpin(t: _Turtle, pitch: float, left: bool, tight: bool) -> Feature:
         info = {'centre': centre, 'radius': pitch / 2.0, 'pitch': pitch}
         kind = 'wide_hairpin'
     t.mark(kind, start, info)
-    return Feature(kind, 0.0, 0.0, info)
 
 
 # ------------------------------------------------------------------ layout
