@@ -359,6 +359,24 @@ def test_pause_step_advance(rclpy_context, rig_file: Path) -> None:
     assert referee_result(out)['end_reason'] == 'shutdown'
 
 
+def test_track_seed_picks_the_layout_and_result_has_reference(
+        ros_domain: int, tmp_path: Path) -> None:
+    """track_seed overrides the scenario's layout; the result carries the reference laps."""
+    from hil_bridge.interface.vehicle_profile import load_vehicle_profile
+    from hil_bridge.sim.reference_lap import reference_lap_times
+    from hil_bridge.sim.track_gen_hard import hard_track
+    rig = tmp_path / 'lidar_rig.yaml'
+    rig.write_text('sensors:\n' + LIDAR_RIG, encoding='utf-8')
+    proc = start_bridge(scenario='track_sweep', track_seed=4, rig=str(rig),
+                        render_cameras=False, real_time_factor=0.0, duration=0.5)
+    rc, out = finish(proc)
+    assert rc == 0, out[-2000:]
+    res = referee_result(out)
+    expected = reference_lap_times(hard_track(4), load_vehicle_profile('fs_car'), 2)
+    assert res['reference_lap_times'] == [round(t, 3) for t in expected]
+    assert res['lap_time_ratio'] == []              # no lap driven in 0.5 s
+
+
 def test_bad_scenario_exits_2() -> None:
     """A scenario that does not exist: clear message, exit code 2."""
     proc = start_bridge(scenario='no_such_scenario')

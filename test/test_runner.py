@@ -316,6 +316,27 @@ def test_suite_summary_and_module_suite(tmp_path) -> None:
         suites.scenario_names()
 
 
+def test_track_sweep_suite_and_track_command(capsys) -> None:
+    """track_sweep: layouts x seeds, lidar-only and fused; carla-hil track."""
+    from hil_bridge.tools import suites
+    entries = suites.suites()['track_sweep']
+    names = [e['name'] for e in entries]
+    assert len(names) == len(set(names)) == 40
+    combos = set()
+    for e in entries:
+        assert e['scenario'] == 'track_sweep'
+        sets = dict(item.split('=', 1) for item in e['set'])
+        lidar_only = sets.get('cone_fusion.use_vision') == 'false'
+        assert e['name'].endswith('_lidar' if lidar_only else '_fused')
+        combos.add((sets['hil_bridge.track_seed'], sets['hil_bridge.seed'],
+                    lidar_only))
+    assert len(combos) == 40
+    assert len({c[0] for c in combos}) == 10
+    data = Path(__file__).resolve().parent / 'data' / 'tracks'
+    assert cli.main(['track', 'check', str(data / 'fssim_oval.yaml')]) == 0
+    assert 'fssim_oval (fssim)' in capsys.readouterr().out
+
+
 def test_scenario_node_params(tmp_path) -> None:
     """Scenario node_params become overrides; --set wins over them."""
     procs = {p.name: p.argv for p in cli.build_processes(

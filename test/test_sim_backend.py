@@ -12,6 +12,7 @@ from hil_bridge.interface.rig import load_rig, SensorSpec
 from hil_bridge.interface.track import arc_length
 from hil_bridge.sim import tracks as T
 from hil_bridge.sim.builtin_backend import BuiltinBackend
+from hil_bridge.sim.reference_lap import reference_lap_times
 import numpy as np
 import pytest
 
@@ -216,6 +217,12 @@ def test_closed_loop_lap_of_ci_track() -> None:
     assert r.status == 'finished', r.as_dict()
     assert r.laps == 1 and r.cones_hit == 0 and r.off_courses == 0
     assert sc.track.length / 7.0 < r.lap_times[0] < sc.track.length / 4.0
+    # the reference lap of the profile at its limits is far faster
+    (ref,) = r.reference_lap_times
+    assert ref == pytest.approx(reference_lap_times(sc.track, be.profile,
+                                                    1)[0])
+    assert r.as_dict()['lap_time_ratio'] == [round(r.lap_times[0] / ref, 4)]
+    assert 1.5 < r.lap_times[0] / ref < 4.0
 
 
 def test_knocked_cone_leaves_the_sensor_world() -> None:

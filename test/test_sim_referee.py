@@ -119,6 +119,20 @@ def test_lap_counting_and_mission_end() -> None:
                                                     rel=0.01)
 
 
+def test_lap_time_ratio_against_the_reference() -> None:
+    """Given reference lap times, the result reports lap / reference."""
+    track = T.random_track(5)
+    ref = Referee('trackdrive', track.cones, track, laps=2, timeout=1000.0,
+                  reference_lap_times=[track.length / 20.0])
+    _drive_centerline(track, ref, 10.0, 5.0)
+    out = ref.result.as_dict()
+    assert out['reference_lap_times'] == [round(track.length / 20.0, 3)]
+    assert out['lap_time_ratio'][0] == pytest.approx(2.0, rel=0.01)
+    assert out['lap_time_ratio'][1] is None      # no reference for lap 2
+    plain = Referee('trackdrive', track.cones, track, laps=1)
+    assert plain.result.as_dict()['lap_time_ratio'] == []
+
+
 def test_backwards_crossing_is_not_a_lap() -> None:
     """Crossing the start line against the driving direction counts not."""
     track = T.acceleration_track()

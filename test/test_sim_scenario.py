@@ -7,11 +7,13 @@ from pathlib import Path
 from hil_bridge.bridge.scenario import load_scenario
 from hil_bridge.interface.config import config_dir
 from hil_bridge.sim import tracks as T
+from hil_bridge.sim.track_files import save_track_csv
 import numpy as np
 import pytest
 
 SHIPPED = ['trackdrive', 'autocross', 'acceleration', 'skidpad',
-           'aeb_tutorial', 'ci_trackdrive']
+           'aeb_tutorial', 'ci_trackdrive', 'track_sweep']
+DATA = Path(__file__).resolve().parent / 'data' / 'tracks'
 
 
 @pytest.mark.parametrize('name', SHIPPED)
@@ -125,7 +127,7 @@ def test_bad_scenarios_name_file_line_field(tmp_path: Path, old: str,
 def test_track_file_and_bad_track(tmp_path: Path) -> None:
     """A scenario may name a CSV track; its errors are reported."""
     track = T.random_track(2)
-    T.save_track_csv(track, str(tmp_path / 'my.csv'))
+    save_track_csv(track, str(tmp_path / 'my.csv'))
     text = ('name: f\nmission: autocross\ntrack:\n  track_file: my.csv\n'
             'ego:\n  profile: fs_car\n')
     sc = load_scenario(_write(tmp_path, text))
@@ -145,3 +147,42 @@ def test_track_file_and_bad_track(tmp_path: Path) -> None:
         load_scenario(path)
     with pytest.raises(FileNotFoundError):
         load_scenario(str(tmp_path / 'missing.yaml'))
+
+
+def test_track_files_of_every_format_and_their_rule_errors(
+        tmp_path: Path) -> None:
+    """PacSim/fssim/FSDS files load; mirrored colours stop the scenario."""
+    text = ('name: f\nmission: trackdrive\ntrack:\n  track_file: {f}\n'
+            '{extra}ego:\n  profile: fs_car\n')
+    for name in ('pacsim_oval.yaml', 'fssim_oval.yaml', 'fsds_oval.csv'):
+        path = _write(tmp_path, text.format(f=DATA / name, extra=''))
+        sc = load_scenario(path)
+        assert len(sc.track.cones) == 98 and sc.track.closed
+    unreal = DATA / 'fsds_oval_unreal.csv'
+    path = _write(tmp_path, text.format(f=unreal, extra=''))
+    with pytest.raises(ValueError) as err:
+        load_scenario(path)
+    msg = str(err.value)
+    assert msg.startswith(f"{path}:4: field 'track.track_file': {unreal}: "
+                          'colours mirrored'), msg
+    assert '\n' not in msg
+    path = _write(tmp_path, text.format(
+        f=unreal, extra='  format: fsds\n  convention: unreal\n'))
+    assert load_scenario(path).track.closed
+    path = _write(tmp_path, text.format(f=unreal,
+                                        extra='  convention: ue4\n'))
+    with pytest.raises(ValueError, match=":5: field 'track.convention'"):
+        load_scenario(path)
+    path = _write(tmp_path, text.format(f=unreal, extra='  format: rfc\n'))
+    with pytest.raises(ValueError, match=":5: field 'track.format'"):
+        load_scenario(path)
+
+
+def test_hard_generator_and_track_seed_override() -> None:
+    """The track_sweep scenario: a hard layout, seed overridable."""
+    a = load_scenario('track_sweep')
+    b = load_scenario('track_sweep', seed=3)
+    assert a.track.name == 'hard_0' and b.track.name == 'hard_3'
+    assert a.track.mission == 'trackdrive' and a.laps == 2
+    assert T.check_track_rules(b.track) == []
+    assert a.node_params['hil_bridge']['wait_for_control'] is True

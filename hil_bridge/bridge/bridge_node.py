@@ -79,6 +79,8 @@ PARAMS = [
     ParamSpec('rig', 'sensor rig name (config/sensors) or path; "" = the '
               "scenario's rig"),
     ParamSpec('seed', 'seed of the built-in simulator (sensor noise)', lo=0, hi=2**31 - 1),
+    ParamSpec('track_seed', "seed of the scenario's track generator; -1 = the scenario's own",
+              lo=-1, hi=2**31 - 1),
     ParamSpec('render_cameras', 'built-in backend: render camera images'),
     ParamSpec('synchronous_mode', 'the bridge ticks the world (else the world '
               'runs on its own and the bridge publishes what it gets)'),
@@ -168,7 +170,8 @@ class BridgeNode(Node):
         from hil_bridge.bridge.scenario import load_scenario
         from hil_bridge.interface.rig import load_rig
         self.role = str(v['role_name'])
-        self.scenario = load_scenario(v['scenario'], ego__role_name=self.role)
+        track_seed = {'seed': int(v['track_seed'])} if int(v['track_seed']) >= 0 else {}
+        self.scenario = load_scenario(v['scenario'], ego__role_name=self.role, **track_seed)
         self.rig = load_rig(v['rig'] or self.scenario.rig)
         self.profile = load_vehicle_profile(self.scenario.ego.profile)
         self.llc = LowLevelController(

@@ -69,7 +69,8 @@ SCENARIO_KEYS = ('name', 'mission', 'ego', 'actors', 'track', 'rig', 'laps',
                  'timeout', 'description', 'node_params')
 ACTOR_KEYS = ('role_name', 'blueprint', 'profile', 'pose', 'size',
               'initial_speed', 'behaviour')
-TRACK_KEYS = ('generator', 'seed', 'params', 'track_file')
+TRACK_KEYS = ('generator', 'seed', 'params', 'track_file', 'format',
+              'convention')
 MISSIONS = ('acceleration', 'skidpad', 'autocross', 'trackdrive', 'aeb',
             'free')
 POSE_KEYS = ('x', 'y', 'z', 'roll', 'pitch', 'yaw')
@@ -219,7 +220,8 @@ def _actor(w: _Where, keys: Tuple[Any, ...], raw: Any, ego: bool,
 
 
 def _track(w: _Where, raw: Any, path: str, mission: str) -> Any:
-    from hil_bridge.sim.tracks import make_track
+    from hil_bridge.sim.track_files import CONVENTIONS, FORMATS
+    from hil_bridge.sim.tracks import GENERATORS, make_track
     keys: Tuple[Any, ...] = ('track',)
     if not isinstance(raw, dict):
         raise w.error(keys, 'expected a mapping')
@@ -230,19 +232,26 @@ def _track(w: _Where, raw: Any, path: str, mission: str) -> Any:
     spec = dict(raw)
     if 'track_file' in spec:
         spec['mission'] = mission
+        for key, allowed in (('format', ('auto', *FORMATS)),
+                             ('convention', CONVENTIONS)):
+            if key in spec and spec[key] not in allowed:
+                raise w.error(keys + (key,), f'{spec[key]!r} is not one of '
+                              f'{list(allowed)}')
     elif 'generator' not in spec:
         raise w.error(keys, 'needs generator or track_file')
-    elif spec['generator'] not in ('random', 'acceleration', 'skidpad'):
+    elif spec['generator'] not in GENERATORS:
         raise w.error(keys + ('generator',), f'unknown generator '
-                      f'{spec["generator"]!r} (expected random, '
-                      'acceleration or skidpad)')
+                      f'{spec["generator"]!r} (expected one of '
+                      f'{list(GENERATORS)})')
+    elif 'format' in spec or 'convention' in spec:
+        raise w.error(keys, 'format and convention go with track_file')
     if 'seed' in spec:
         spec['seed'] = _number(w, keys + ('seed',), spec['seed'], lo=0,
                                integer=True)
     if spec.get('params') is not None and not isinstance(spec['params'],
                                                          dict):
         raise w.error(keys + ('params',), 'expected a mapping')
-    if spec.get('generator') == 'random':
+    if spec.get('generator') in ('random', 'hard'):
         spec.setdefault('params', {})
         spec['params'] = dict(spec['params'] or {})
         spec['params'].setdefault('mission', mission)

@@ -145,10 +145,14 @@ class BuiltinBackend(Backend):
                 spec.initial_speed, box_offset=offset,
                 centerline=None if track is None else track.centerline,
                 closed=False if track is None else track.closed))
+        from hil_bridge.sim.reference_lap import run_reference
         self.referee = Referee(scenario.mission, self.cones, track,
                                laps=scenario.laps, timeout=scenario.timeout,
                                wheelbase=profile.wheelbase,
-                               track_width=profile.track_width)
+                               track_width=profile.track_width,
+                               reference_lap_times=run_reference(
+                                   scenario.mission, track, profile,
+                                   scenario.laps))
         self.world = WorldGeometry(
             cone_xy=self.cones.xy, cone_class=self.cones.class_id,
             cone_up=~self.cones.knocked,

@@ -30,7 +30,9 @@ finishes when the ego has driven and then stands still for ``stop_time``
 seconds; ``free`` only ends by collision or timeout. Any collision with a
 vehicle or obstacle is a DNF; so is a stall (standing still for
 ``stall_time`` after having moved) in an FS mission. The mission times out
-at ``timeout``.
+at ``timeout``. Given the physical reference time of each lap
+(``reference_lap_times``, :mod:`hil_bridge.sim.reference_lap`), the result
+reports ``lap_time_ratio`` = lap time / reference per lap.
 """
 
 from dataclasses import dataclass, field
@@ -66,6 +68,9 @@ class RefereeResult:
     mission_time: Optional[float] = None
     start_time: Optional[float] = None
     end_time: Optional[float] = None
+    #: physical reference time of each lap (s), see
+    #: :mod:`hil_bridge.sim.reference_lap`; empty when unknown
+    reference_lap_times: List[float] = field(default_factory=list)
 
     @property
     def best_lap(self) -> Optional[float]:
@@ -92,7 +97,17 @@ class RefereeResult:
                 'penalties': list(self.penalties),
                 'penalty_time': self.penalty_time,
                 'mission_time': self.mission_time,
-                'total_time': self.total_time}
+                'total_time': self.total_time,
+                'reference_lap_times': [round(t, 3) for t in
+                                        self.reference_lap_times],
+                'lap_time_ratio': self.lap_time_ratio}
+
+    @property
+    def lap_time_ratio(self) -> List[Optional[float]]:
+        """Return lap time / reference lap time per lap (None: unknown)."""
+        ref = self.reference_lap_times
+        return [round(lap / ref[i], 4) if i < len(ref) and ref[i] > 0.0
+                else None for i, lap in enumerate(self.lap_times)]
 
 
 @dataclass
@@ -162,7 +177,8 @@ class Referee:
                  wheelbase: float = 1.53, track_width: float = 1.2,
                  off_course_margin: float = 0.5, stall_time: float = 10.0,
                  stop_time: float = 1.0,
-                 min_lap_distance: Optional[float] = None) -> None:
+                 min_lap_distance: Optional[float] = None,
+                 reference_lap_times: Sequence[float] = ()) -> None:
         if laps < 1:
             raise ValueError(f'Referee: laps must be >= 1, got {laps}')
         if not (timeout > 0 and math.isfinite(timeout)):
@@ -175,7 +191,9 @@ class Referee:
         self.margin = float(off_course_margin)
         self.stall_time = float(stall_time)
         self.stop_time = float(stop_time)
-        self.result = RefereeResult(mission=mission, laps_required=int(laps))
+        self.result = RefereeResult(
+            mission=mission, laps_required=int(laps),
+            reference_lap_times=[float(t) for t in reference_lap_times])
         self._radius = np.array(
             [CONE_SIZE.get(int(k), CONE_SIZE[CONE_BLUE])[0] / 2.0
              for k in cones.class_id]) if len(cones) else np.zeros(0)

@@ -1,40 +1,32 @@
 # Copyright 2026 carla_hil developers
 # SPDX-License-Identifier: Apache-2.0
 """
-Formula Student tracks: data type, CSV files, generators and rule checks.
+Formula Student tracks: data type, generators and rule checks.
 
 Everything is REP-103 in ``map`` (x forward, y left, z up; metres,
 radians). When a car drives along ``Track.centerline`` (in the order of its
 rows) the blue cones are on its left and the yellow cones on its right; big
-orange cones mark the timing lines.
-
-The CSV format is the one FSDS and eufs_sim use: a header
-``tag,x,y,direction,x_variance,y_variance,xy_covariance`` and one row per
-cone (tags ``blue``, ``yellow``, ``orange``, ``big_orange``) plus one
-``car_start`` row whose ``direction`` is the start heading (rad).
+orange cones mark the timing lines. Track files (eufs_sim and FSDS CSV,
+PacSim and fssim YAML) are read by :mod:`hil_bridge.sim.track_files`;
+hard layouts come from :mod:`hil_bridge.sim.track_gen_hard`.
 """
 
-import csv
-import itertools
+from dataclasses import dataclass
 import math
 import os
 from typing import Dict, List, Optional, Tuple
 
-from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_NAMES, CONE_ORANGE,
-                                        CONE_SIZE, CONE_TAGS, CONE_YELLOW)
+from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_SIZE,
+                                        CONE_YELLOW)
 from hil_bridge.interface.frames import Pose
 from hil_bridge.interface.track import (arc_length, ConeArray, MIN_WIDTH, SKIDPAD_CENTRE_DISTANCE,
                                         SKIDPAD_INNER_DIAMETER, SKIDPAD_OUTER_DIAMETER,
                                         skidpad_route, SKIDPAD_START_AFTER_ENTRY, TimingLine,
                                         Track)
+from hil_bridge.sim.reference_lap import path_curvature
 import numpy as np
 from scipy.interpolate import splev, splprep
-import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
-
-CSV_HEADER = ['tag', 'x', 'y', 'direction', 'x_variance', 'y_variance',
-              'xy_covariance']
 
 # Rules (Formula Student autocross/trackdrive), metres.
 MAX_CONE_SPACING = 5.0
@@ -367,88 +359,181 @@ def _lateral(track: Track, xy: np.ndarray
     return s, lat, dist
 
 
-def check_track_rules(track: Track, tolerance: float = 0.02) -> List[str]:
-    """
-    Return the FS rule violations of a track (empty list when it is legal).
+@dataclass(frozen=True)
+class RuleFinding:
+    """One finding of the rule check: ``severity`` 'error' or 'warning'."""
 
-    Checks: track width >= 3 m (every cone at least width/2 from every
-    part of the centre line), cone spacing <= 5 m along each boundary,
-    hairpin outer diameter >= 9 m, straights <= 80 m (stretches with a
-    radius above 100 m), lap 200-500 m, closed and not self-intersecting
-    (autocross/trackdrive); blue cones left and yellow cones right of the
-    driving direction, big orange cones at the start line, no overlapping
-    cones. ``tolerance`` (m) is the slack of the width check (a centre
-    line rebuilt from a CSV file is only an estimate, within ~0.3 m).
+    severity: str
+    message: str
+
+
+def boundary_mask(track: Track, lat: np.ndarray) -> np.ndarray:
     """
-    out: List[str] = []
+    Return a mask of the cones near enough to the centre line to bound it.
+
+    Cones more than one track width (at least 3 m) beside the centre line
+    are clutter around the track (PacSim ``unknown`` landmarks, other
+    layouts on the same ground) and are left out of the width and spacing
+    rules.
+    """
+    return np.abs(lat) <= max(float(track.width), MIN_WIDTH)
+
+
+def local_widths(track: Track) -> np.ndarray:
+    """
+    Return the local track width (m) at each cone (NaN where unknown).
+
+    A cone's width is its distance from the centre line plus the opposite
+    boundary's, interpolated at the cone's arc position between the
+    nearest opposite cones within one cone spacing (+1 m) before and
+    after it (measured along the centre line), so a centre line that is
+    only an estimate does not matter. Cones on the centre line, or with no
+    opposite cone near, get NaN.
+    """
+    xy = track.cones.xy
+    out = np.full(len(xy), np.nan)
+    if len(xy) < 2 or len(track.centerline) < 2:
+        return out
+    s, lat, _dist = _lateral(track, xy)
+    near = boundary_mask(track, lat)
+    total = track.length
+    win = MAX_CONE_SPACING + 1.0
+    for sgn in (1.0, -1.0):
+        mine = np.flatnonzero(near & (lat * sgn > 0.05))
+        opp = np.flatnonzero(near & (lat * sgn < -0.05))
+        if mine.size == 0 or opp.size == 0:
+            continue
+        order = opp[np.argsort(s[opp], kind='stable')]
+        so, lo = s[order], np.abs(lat[order])
+        if track.closed:
+            so = np.concatenate([so - total, so, so + total])
+            lo = np.tile(lo, 3)
+        k = np.searchsorted(so, s[mine])
+        kb = np.clip(k - 1, 0, len(so) - 1)
+        ka = np.clip(k, 0, len(so) - 1)
+        db = s[mine] - so[kb]
+        da = so[ka] - s[mine]
+        ok_b = (db >= 0.0) & (db <= win)
+        ok_a = (da >= 0.0) & (da <= win)
+        span = np.where(da + db > 1e-9, da + db, 1.0)
+        inter = np.where(ok_b & ok_a, lo[kb] + (lo[ka] - lo[kb]) * db / span,
+                         np.where(ok_b, lo[kb], np.where(ok_a, lo[ka],
+                                                         np.nan)))
+        out[mine] = np.abs(lat[mine]) + inter
+    return out
+
+
+def check_track_rules(track: Track, tolerance: float = 0.1) -> List[str]:
+    """
+    Return the FS rule findings of a track (empty list when it is legal).
+
+    The messages of :func:`rule_findings` (errors and warnings alike).
+    """
+    return [f.message for f in rule_findings(track, tolerance)]
+
+
+def rule_findings(track: Track, tolerance: float = 0.1
+                  ) -> List[RuleFinding]:
+    """
+    Check a track against the FS rules; return the findings.
+
+    Errors: no cones, a bad centre line, mirrored colours (more than half
+    of the blue cones right of the driving direction or of the yellow
+    ones left). Warnings: local track width below 3 m - ``tolerance`` at
+    any cone (:func:`local_widths`), a few cones on the wrong side, cone
+    spacing > 5 m + ``tolerance`` along a boundary, hairpin outer diameter < 9 m,
+    straights > 80 m (stretches with a radius above 100 m), lap outside
+    200-500 m, open or self-intersecting loop (autocross/trackdrive), no
+    big orange cones at the start line, overlapping cones.
+    """
+    out: List[RuleFinding] = []
+
+    def warn(text: str) -> None:
+        out.append(RuleFinding('warning', text))
     cl = track.centerline
     if cl.ndim != 2 or cl.shape[1] != 2 or len(cl) < 3 or \
             not np.isfinite(cl).all():
-        return ['centre line must be a finite (K >= 3, 2) array']
+        return [RuleFinding('error', 'centre line must be a finite '
+                            '(K >= 3, 2) array')]
     cones = track.cones
     if len(cones) == 0:
-        return ['track has no cones']
+        return [RuleFinding('error', 'track has no cones')]
     if not np.isfinite(cones.xy).all():
-        out.append('cone positions must be finite')
-        return out
+        return [RuleFinding('error', 'cone positions must be finite')]
     loop = track.mission in _GENERATED_MISSIONS or track.closed
     if loop:
         if not track.closed:
-            out.append('autocross/trackdrive track must be closed')
+            warn('autocross/trackdrive track must be closed')
         length = track.length
         if not MIN_LAP <= length <= MAX_LAP:
-            out.append(f'lap length {length:.1f} m outside '
-                       f'[{MIN_LAP}, {MAX_LAP}] m')
+            warn(f'lap length {length:.1f} m outside [{MIN_LAP}, '
+                 f'{MAX_LAP}] m')
         coarse = _resample(cl, track.closed, 1.0)
         if _segments_intersect(coarse, track.closed):
-            out.append('centre line intersects itself')
+            warn('centre line intersects itself')
         fine = _resample(cl, track.closed, 0.5)
-        kappa = np.abs(_curvature(fine, track.closed))
+        kappa = path_curvature(fine, track.closed)
         outer_d = 2.0 * (1.0 / max(kappa.max(), 1e-9) + track.width / 2.0)
         if outer_d < MIN_HAIRPIN_OUTER_DIAMETER:
-            out.append(f'hairpin outer diameter {outer_d:.2f} m < '
-                       f'{MIN_HAIRPIN_OUTER_DIAMETER} m')
+            warn(f'hairpin outer diameter {outer_d:.2f} m < '
+                 f'{MIN_HAIRPIN_OUTER_DIAMETER} m')
         straight = kappa < 1.0 / STRAIGHT_RADIUS
         longest = _longest_run(straight, track.closed) * 0.5
         if longest > MAX_STRAIGHT:
-            out.append(f'straight of {longest:.1f} m > {MAX_STRAIGHT} m')
-    if track.width < MIN_WIDTH:
-        out.append(f'track width {track.width} m < {MIN_WIDTH} m')
-    s, lat, dist = _lateral(track, cones.xy)
-    half = track.width / 2.0 - tolerance
-    narrow = np.flatnonzero(dist < half)
+            warn(f'straight of {longest:.1f} m > {MAX_STRAIGHT} m')
+    if track.width < MIN_WIDTH - tolerance:
+        warn(f'track width {track.width} m < {MIN_WIDTH} m')
+    s, lat, _dist = _lateral(track, cones.xy)
+    widths = local_widths(track)
+    narrow = np.flatnonzero(widths < MIN_WIDTH - tolerance)
     if narrow.size:
-        out.append(f'{narrow.size} cones closer than {half:.2f} m to the '
-                   f'centre line (track narrower than {track.width} m), '
-                   f'first at {cones.xy[narrow[0]].round(2).tolist()}')
-    blue_wrong = np.flatnonzero((cones.class_id == CONE_BLUE) & (lat < 0))
-    yellow_wrong = np.flatnonzero((cones.class_id == CONE_YELLOW) & (lat > 0))
-    if blue_wrong.size:
-        out.append(f'{blue_wrong.size} blue cones right of the driving '
-                   'direction')
-    if yellow_wrong.size:
-        out.append(f'{yellow_wrong.size} yellow cones left of the driving '
-                   'direction')
+        i = narrow[np.argmin(widths[narrow])]
+        warn(f'{narrow.size} cones where the track is narrower than '
+             f'{MIN_WIDTH - tolerance:.2f} m (narrowest {widths[i]:.2f} m at '
+             f'{cones.xy[i].round(2).tolist()})')
+    blue = cones.class_id == CONE_BLUE
+    yellow = cones.class_id == CONE_YELLOW
+    blue_wrong = np.flatnonzero(blue & (lat < 0))
+    yellow_wrong = np.flatnonzero(yellow & (lat > 0))
+    wrong = blue_wrong.size + yellow_wrong.size
+    if wrong and wrong * 2 > int(blue.sum() + yellow.sum()):
+        out.append(RuleFinding(
+            'error', f'colours mirrored: {blue_wrong.size} of '
+            f'{int(blue.sum())} blue cones right and {yellow_wrong.size} of '
+            f'{int(yellow.sum())} yellow cones left of the driving '
+            'direction'))
+    else:
+        if blue_wrong.size:
+            warn(f'{blue_wrong.size} blue cones right of the driving '
+                 f'direction, first at '
+                 f'{cones.xy[blue_wrong[0]].round(2).tolist()}')
+        if yellow_wrong.size:
+            warn(f'{yellow_wrong.size} yellow cones left of the driving '
+                 f'direction, first at '
+                 f'{cones.xy[yellow_wrong[0]].round(2).tolist()}')
     if loop:
+        near = boundary_mask(track, lat)
         for sign, name in ((1.0, 'left'), (-1.0, 'right')):
-            side = np.flatnonzero(lat * sign > 0)
+            side = np.flatnonzero(near & (lat * sign > 0))
             if side.size < 3:
-                out.append(f'{name} boundary has fewer than 3 cones')
+                warn(f'{name} boundary has fewer than 3 cones')
                 continue
             order = side[np.argsort(s[side], kind='stable')]
             p = cones.xy[order]
             gaps = np.hypot(*np.diff(np.vstack([p, p[:1]]), axis=0).T)
-            if gaps.max() > MAX_CONE_SPACING + 1e-6:
-                out.append(f'{name} boundary cone spacing '
-                           f'{gaps.max():.2f} m > {MAX_CONE_SPACING} m')
+            if gaps.max() > MAX_CONE_SPACING + tolerance:
+                k = int(np.argmax(gaps))
+                warn(f'{name} boundary cone spacing {gaps.max():.2f} m > '
+                     f'{MAX_CONE_SPACING} m at {p[k].round(2).tolist()}')
         big = cones.xy[cones.class_id == CONE_BIG_ORANGE]
         start = track.timing_lines.get('start')
         if start is None:
-            out.append('no start timing line')
+            warn('no start timing line')
         elif big.shape[0] < 2 or np.min(np.hypot(
                 *(big - (start.a + start.b) / 2.0).T)) > track.width + 1.0:
-            out.append('no big orange cones at the start line')
-    out.extend(overlapping_cones(cones))
+            warn('no big orange cones at the start line')
+    for text in overlapping_cones(cones):
+        warn(text)
     return out
 
 
@@ -478,321 +563,31 @@ def overlapping_cones(cones: ConeArray) -> List[str]:
             f'{cones.xy[i].round(3).tolist()}' for i, j in bad]
 
 
-# ------------------------------------------------------------------- CSV
-def save_track_csv(track: Track, path: str) -> None:
-    """Write a track in the FSDS/eufs_sim CSV format (car_start first)."""
-    with open(path, 'w', newline='', encoding='utf-8') as stream:
-        w = csv.writer(stream)
-        w.writerow(CSV_HEADER)
-        p = track.car_start
-        w.writerow(['car_start', repr(float(p.x)), repr(float(p.y)),
-                    repr(float(p.yaw)), 0.0, 0.0, 0.0])
-        for (x, y), c in zip(track.cones.xy, track.cones.class_id):
-            w.writerow([CONE_NAMES[int(c)], repr(float(x)), repr(float(y)),
-                        0.0, 0.0, 0.0, 0.0])
-
-
-def _parse_float(path: str, line: int, name: str, text: Optional[str],
-                 required: bool) -> float:
-    if text is None or text.strip() == '':
-        if required:
-            raise ValueError(f'{path}:{line}: field {name!r} is missing')
-        return 0.0
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f'{path}:{line}: field {name!r} is not a number: '
-                         f'{text!r}') from None
-    if not math.isfinite(value):
-        raise ValueError(f'{path}:{line}: field {name!r} is not finite: '
-                         f'{text!r}')
-    return value
-
-
-def load_track_csv(path: str, mission: str = '', width: float = 0.0
-                   ) -> Track:
-    """
-    Load an FSDS/eufs_sim track CSV.
-
-    Errors name the file, line and field (missing columns or values,
-    unknown tags, non-numeric or non-finite numbers, overlapping cones,
-    no cones). Without a ``car_start`` row the car starts at the origin
-    heading +x; a file without the header line is read in the standard
-    column order. The centre line is rebuilt from the cone pairs (for
-    ``mission='skidpad'`` the standard layout is placed at ``car_start``);
-    timing lines are put at the big orange cones. ``width`` 0 means
-    "measure it from the cones".
-    """
-    if mission == 'skidpad':
-        return _load_skidpad(path)
-    rows, car_start = _read_rows(path)
-    xy = np.array([r[0] for r in rows], dtype=np.float64).reshape(-1, 2)
-    cls = np.array([r[1] for r in rows], dtype=np.uint8)
-    lines = [r[2] for r in rows]
-    cones = ConeArray(xy=xy, class_id=cls, knocked=np.zeros(len(cls), bool))
-    for msg in _overlaps_with_lines(cones, lines, path):
-        raise ValueError(msg)
-    cl, closed = _centerline_from_cones(cones, car_start, path)
-    tan = _tangents(cl, closed)
-    s, lat, _dist = _lateral(Track('', cones, car_start, cl, closed), xy)
-    if width <= 0.0:
-        bound = (cls == CONE_BLUE) | (cls == CONE_YELLOW)
-        width = round(float(np.median(np.abs(lat[bound])) * 2.0), 2) \
-            if bound.any() else MIN_WIDTH
-    timing = _timing_from_big_orange(cones, cl, closed, tan, width)
-    name = os.path.splitext(os.path.basename(path))[0]
-    return Track(name=name, cones=cones, car_start=car_start, centerline=cl,
-                 closed=closed, width=width, timing_lines=timing,
-                 mission=mission)
-
-
-def _read_rows(path: str) -> Tuple[List[Tuple[Tuple[float, float], int, int]],
-                                   Pose]:
-    rows = []
-    car_start = None
-    with open(path, 'r', newline='', encoding='utf-8') as stream:
-        reader = csv.reader(stream)
-        header = next(reader, None)
-        if header is None:
-            raise ValueError(f'{path}:1: empty file (expected header '
-                             f'{",".join(CSV_HEADER)})')
-        header = [h.strip() for h in header]
-        first_row = None
-        if header and (header[0] in CONE_TAGS or header[0] == 'car_start'):
-            # no header line (some FSDS files): the standard column order
-            first_row = header
-            header = list(CSV_HEADER)
-        for name in CSV_HEADER[:3]:
-            if name not in header:
-                raise ValueError(f'{path}:1: header misses field {name!r} '
-                                 f'(expected {",".join(CSV_HEADER)})')
-        col = {name: header.index(name) for name in CSV_HEADER
-               if name in header}
-        rows_iter = reader if first_row is None else \
-            itertools.chain([first_row], reader)
-        for row in rows_iter:
-            line = reader.line_num
-            if not row or all(c.strip() == '' for c in row):
-                continue
-
-            def get(name: str) -> Optional[str]:
-                i = col.get(name)
-                return row[i] if i is not None and i < len(row) else None
-            tag = (get('tag') or '').strip()
-            if tag == '':
-                raise ValueError(f"{path}:{line}: field 'tag' is missing")
-            x = _parse_float(path, line, 'x', get('x'), True)
-            y = _parse_float(path, line, 'y', get('y'), True)
-            direction = _parse_float(path, line, 'direction',
-                                     get('direction'), False)
-            for name in CSV_HEADER[4:]:
-                _parse_float(path, line, name, get(name), False)
-            if tag == 'car_start':
-                if car_start is not None:
-                    raise ValueError(f"{path}:{line}: field 'tag': second "
-                                     'car_start row')
-                car_start = Pose(x=x, y=y, yaw=direction)
-            elif tag in CONE_TAGS:
-                rows.append(((x, y), CONE_TAGS[tag], line))
-            else:
-                raise ValueError(f"{path}:{line}: field 'tag': unknown tag "
-                                 f'{tag!r} (expected one of '
-                                 f'{sorted(CONE_TAGS) + ["car_start"]})')
-    if not rows:
-        raise ValueError(f'{path}: no cones')
-    return rows, car_start if car_start is not None else Pose()
-
-
-def _overlaps_with_lines(cones: ConeArray, lines: List[int], path: str
-                         ) -> List[str]:
-    out = []
-    for msg in overlapping_cones(cones):
-        i, j = (int(v) for v in msg.split()[1:4:2])
-        out.append(f"{path}:{lines[j]}: fields 'x','y': cone overlaps "
-                   f'the cone of line {lines[i]} at '
-                   f'{cones.xy[j].round(3).tolist()}')
-    return out
-
-
-def _chain(points: np.ndarray, start: np.ndarray, heading: np.ndarray,
-           max_gap: float) -> np.ndarray:
-    """Order boundary cones by walking nearest neighbours from ``start``."""
-    n = len(points)
-    rel = points - start
-    ahead = rel @ heading
-    cand = np.flatnonzero(ahead > -1.0)
-    if cand.size == 0:
-        cand = np.arange(n)
-    first = cand[np.argmin(np.hypot(*rel[cand].T))]
-    tree = cKDTree(points)
-    order = [int(first)]
-    used = np.zeros(n, bool)
-    used[first] = True
-    direction = heading.copy()
-    while True:
-        cur = points[order[-1]]
-        k = min(n, 8)
-        dist, idx = tree.query(cur, k=k)
-        dist, idx = np.atleast_1d(dist), np.atleast_1d(idx)
-        ok = (~used[idx]) & (dist <= max_gap) & (dist > 0)
-        if not ok.any():
-            break
-        vec = points[idx[ok]] - cur
-        score = dist[ok] * (1.5 - (vec @ direction) / dist[ok])
-        j = int(idx[ok][np.argmin(score)])
-        direction = (points[j] - cur) / np.hypot(*(points[j] - cur))
-        used[j] = True
-        order.append(j)
-    return np.array(order)
-
-
-def _centerline_from_cones(cones: ConeArray, car_start: Pose, path: str
-                           ) -> Tuple[np.ndarray, bool]:
-    """
-    Rebuild a centre line from the cones (blue left, yellow right).
-
-    A first pass uses blue and yellow cones only; orange and big orange
-    cones are then put on the side they lie on and the centre line is
-    rebuilt with them (braking zones, start lines).
-    """
-    heading = np.array([math.cos(car_start.yaw), math.sin(car_start.yaw)])
-    origin = np.array([car_start.x, car_start.y])
-    cls = cones.class_id
-    left = (cls == CONE_BLUE)
-    right = (cls == CONE_YELLOW)
-    if left.sum() < 2 or right.sum() < 2:
-        # no colours: split all cones by the side of the start heading
-        rel = cones.xy - origin
-        side = heading[0] * rel[:, 1] - heading[1] * rel[:, 0]
-        left, right = side > 0, side < 0
-    cl, closed = _centerline_pass(cones.xy[left], cones.xy[right], origin,
-                                  heading, path)
-    other = ~(left | right)
-    if other.any():
-        probe = Track('', cones, car_start, cl, closed)
-        _s, lat, _d = _lateral(probe, cones.xy[other])
-        idx = np.flatnonzero(other)
-        left = left.copy()
-        right = right.copy()
-        left[idx[lat > 0]] = True
-        right[idx[lat < 0]] = True
-        cl, closed = _centerline_pass(cones.xy[left], cones.xy[right],
-                                      origin, heading, path)
-    return cl, closed
-
-
-def _centerline_pass(left: np.ndarray, right: np.ndarray, origin: np.ndarray,
-                     heading: np.ndarray, path: str
-                     ) -> Tuple[np.ndarray, bool]:
-    if len(left) < 2 or len(right) < 2:
-        raise ValueError(f'{path}: need at least two cones on each side of '
-                         'the track to build its centre line')
-    gap = 2.5 * MAX_CONE_SPACING
-    lo = left[_chain(left, origin, heading, gap)]
-    ro = right[_chain(right, origin, heading, gap)]
-    closed = bool(len(lo) > 4 and len(ro) > 4
-                  and np.hypot(*(lo[-1] - lo[0])) < gap)
-    # centre points: each ordered left cone with the nearest point of the
-    # right boundary polyline (densified), then a smoothing spline
-    dense_right = _resample(ro, closed, 0.1)
-    _d, j = cKDTree(dense_right).query(lo)
-    mids = (lo + dense_right[j]) / 2.0
-    keep = np.concatenate([[True], np.hypot(*np.diff(mids, axis=0).T) > 0.3])
-    mids = mids[keep]
-    closed = closed and len(mids) > 4
-    if not closed:
-        # extend back to the car start
-        first = np.array([origin - 2.0 * heading])
-        mids = np.vstack([first, mids])
-    return _smooth(mids, closed), closed
-
-
-def _smooth(pts: np.ndarray, closed: bool) -> np.ndarray:
-    """Fit a smoothing cubic spline (about 5 cm RMS) and resample it."""
-    if len(pts) < 4:
-        return _resample(pts, closed, 0.5)
-    xs = np.append(pts[:, 0], pts[0, 0]) if closed else pts[:, 0]
-    ys = np.append(pts[:, 1], pts[0, 1]) if closed else pts[:, 1]
-    try:
-        tck, _u = splprep([xs, ys], s=len(xs) * 0.05 ** 2, per=int(closed))
-    except (ValueError, TypeError):
-        return _resample(pts, closed, 0.5)
-    n = max(int(arc_length(pts, closed)[-1] / 0.1), 10)
-    dense = np.column_stack(splev(np.linspace(0.0, 1.0, n,
-                                              endpoint=not closed), tck))
-    return _resample(dense, closed, 0.5)
-
-
-def _timing_from_big_orange(cones: ConeArray, cl: np.ndarray, closed: bool,
-                            tan: np.ndarray, width: float
-                            ) -> Dict[str, TimingLine]:
-    big = cones.xy[cones.class_id == CONE_BIG_ORANGE]
-    if len(big) == 0:
-        i = 0
-        line = _timing_line('start', cl[i], tan[i], width / 2.0 + 0.5)
-        return {'start': line, 'finish': line}
-    tree = cKDTree(big)
-    pairs = tree.query_pairs(width + 2.0, output_type='ndarray')
-    graph = sp.coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])),
-                          shape=(len(big), len(big))) if len(pairs) else \
-        sp.coo_matrix((len(big), len(big)))
-    n, labels = connected_components(graph, directed=False)
-    cl_tree = cKDTree(cl)
-    groups = []
-    for k in range(n):
-        centre = big[labels == k].mean(axis=0)
-        _d, idx = cl_tree.query(centre)
-        groups.append(int(idx))
-    groups.sort()
-    first, last = groups[0], groups[-1]
-    start = _timing_line('start', cl[first], tan[first], width / 2.0 + 0.5)
-    if closed or first == last:
-        return {'start': start, 'finish': start}
-    finish = _timing_line('finish', cl[last], tan[last], width / 2.0 + 0.5)
-    return {'start': start, 'finish': finish}
-
-
-def _load_skidpad(path: str) -> Track:
-    rows, car_start = _read_rows(path)
-    xy = np.array([r[0] for r in rows], dtype=np.float64).reshape(-1, 2)
-    cls = np.array([r[1] for r in rows], dtype=np.uint8)
-    cones = ConeArray(xy=xy, class_id=cls, knocked=np.zeros(len(cls), bool))
-    for msg in _overlaps_with_lines(cones, [r[2] for r in rows], path):
-        raise ValueError(msg)
-    ref = skidpad_track()
-    c, s = math.cos(car_start.yaw), math.sin(car_start.yaw)
-    rot = np.array([[c, -s], [s, c]])
-    off = np.array([car_start.x, car_start.y]) - rot @ np.array(
-        [ref.car_start.x, ref.car_start.y])
-
-    def tf(p: np.ndarray) -> np.ndarray:
-        return p @ rot.T + off
-    lines = {k: TimingLine(v.name, tf(v.a), tf(v.b), rot @ v.direction)
-             for k, v in ref.timing_lines.items()}
-    return Track(name=os.path.splitext(os.path.basename(path))[0],
-                 cones=cones, car_start=car_start,
-                 centerline=tf(ref.centerline), closed=False,
-                 width=ref.width, timing_lines=lines, mission='skidpad')
-
-
 def make_track(spec: Dict, source: str = '') -> Track:
     """
     Build a track from a scenario's ``track`` mapping.
 
-    ``{'generator': 'random'|'acceleration'|'skidpad', 'seed': int,
-    'params': {...}}`` or ``{'track_file': 'path.csv'}`` (relative paths
-    are looked up next to ``source`` and then under ``config/tracks``).
+    ``{'generator': 'random'|'hard'|'acceleration'|'skidpad', 'seed': int,
+    'params': {...}}`` or ``{'track_file': 'path', 'format': 'auto',
+    'convention': 'rep103'}`` (any format of
+    :mod:`hil_bridge.sim.track_files`; relative paths are looked up next to
+    ``source`` and then under ``config/tracks``). A track file is rule
+    checked: mirrored colours raise ``ValueError``, other findings are
+    logged as warnings.
     """
     from hil_bridge.interface.config import config_path
     if 'track_file' in spec:
+        from hil_bridge.sim.track_files import open_track
         f = str(spec['track_file'])
         cands = [f] if os.path.isabs(f) else \
             [os.path.join(os.path.dirname(source), f) if source else f,
              config_path('tracks', f), f]
         for cand in cands:
             if os.path.isfile(cand):
-                return load_track_csv(cand, mission=str(spec.get('mission',
-                                                                 '')))
+                return open_track(cand, fmt=str(spec.get('format', 'auto')),
+                                  convention=str(spec.get('convention',
+                                                          'rep103')),
+                                  mission=str(spec.get('mission', '')))
         raise FileNotFoundError(f'track file {f!r} not found (tried '
                                 f'{cands})')
     gen = spec.get('generator')
@@ -803,44 +598,42 @@ def make_track(spec: Dict, source: str = '') -> Track:
         if 'control_points' in params:
             params['control_points'] = tuple(params['control_points'])
         return random_track(int(spec.get('seed', 0)), **params)
+    if gen == 'hard':
+        from hil_bridge.sim.track_gen_hard import hard_track
+        return hard_track(int(spec.get('seed', 0)), **params)
     if gen == 'acceleration':
         return acceleration_track(**params)
     if gen == 'skidpad':
         return skidpad_track(**params)
-    raise ValueError(f'unknown track generator {gen!r} (expected random, '
-                     'acceleration or skidpad)')
+    raise ValueError(f'unknown track generator {gen!r} (expected '
+                     f'{", ".join(GENERATORS)})')
+
+
+#: Generator names a scenario's ``track.generator`` may use.
+GENERATORS = ('random', 'hard', 'acceleration', 'skidpad')
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     """
-    Generate, export or check tracks from the command line.
+    Generate and export tracks from the command line.
 
-    ``python -m hil_bridge.sim.tracks random --seed 3 --out t.csv``,
-    ``... acceleration|skidpad --out t.csv``, ``... check t.csv
-    [--mission trackdrive]``. Prints the length, cone count and rule
-    violations; returns 1 when there are violations.
+    ``python -m hil_bridge.sim.tracks random|hard|acceleration|skidpad
+    [--seed N] [--out t.csv]``. Prints the length, cone count and rule
+    findings; returns 1 when there are any. Files: ``carla-hil track``.
     """
     import argparse
+    from hil_bridge.sim.track_files import save_track_csv
     parser = argparse.ArgumentParser(prog='python -m hil_bridge.sim.tracks')
-    parser.add_argument('what', choices=['random', 'acceleration', 'skidpad',
-                                         'check'])
-    parser.add_argument('file', nargs='?', help='CSV file to check')
+    parser.add_argument('what', choices=['random', 'hard', 'acceleration',
+                                         'skidpad'])
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--mission', default='trackdrive')
     parser.add_argument('--out', help='write the track as CSV here')
     args = parser.parse_args(argv)
-    if args.what == 'check':
-        if not args.file:
-            parser.error('check needs a CSV file')
-        track = load_track_csv(args.file, mission=args.mission)
-    elif args.what == 'random':
-        track = random_track(args.seed, mission=args.mission)
-    elif args.what == 'acceleration':
-        track = acceleration_track()
-    else:
-        track = skidpad_track()
-    problems = check_track_rules(track, tolerance=0.3 if args.what ==
-                                 'check' else 0.02)
+    track = make_track({'generator': args.what, 'seed': args.seed,
+                        'params': {'mission': args.mission}
+                        if args.what in ('random', 'hard') else {}})
+    problems = check_track_rules(track)
     print(f'{track.name}: {track.length:.1f} m, {len(track.cones)} cones, '
           f'closed={track.closed}, width={track.width} m')
     for p in problems:

@@ -14,6 +14,8 @@ Subcommands::
     carla-hil report BAG --out DIR
     carla-hil scenarios list
     carla-hil scenarios run SUITE [--jobs N] [--out DIR]
+    carla-hil track check|convert|plot FILE [--format F] [--convention C]
+                  [--out FILE]
     carla-hil train-vision ... | evaluate ... | ncap ...
 
 ``run`` starts the nodes of ``config/graph.yaml`` as separate processes
@@ -638,6 +640,7 @@ def make_parser() -> argparse.ArgumentParser:
     for name, module in (('play', 'hil_bridge.tools.player'),
                          ('report', 'hil_bridge.tools.report'),
                          ('scenarios', 'hil_bridge.tools.suites'),
+                         ('track', 'hil_bridge.tools.track_cli'),
                          ('train-vision', 'cone_detection.tools.train_vision'),
                          ('evaluate', 'cone_detection.tools.evaluate'),
                          ('ncap', 'aeb_control.tools.ncap')):

@@ -41,12 +41,17 @@ def scenario_names() -> List[str]:
 
 def run_one(entry: Dict[str, Any], out_dir: str, domain: int,
             timeout: float) -> Dict[str, Any]:
-    """Run one scenario of a suite in its own ROS domain; return a row."""
-    name = entry['scenario']
+    """
+    Run one scenario of a suite in its own ROS domain; return a row.
+
+    The entry's ``name`` (default: its scenario) names the run directory
+    and the row.
+    """
+    name = entry.get('name', entry['scenario'])
     run_dir = os.path.join(out_dir, name)
     os.makedirs(run_dir, exist_ok=True)
     argv = [sys.executable, '-m', 'hil_bridge.tools.cli', 'run', '--scenario',
-            name, '--report', run_dir]
+            entry['scenario'], '--report', run_dir]
     for item in entry.get('set', []):
         argv += ['--set', item]
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain))
@@ -74,6 +79,7 @@ def run_one(entry: Dict[str, Any], out_dir: str, domain: int,
             'status': result.get('status', 'no result'),
             'laps': result.get('laps', ''),
             'lap_times': result.get('lap_times', ''),
+            'lap_time_ratio': result.get('lap_time_ratio', ''),
             'cones_hit': result.get('cones_hit', ''),
             'penalties_s': result.get('penalty_time', ''),
             'collisions': result.get('collisions', '')}
@@ -144,7 +150,8 @@ def run_suite(name: str, jobs: int, out_dir: str, domain_base: int = 10,
     suite = table[name]
     if isinstance(suite, dict) and 'module' in suite:
         return [run_module_suite(suite, out_dir, timeout)]
-    entries = [e for e in suite if not only or e['scenario'] in only]
+    entries = [e for e in suite if not only or e['scenario'] in only
+               or e.get('name') in only]
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [pool.submit(run_one, e, out_dir, domain_base + i, timeout)
                    for i, e in enumerate(entries)]
@@ -170,7 +177,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print('scenarios: ' + ', '.join(scenario_names()))
         for name, suite in suites().items():
             what = suite['module'] if isinstance(suite, dict) else \
-                ', '.join(e['scenario'] for e in suite)
+                ', '.join(e.get('name', e['scenario']) for e in suite)
             print(f'suite {name}: {what}')
         return 0
     rows = run_suite(args.suite, args.jobs, args.out, args.domain_base,

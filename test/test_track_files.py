@@ -1,0 +1,423 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""Track files of other simulators: every format, awkward cases, errors."""
+
+from pathlib import Path
+
+from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_UNKNOWN,
+                                        CONE_YELLOW)
+from hil_bridge.sim import track_files as F
+from hil_bridge.sim import tracks as T
+import numpy as np
+import pytest
+from scipy.spatial import cKDTree
+
+DATA = Path(__file__).resolve().parent / 'data' / 'tracks'
+OVAL_LENGTH = 2 * 65.0 + 2 * np.pi * 12.0
+
+
+def _oval_centre(step: float = 0.05) -> np.ndarray:
+    """Return the true centre line of the test oval (see make_tracks.py)."""
+    x = np.arange(-32.5, 32.5, step)
+    a = np.arange(-np.pi / 2, np.pi / 2, step / 12.0)
+    return np.vstack([
+        np.column_stack([x, np.zeros_like(x)]),
+        np.column_stack([32.5 + 12 * np.cos(a), 12 + 12 * np.sin(a)]),
+        np.column_stack([-x, np.full_like(x, 24.0)]),
+        np.column_stack([-32.5 - 12 * np.cos(a), 12 - 12 * np.sin(a)])])
+
+
+def _key(xy: np.ndarray, cls: np.ndarray) -> list:
+    return sorted((round(float(x), 2), round(float(y), 2), int(c))
+                  for (x, y), c in zip(xy, cls))
+
+
+REFERENCE = F.read_track_file(str(DATA / 'eufs_oval.csv'))
+
+
+@pytest.mark.parametrize('name, fmt, convention, start', [
+    ('eufs_oval.csv', 'eufs', 'rep103', (-6.0, 0.0)),
+    ('eufs_midpoints.csv', 'eufs', 'rep103', (-6.0, 0.0)),
+    ('eufs_repeated_header.csv', 'eufs', 'rep103', (0.0, 0.0)),
+    ('fsds_oval.csv', 'fsds', 'rep103', (0.0, 0.0)),
+    ('fsds_oval_unreal.csv', 'fsds', 'unreal', (0.0, 0.0)),
+    ('pacsim_oval.yaml', 'pacsim', 'rep103', (-6.0, 0.0)),
+    ('fssim_oval.yaml', 'fssim', 'rep103', (-6.0, 0.0)),
+])
+def test_every_format_loads_the_same_oval(name: str, fmt: str,
+                                          convention: str,
+                                          start: tuple) -> None:
+    """Same cones, start, closed centre line on the true one, no findings."""
+    path = str(DATA / name)
+    assert F.detect_format(path) == fmt
+    loaded = F.load_track_file(path, convention=convention)
+    track = loaded.track
+    assert loaded.fmt == fmt
+    assert loaded.errors == []
+    assert _key(track.cones.xy, track.cones.class_id) == \
+        _key(REFERENCE.xy, REFERENCE.class_id)
+    assert (track.car_start.x, track.car_start.y) == pytest.approx(start)
+    assert track.car_start.yaw == pytest.approx(0.0)
+    assert track.closed
+    assert track.width == pytest.approx(3.0, abs=0.02)
+    assert track.length == pytest.approx(OVAL_LENGTH, rel=0.01)
+    d, _i = cKDTree(_oval_centre()).query(track.centerline)
+    assert d.max() < 0.25 and np.median(d) < 0.05
+    # the centre line runs counter-clockwise (blue, the infield, left)
+    assert T.check_track_rules(track) == []
+    start_line = track.timing_lines['start']
+    assert ((start_line.a + start_line.b) / 2.0) == pytest.approx(
+        [0.0, 0.0], abs=0.3)
+    assert start_line.direction == pytest.approx([1.0, 0.0], abs=0.02)
+
+
+def test_midpoints_are_the_centre_line_not_cones() -> None:
+    """``midpoint`` rows build the centre line and are not cones."""
+    tf = F.read_track_file(str(DATA / 'eufs_midpoints.csv'))
+    assert len(tf.midpoints) == 43
+    assert len(tf.xy) == len(REFERENCE.xy)
+    track = F.build_track(tf)
+    d, _i = cKDTree(T._resample(track.centerline, True, 0.05)).query(
+        tf.midpoints)
+    assert d.max() < 0.1
+    # unordered midpoints are not a line: the cones rebuild it instead
+    tf.midpoints = tf.midpoints[np.random.default_rng(0).permutation(43)]
+    track = F.build_track(tf)
+    assert any('midpoint rows do not form a line' in n for n in tf.notes)
+    assert track.length == pytest.approx(OVAL_LENGTH, rel=0.01)
+
+
+def test_duplicates_are_merged_with_a_warning_naming_both_lines() -> None:
+    """A blue cone 6.5 cm and a gate cone 27 cm from another: merged."""
+    loaded = F.load_track_file(str(DATA / 'eufs_duplicates.csv'))
+    assert loaded.errors == []
+    notes = [w for w in loaded.warnings if 'merged' in w]
+    assert len(notes) == 2
+    assert 'eufs_duplicates.csv:12: blue cone merged with the cone(s) of ' \
+        'line 13 (6.5 cm apart' in notes[0]
+    assert ':100: big_orange cone merged with the cone(s) of line 102 ' \
+        '(27.0 cm apart' in notes[1]
+    cones = loaded.track.cones
+    assert len(cones) == len(REFERENCE.xy)
+    big = cones.xy[cones.class_id == CONE_BIG_ORANGE]
+    assert any(np.allclose(b, [0.4, 1.5 + 0.135]) for b in big)
+    blue = cones.xy[cones.class_id == CONE_BLUE]
+    first = REFERENCE.xy[9]
+    assert any(np.allclose(b, first + [0.0325, 0.0]) for b in blue)
+
+
+def test_repeated_header_is_skipped() -> None:
+    """A second header line mid-file is noted and skipped."""
+    loaded = F.load_track_file(str(DATA / 'eufs_repeated_header.csv'))
+    assert loaded.warnings == [f'{DATA / "eufs_repeated_header.csv"}:51: '
+                               'repeated header line skipped']
+
+
+def test_mirrored_colours_are_an_error() -> None:
+    """Blue right of the driving direction stops loading, with a hint."""
+    for name, hint in (('eufs_mirrored.csv', True),
+                       ('fsds_oval_unreal.csv', True)):
+        path = str(DATA / name)
+        loaded = F.load_track_file(path)
+        assert len(loaded.errors) == 1
+        assert 'colours mirrored: 4' in loaded.errors[0]
+        assert ('convention unreal' in loaded.errors[0]) == hint
+        with pytest.raises(ValueError, match='colours mirrored') as err:
+            F.open_track(path)
+        assert '\n' not in str(err.value)
+        assert str(err.value).startswith(path)
+
+
+def test_unreal_convention_flips_y_and_headings(tmp_path: Path) -> None:
+    """``unreal`` negates y and the start heading."""
+    path = tmp_path / 'u.csv'
+    path.write_text(
+        'tag,x,y,direction,x_variance,y_variance,xy_covariance\n'
+        'car_start,1.0,2.0,0.5,0,0,0\nblue,3.0,-1.5,0,0,0,0\n'
+        'yellow,3.0,1.5,0,0,0,0\nblue,7.0,-1.5,0,0,0,0\n'
+        'yellow,7.0,1.5,0,0,0,0\nmidpoint,5.0,0.25,0,0,0,0\n')
+    tf = F.read_track_file(str(path), convention='unreal')
+    assert (tf.car_start.x, tf.car_start.y, tf.car_start.yaw) == \
+        pytest.approx((1.0, -2.0, -0.5))
+    assert tf.xy[tf.class_id == CONE_BLUE][:, 1] == pytest.approx(
+        [1.5, 1.5])
+    assert tf.midpoints[0] == pytest.approx([5.0, -0.25])
+
+
+def test_pacsim_timing_sensors_are_not_cones() -> None:
+    """time_keeping entries give the timing lines, never cones."""
+    tf = F.read_track_file(str(DATA / 'pacsim_oval.yaml'))
+    assert tf.timing.tolist() == [[0.0, 4.0], [0.0, -4.0]]
+    assert not np.any(np.all(np.isclose(tf.xy, [0.0, 4.0]), axis=1))
+    assert set(tf.side.tolist()) == {1, -1}
+    assert tf.closed is True
+    track = F.build_track(tf)
+    line = track.timing_lines['start']
+    assert track.timing_lines['finish'] is line
+    assert ((line.a + line.b) / 2.0) == pytest.approx([0.0, 0.0], abs=0.3)
+    assert np.hypot(*(line.b - line.a)) == pytest.approx(4.0, abs=0.1)
+
+
+@pytest.mark.parametrize('name', ['eufs_acceleration.csv',
+                                  'pacsim_acceleration.yaml',
+                                  'fssim_acceleration.yaml'])
+def test_acceleration_in_every_format(name: str) -> None:
+    """Open track: start line at x 0, finish at x 75, orange braking zone."""
+    loaded = F.load_track_file(str(DATA / name))
+    assert loaded.errors == []
+    track = loaded.track
+    assert not track.closed
+    mid = {k: (v.a + v.b) / 2.0 for k, v in track.timing_lines.items()}
+    assert mid['start'] == pytest.approx([0.0, 0.0], abs=0.5)
+    assert mid['finish'] == pytest.approx([75.0, 0.0], abs=0.5)
+    cls = track.cones.class_id
+    assert (cls == CONE_ORANGE).sum() == 30
+    assert (cls == CONE_BIG_ORANGE).sum() == 8
+    assert track.car_start.x == pytest.approx(-3.0)
+    if name.startswith('pacsim'):
+        assert any('2 invisible landmarks skipped' in w
+                   for w in loaded.warnings)
+
+
+def test_pacsim_unknown_cones_are_kept_as_clutter() -> None:
+    """Unknown-colour cones load, and are no boundary for the rules."""
+    loaded = F.load_track_file(str(DATA / 'pacsim_clutter.yaml'))
+    cls = loaded.track.cones.class_id
+    assert (cls == CONE_UNKNOWN).sum() == 5
+    assert loaded.errors == [] and loaded.warnings == []
+    assert (cls == CONE_YELLOW).sum() == (REFERENCE.class_id ==
+                                          CONE_YELLOW).sum()
+
+
+def test_fssim_front_wing_start_and_tk_devices() -> None:
+    """The start pose is the front wing: the rear axle is 2.3 m behind."""
+    tf = F.read_track_file(str(DATA / 'fssim_oval.yaml'))
+    assert tf.car_start.x == pytest.approx(-3.7 - F.FRONT_WING_OFFSET)
+    assert tf.timing.tolist() == [[0.0, 3.0], [0.0, -3.0]]
+    assert set(tf.side.tolist()) == {1, -1, 0}
+
+
+def test_convert_round_trip(tmp_path: Path) -> None:
+    """Every format converts to our CSV and reads back identically."""
+    for name in ('pacsim_oval.yaml', 'fssim_acceleration.yaml',
+                 'eufs_midpoints.csv'):
+        track = F.load_track_file(str(DATA / name)).track
+        out = tmp_path / f'{name}.csv'
+        F.save_track_csv(track, str(out))
+        back = F.load_track_file(str(out)).track
+        assert back.cones.xy.tolist() == track.cones.xy.tolist()
+        assert back.cones.class_id.tolist() == track.cones.class_id.tolist()
+        assert back.car_start == track.car_start
+        assert back.closed == track.closed
+
+
+def test_csv_round_trip_closed(tmp_path: Path) -> None:
+    """Save and load a generated track: same cones, start and shape."""
+    track = T.random_track(11)
+    path = tmp_path / 'track.csv'
+    F.save_track_csv(track, str(path))
+    header = path.read_text().splitlines()[0]
+    assert header == 'tag,x,y,direction,x_variance,y_variance,xy_covariance'
+    back = F.load_track_csv(str(path), mission='trackdrive')
+    np.testing.assert_array_equal(back.cones.xy, track.cones.xy)
+    np.testing.assert_array_equal(back.cones.class_id, track.cones.class_id)
+    assert back.car_start.x == track.car_start.x
+    assert back.car_start.yaw == track.car_start.yaw
+    assert back.closed
+    assert back.width == pytest.approx(3.0, abs=0.05)
+    assert back.length == pytest.approx(track.length, rel=0.03)
+    d, _i = cKDTree(T._resample(track.centerline, True, 0.1)).query(
+        back.centerline)
+    assert d.max() < 0.3 and np.median(d) < 0.1
+    assert T.check_track_rules(back) == []
+    path2 = tmp_path / 'again.csv'
+    F.save_track_csv(back, str(path2))
+    assert path2.read_text() == path.read_text()
+
+
+def test_csv_round_trip_acceleration(tmp_path: Path) -> None:
+    """An open track keeps its start and finish lines through a file."""
+    track = T.acceleration_track()
+    path = tmp_path / 'acc.csv'
+    F.save_track_csv(track, str(path))
+    back = F.load_track_csv(str(path), mission='acceleration')
+    assert not back.closed
+    mid = {k: (v.a + v.b) / 2.0 for k, v in back.timing_lines.items()}
+    assert mid['start'][0] == pytest.approx(0.0, abs=0.5)
+    assert mid['finish'][0] == pytest.approx(75.0, abs=0.5)
+    assert np.abs(back.centerline[:, 1]).max() < 1e-6
+
+
+def test_csv_skidpad_round_trip(tmp_path: Path) -> None:
+    """A skidpad file gets the standard layout placed on its cones."""
+    track = T.skidpad_track()
+    path = tmp_path / 'skid.csv'
+    F.save_track_csv(track, str(path))
+    back = F.load_track_csv(str(path), mission='skidpad')
+    np.testing.assert_allclose(back.centerline, track.centerline, atol=1e-9)
+    assert len(back.cones) == len(track.cones)
+    assert T.check_track_rules(back) == []
+
+
+def test_hard_layout_round_trip(tmp_path: Path) -> None:
+    """A hard layout (side-by-side lanes, tight hairpins) reads back."""
+    from hil_bridge.sim.track_gen_hard import hard_track
+    track = hard_track(4)
+    path = tmp_path / 'hard.csv'
+    F.save_track_csv(track, str(path))
+    loaded = F.load_track_file(str(path))
+    assert loaded.errors == []
+    assert loaded.track.closed
+    assert loaded.track.length == pytest.approx(track.length, rel=0.03)
+
+
+GOOD = ('tag,x,y,direction,x_variance,y_variance,xy_covariance\n'
+        'car_start,0.0,0.0,0.0,0,0,0\n'
+        'blue,2.0,1.5,0,0,0,0\nyellow,2.0,-1.5,0,0,0,0\n'
+        'blue,6.0,1.5,0,0,0,0\nyellow,6.0,-1.5,0,0,0,0\n')
+
+
+@pytest.mark.parametrize('text, line, field', [
+    (GOOD.replace('tag,x,y', 'tag,xx,y'), 1, "'x'"),
+    (GOOD + 'blue,,3.0,0,0,0,0\n', 7, "'x'"),
+    (GOOD + 'purple,1.0,3.0,0,0,0,0\n', 7, "'tag'"),
+    (GOOD + ',1.0,3.0,0,0,0,0\n', 7, "'tag'"),
+    (GOOD + 'blue,nan,3.0,0,0,0,0\n', 7, "'x'"),
+    (GOOD + 'blue,1.0,abc,0,0,0,0\n', 7, "'y'"),
+    (GOOD + 'blue,8.0,1.5,inf,0,0,0\n', 7, "'direction'"),
+    (GOOD + 'blue,8.0,1.5,0,-0.1,0,0\n', 7, "'x_variance'"),
+    (GOOD + 'blue,8.0,1.5,0,0,0,x\n', 7, "'xy_covariance'"),
+    (GOOD + 'car_start,1.0,1.0,0,0,0,0\n', 7, "'tag'"),
+    ('\n\n', 1, 'empty file'),
+])
+def test_bad_csv_names_file_line_field(tmp_path: Path, text: str, line: int,
+                                       field: str) -> None:
+    """Missing fields, unknown tags, NaN, variances: one line, file:line."""
+    path = tmp_path / 'bad.csv'
+    path.write_text(text)
+    with pytest.raises(ValueError) as err:
+        F.load_track_file(str(path))
+    msg = str(err.value)
+    assert msg.startswith(f'{path}:{line}:'), msg
+    assert field in msg
+    assert '\n' not in msg
+
+
+PACSIM = """track:
+  version: 1.0
+  lanesFirstWithLastConnected: false
+  start:
+    position: [0.0, 0.0, 0.0]
+    orientation: [0.0, 0.0, 0.0]
+  left:
+  - position: [2.0, 1.5, 0.0]
+    class: blue
+  - position: [6.0, 1.5, 0.0]
+    class: blue
+  right:
+  - position: [2.0, -1.5, 0.0]
+    class: yellow
+  - position: [6.0, -1.5, 0.0]
+    class: yellow
+  time_keeping: []
+  unknown: []
+"""
+FSSIM = """cones_left:
+- [2.0, 1.5]
+- [6.0, 1.5]
+cones_right:
+- [2.0, -1.5]
+- [6.0, -1.5]
+cones_orange: []
+cones_orange_big: []
+starting_pose_front_wing: [2.3, 0.0, 0.0]
+tk_device: []
+"""
+
+
+@pytest.mark.parametrize('fmt, text, old, new, line, field', [
+    ('pacsim', PACSIM, 'track:', 'track: [', 3, 'not valid YAML'),
+    ('pacsim', PACSIM, 'track:', 'trak:', 1, "'track'"),
+    ('pacsim', PACSIM, '  left:', '  links:', 2, "'track.left'"),
+    ('pacsim', PACSIM, '[6.0, 1.5, 0.0]', '[6.0]', 10, "'track.left[1]"
+     ".position'"),
+    ('pacsim', PACSIM, '[6.0, 1.5, 0.0]', '[6.0, nan, 0.0]', 10,
+     "'track.left[1].position[1]'"),
+    ('pacsim', PACSIM, '[6.0, 1.5, 0.0]', '[6.0, a, 0.0]', 10,
+     "'track.left[1].position[1]'"),
+    ('pacsim', PACSIM, '    class: yellow\n  time', '    class: pink\n  time',
+     16, "'track.right[1].class'"),
+    ('pacsim', PACSIM, '  - position: [2.0, -1.5, 0.0]',
+     '  - pos: [2.0, -1.5, 0.0]', 13, "'track.right[0].position'"),
+    ('pacsim', PACSIM, 'orientation: [0.0, 0.0, 0.0]', 'orientation: [0.0]',
+     6, "'track.start.orientation'"),
+    ('pacsim', PACSIM, 'Connected: false', 'Connected: maybe', 3,
+     "'track.lanesFirstWithLastConnected'"),
+    ('pacsim', PACSIM, '  right:', '  right: 5\n  r:', 12, "'track.right'"),
+    ('fssim', FSSIM, 'cones_right:', 'cones_rite:', 1, "'cones_right'"),
+    ('fssim', FSSIM, '- [6.0, 1.5]', '- 6.0', 3, "'cones_left[1]'"),
+    ('fssim', FSSIM, '[2.3, 0.0, 0.0]', '[2.3, 0.0]', 9,
+     "'starting_pose_front_wing'"),
+    ('fssim', FSSIM, 'tk_device: []', 'tk_device:\n- [1.0, x]', 11,
+     "'tk_device[0][1]'"),
+])
+def test_bad_yaml_names_file_line_field(tmp_path: Path, fmt: str, text: str,
+                                        old: str, new: str, line: int,
+                                        field: str) -> None:
+    """Broken PacSim/fssim files: one error line with file, line, field."""
+    assert old in text
+    path = tmp_path / 'bad.yaml'
+    path.write_text(text.replace(old, new, 1))
+    with pytest.raises(ValueError) as err:
+        F.load_track_file(str(path), fmt=fmt)
+    msg = str(err.value)
+    assert msg.startswith(f'{path}:{line}:'), msg
+    assert field in msg, msg
+    assert '\n' not in msg
+
+
+def test_good_small_files_load(tmp_path: Path) -> None:
+    """The minimal files above load as open tracks along +x."""
+    for name, text in (('good.csv', GOOD), ('good.yaml', PACSIM),
+                       ('good_fssim.yaml', FSSIM)):
+        path = tmp_path / name
+        path.write_text(text)
+        track = F.load_track_file(str(path)).track
+        assert not track.closed
+        assert track.width == pytest.approx(3.0)
+        assert np.abs(track.centerline[:, 1]).max() < 1e-9
+        assert track.car_start.x == pytest.approx(0.0)
+
+
+def test_other_errors(tmp_path: Path) -> None:
+    """No cones, unknown format/convention, one-sided tracks, no file."""
+    path = tmp_path / 'x.csv'
+    path.write_text('tag,x,y\ncar_start,0,0\nmidpoint,1,0\n')
+    with pytest.raises(ValueError, match=f'^{path}: no cones$'):
+        F.load_track_file(str(path))
+    path.write_text('blue,1,1.5\nblue,5,1.5\nblue,9,1.5\n')
+    with pytest.raises(ValueError, match='two cones on each side'):
+        F.load_track_file(str(path))
+    with pytest.raises(ValueError, match="format 'xyz'"):
+        F.load_track_file(str(path), fmt='xyz')
+    with pytest.raises(ValueError, match="convention 'left'"):
+        F.load_track_file(str(path), convention='left')
+    other = tmp_path / 'x.yaml'
+    other.write_text('foo: 1\n')
+    with pytest.raises(ValueError, match=f'^{other}:1: field .track.'):
+        F.load_track_file(str(other))
+    with pytest.raises(FileNotFoundError):
+        F.load_track_file(str(tmp_path / 'missing.csv'))
+
+
+def test_headerless_csv_is_fsds(tmp_path: Path) -> None:
+    """Files without the header line use the standard column order."""
+    path = tmp_path / 'nohdr.csv'
+    path.write_text(GOOD.split('\n', 1)[1] + 'blue,1.0,nan,0,0,0,0\n')
+    with pytest.raises(ValueError, match=f'{path}:6: field .y.'):
+        F.load_track_file(str(path))
+    path.write_text(GOOD.split('\n', 1)[1])
+    assert F.detect_format(str(path)) == 'eufs'       # it has car_start
+    assert len(F.load_track_file(str(path)).track.cones) == 4
+    path.write_text(GOOD.split('\n', 2)[2])
+    assert F.detect_format(str(path)) == 'fsds'
