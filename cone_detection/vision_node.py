@@ -21,7 +21,9 @@ merges them (stereo); ``alternate`` runs one camera per cycle, in turn,
 and publishes its cones stamped with its own image: the rig's cameras are
 0.12 m apart and see the same cones, so each output is complete, at half
 the CPU of ``all``; a camera that sends no usable image for
-``SILENT_CAMERA`` s is skipped until it does. Images are processed in
+``SILENT_CAMERA`` s is skipped until it does (an error once the node has
+worked; at start-up, before any CameraInfo, it is expected and logged at
+info level). Images are processed in
 their subscription callback (no polling timer). CameraInfo is read once
 per camera and read again when an image's size stops matching it (the
 subscription stays: destroying it from a callback could crash rclpy).
@@ -197,9 +199,12 @@ class VisionConeNode(Node):
             due = self.cameras[self._turn % len(self.cameras)]
             if cam is not due and time.monotonic() - self._due_since > SILENT_CAMERA:
                 # the camera due has sent nothing usable: go on without it
-                self._error(f'silent/{due.sensor_id}',
-                            f'{due.sensor_id}: no usable image for {SILENT_CAMERA} s; '
-                            f'taking {cam.sensor_id} instead')
+                text = (f'{due.sensor_id}: no usable image for {SILENT_CAMERA} s; '
+                        f'taking {cam.sensor_id} instead')
+                if self.frames:
+                    self._error(f'silent/{due.sensor_id}', text)
+                else:  # start-up (CameraInfo not in yet): expected, not an error
+                    self.get_logger().info(text, once=True)
                 self._turn = self.cameras.index(cam)
                 due = cam
             if cam is due:

@@ -41,7 +41,7 @@ def test_type_hash_is_rosidls() -> None:
 
 
 def test_qos_metadata_round_trip() -> None:
-    """QoS lists: version 9 names written, version 8 integers read."""
+    """Version 9 QoS names are written, version 8 integers are read."""
     entry = bm.qos_entry('best_effort', 'volatile', deadline_ns=None,
                          lifespan_ns=2_500_000_000)
     assert entry['deadline'] == bm.INFINITE
@@ -125,7 +125,7 @@ def bridge_bag(tmp_path_factory: pytest.TempPathFactory) -> tuple:
 @pytest.mark.dds
 @pytest.mark.slow
 def test_bag_read_by_rosbags_and_counts_match(bridge_bag: tuple) -> None:
-    """rosbags opens the bag and decodes every message; 0 frames lost."""
+    """The rosbags reader opens the bag and decodes all of it; 0 lost."""
     from rosbags.rosbag2 import Reader
     from rosbags.typesys import get_typestore, Stores
     bag, out = bridge_bag

@@ -4,8 +4,8 @@
 
 import json
 import os
-import re
 from pathlib import Path
+import re
 import subprocess
 import sys
 import time

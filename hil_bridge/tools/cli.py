@@ -392,6 +392,16 @@ def _wait_ready(sup: Supervisor, lines: _Lines, names: List[str],
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a profile of the graph; return the exit code."""
     os.environ.update(dds_environment())
+    try:
+        return _run(args)
+    except SystemExit as err:  # bad --set or profile: one line, code 2
+        if isinstance(err.code, str):
+            print(f'carla-hil run: {err.code}', file=sys.stderr)
+            return EXIT_NODE_DIED
+        raise
+
+
+def _run(args: argparse.Namespace) -> int:
     sets = _parse_sets(args.set)
     names = [s.name for s in graph.profile(args.profile)]
     has_bridge = 'hil_bridge' in names

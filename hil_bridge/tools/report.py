@@ -37,7 +37,7 @@ import json
 import math
 import os
 import sys
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 from hil_bridge.interface import contract
 from hil_bridge.interface.codecs import clouds, stamps
@@ -668,7 +668,7 @@ def render_html(figures: Dict[str, Any], images: Dict[str, str],
              'th{background:#eee}td:first-child{text-align:left}'
              'img{max-width:100%}.cols{display:flex;gap:16px;'
              'flex-wrap:wrap}.cols>div{flex:1;min-width:380px}')
-    return f'''<!DOCTYPE html>
+    return f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>carla_hil run report</title>
 <style>{style}</style></head><body>
 <h2>carla_hil run report: {html.escape(str(res.get("mission", "")))}</h2>
@@ -685,7 +685,7 @@ def render_html(figures: Dict[str, Any], images: Dict[str, str],
 <h3>Messages per topic</h3>
 {msgs}
 </body></html>
-'''
+"""
 
 
 def write_report(bag: str, out_dir: str,
