@@ -59,8 +59,9 @@ EXIT_INTERRUPTED = 130
 #: the bridge's own exit codes passed through (2 bad config, 3 backend)
 BRIDGE_CODES = {2: EXIT_NODE_DIED, 3: EXIT_BACKEND}
 #: topics the report's recording leaves out (large, not used by the report)
-REPORT_EXCLUDE = ('*/image', '*/image/compressed', '*/lidar', '*/scan',
-                  '*/markers', '/carla/actors', '/tf', '/tf_static')
+REPORT_EXCLUDE = ('*/image', '*/image/compressed', '/carla/*/lidar',
+                  '/carla/*/scan', '*/markers', '/carla/actors', '/tf',
+                  '/tf_static')
 #: lockstep settings of the default (unpaced) run on the built-in backend
 LOCKSTEP_SETS = {'wait_for_control': 'true',
                  'lockstep_topics': '[cmd_vel,brake_request]',

@@ -26,8 +26,9 @@ cone and the nearest cone of the other side, chained); recall counts a
 ground-truth cone within 0.5 m of a detection, among the cones inside
 the range bin and +-60 deg of the heading (occluded cones count as
 misses). Loop latency is the wall time between the recorder receiving a
-lidar cloud and the ``cmd_vel`` stamped with it (the recorder keeps the
-wall receipt time as each message's publish time).
+frame (its lidar cloud, else its ``/clock``) and the ``cmd_vel`` stamped
+with it (the recorder keeps the wall receipt time as each message's
+publish time).
 """
 
 import argparse
@@ -95,7 +96,8 @@ def load_run(path: str, role: str = contract.DEFAULT_ROLE) -> Dict[str, Any]:
     odo, ctrl, cmd, aeb, brake, events = [], [], [], [], [], []
     det: Dict[str, List] = {k: [] for k in SOURCES}
     clock: List[float] = []
-    wall_in: Dict[str, Dict[int, float]] = {'lidar': {}, 'cmd_vel': {}}
+    wall_in: Dict[str, Dict[int, float]] = {'lidar': {}, 'cmd_vel': {},
+                                            'clock': {}}
     gt = None
     counts: Dict[str, int] = {}
     for schema, channel, message in iter_raw(path):
@@ -112,6 +114,8 @@ def load_run(path: str, role: str = contract.DEFAULT_ROLE) -> Dict[str, Any]:
         msg = deserialize_message(message.data, msg_class(schema.name))
         if key == 'clock':
             clock.append(stamps.sec_from_stamp(msg.clock))
+            stamp = msg.clock.sec * 10**9 + msg.clock.nanosec
+            wall_in['clock'].setdefault(stamp, message.publish_time)
             continue
         t = stamps.sec_from_stamp(msg.header.stamp)
         if key == 'odometry':
@@ -321,9 +325,16 @@ def lap_table(run: Dict[str, Any], result: Optional[Dict[str, Any]],
 
 
 def loop_latency(run: Dict[str, Any]) -> Dict[str, Any]:
-    """Return wall-time lidar -> cmd_vel latency figures (ms)."""
-    lidar, cmd = run['wall_in']['lidar'], run['wall_in']['cmd_vel']
-    lat = [(cmd[s] - lidar[s]) * 1e-6 for s in lidar if s in cmd]
+    """
+    Return wall-time frame -> cmd_vel latency figures (ms).
+
+    From the recorder's receipt of a frame's lidar cloud (or, when the
+    cloud was not recorded, of its ``/clock``) to its receipt of the
+    ``cmd_vel`` stamped with that frame.
+    """
+    start = run['wall_in']['lidar'] or run['wall_in']['clock']
+    cmd = run['wall_in']['cmd_vel']
+    lat = [(cmd[s] - start[s]) * 1e-6 for s in start if s in cmd]
     lat = [v for v in lat if v >= 0.0]
     if not lat:
         return {'samples': 0}
@@ -477,9 +488,9 @@ def plot_track(run: Dict[str, Any], path: str) -> None:
         if len(idx):
             ax.scatter(odo[idx, 1], odo[idx, 2], s=18, c='magenta',
                        label='AEB braking', zorder=5)
-    ax.set_xlim(lo[0], hi[0])
-    ax.set_ylim(lo[1], hi[1])
     if stretch > 1.0:
+        ax.set_xlim(lo[0], hi[0])
+        ax.set_ylim(lo[1], hi[1])
         note = f' ({"y" if wide else "x"} axis stretched x{stretch:.1f})'
     else:
         ax.set_aspect('equal', adjustable='datalim')
@@ -488,7 +499,7 @@ def plot_track(run: Dict[str, Any], path: str) -> None:
     ax.set_ylabel('y (m, map)')
     ax.set_title('Track, driven line and detections' + note)
     ax.grid(alpha=0.25)
-    ax.legend(loc='upper center', bbox_to_anchor=(0.5, -0.5 / box_h - 0.08),
+    ax.legend(loc='upper center', bbox_to_anchor=(0.5, -0.45 / box_h - 0.04),
               ncol=4, fontsize=8, frameon=False, markerscale=1.5)
     fig.savefig(path, dpi=100, bbox_inches='tight')
     plt.close(fig)
@@ -592,8 +603,10 @@ def _cell(value: Any, fmt: str = '{:.2f}') -> str:
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    out = ['<table><tr>' + ''.join(f'<th>{html.escape(h)}</th>' for h in head)
-           + '</tr>']
+    out = ['<table>']
+    if any(head):
+        out.append('<tr>' + ''.join(f'<th>{html.escape(h)}</th>'
+                                    for h in head) + '</tr>')
     for row in rows:
         out.append('<tr>' + ''.join(f'<td>{c}</td>' for c in row) + '</tr>')
     return '\n'.join(out) + '</table>'
@@ -632,7 +645,7 @@ def render_html(figures: Dict[str, Any], images: Dict[str, str],
         ('AEB', f'states {", ".join(figures["aeb_states_seen"]) or "-"}; '
                 f'min TTC {_cell(figures["aeb_min_ttc_s"], "{:.2f} s")}; '
                 f'{figures["aeb_brake_requests"]} brake requests'),
-        ('loop latency lidar -> cmd_vel (wall)',
+        ('loop latency frame -> cmd_vel (wall)',
          f'median {_cell(lat.get("median_ms"), "{:.1f}")} ms, p95 '
          f'{_cell(lat.get("p95_ms"), "{:.1f}")} ms, max '
          f'{_cell(lat.get("max_ms"), "{:.1f}")} ms ({lat["samples"]} frames)'),
