@@ -90,7 +90,8 @@ PARAMS = [
     ParamSpec('wait_for_control', 'lockstep: wait for the commands computed '
               'from each frame before the next tick'),
     ParamSpec('lockstep_topics', 'topics lockstep waits for (contract keys: '
-              'cmd_vel, brake_request, recorder_status)'),
+              'cmd_vel, brake_request, recorder_status; recorder_status '
+              'outside lockstep: only the first frame waits for it)'),
     ParamSpec('lockstep_timeout', 'lockstep: wall seconds to wait for a '
               'command before ticking on (0 = forever)', lo=0.0, hi=3600.0),
     ParamSpec('lockstep_startup_timeout', 'lockstep: wall seconds to wait '
@@ -219,7 +220,11 @@ class BridgeNode(Node):
         contract.create_subscription(self, 'cmd_vel', self._on_cmd, self.role)
         contract.create_subscription(self, 'brake_request', self._on_brake, self.role)
         contract.create_subscription(self, 'joy', self._on_joy, self.role)
-        if 'recorder_status' in topics and self.mode == 'lockstep':
+        #: set at the recorder's first acknowledgement (not lockstep: the
+        #: first frame waits for it, so a recording starts at frame 0)
+        self.recorder_ready = threading.Event()
+        self.wait_for_recorder = 'recorder_status' in topics
+        if self.wait_for_recorder:
             contract.create_subscription(self, 'recorder_status', self._on_recorder,
                                          self.role)
         #: messages published per topic name (the runner compares a
@@ -268,6 +273,7 @@ class BridgeNode(Node):
 
     def _on_recorder(self, msg: Any) -> None:
         stamp = stamps.sec_from_stamp(msg.header.stamp)
+        self.recorder_ready.set()
         with self.wake:
             self.clock.on_command('recorder_status', stamp)
             self.wake.notify_all()
@@ -438,6 +444,8 @@ class BridgeNode(Node):
             f'{len(self.rig)} sensors, mode {self.mode}, dt {self.dt} s')
         duration = float(self.values['duration'])
         self.publish_frame(frame)
+        if self.wait_for_recorder and self.mode != 'lockstep':
+            self._wait_recorder(frame)
         with self.lock:
             self.clock.on_published(frame.sim_time, time.monotonic())
         last_pub = time.monotonic()
@@ -476,6 +484,18 @@ class BridgeNode(Node):
             if duration > 0.0 and frame.sim_time >= duration - 1e-9:
                 return self.finish('duration')
         return self.finish('shutdown')
+
+    def _wait_recorder(self, frame: Frame) -> None:
+        """Re-send the first frame until a recorder acknowledges it."""
+        limit = float(self.values['lockstep_startup_timeout'])
+        deadline = time.monotonic() + (limit if limit > 0.0 else math.inf)
+        while self._running() and time.monotonic() < deadline:
+            if self.recorder_ready.wait(timeout=REPUBLISH_PERIOD):
+                return
+            self.publish_frame(frame)
+        if not self.recorder_ready.is_set():
+            self.get_logger().warning('no recorder_status within '
+                                      f'{limit:g} s; running without it')
 
     def finish(self, reason: str, status: str = '') -> int:
         """Print the referee result line and return exit code 0."""

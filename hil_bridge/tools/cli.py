@@ -420,9 +420,9 @@ def _run(args: argparse.Namespace) -> int:
         bags['recorder'] = args.record
     if report and not args.record:
         bags['report_recorder'] = os.path.join(run_dir, 'bag')
-    lockstep = has_bridge and bool(effective_param(
-        'hil_bridge', 'wait_for_control', sets))
-    if bags and lockstep:
+    if bags and has_bridge:
+        # lockstep: every frame waits for the recorder; otherwise the
+        # first frame does, so the recording starts at frame 0
         topics = list(effective_param('hil_bridge', 'lockstep_topics', sets)
                       or [])
         if 'recorder_status' not in topics:
