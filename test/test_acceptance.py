@@ -88,6 +88,8 @@ def _runner_argv(scenario: str, sets: List[str], *extra: str,
                  profile: str = 'all') -> List[str]:
     argv = [sys.executable, '-m', 'hil_bridge.tools.cli', 'run', '--profile',
             profile, '--progress-every', '30']
+    if '--out' not in extra:
+        argv.append('--no-report')
     if scenario:
         argv += ['--scenario', scenario]
     for item in sets:
@@ -191,11 +193,20 @@ def assert_fs_finished(run: Run, mission: str, laps: int) -> Dict[str, Any]:
 
 
 # ----------------------------------------------------------------- missions
-def test_trackdrive_fused(ros_domain: int) -> None:
-    """One lap of ci_trackdrive, lidar + vision fused, no cone hit."""
-    run = run_cli(_runner_argv('ci_trackdrive', CI_SETS))
+def test_trackdrive_fused(ros_domain: int, tmp_path: Path) -> None:
+    """One lap of ci_trackdrive, lidar + vision fused, no cone hit; report."""
+    out = tmp_path / 'run'
+    run = run_cli(_runner_argv('ci_trackdrive', CI_SETS, '--out', str(out)))
     assert 'fusing lidar + vision' in run.output, _explain(run)
-    assert_fs_finished(run, 'trackdrive', 1)
+    res = assert_fs_finished(run, 'trackdrive', 1)
+    # the runner's report recording held every bridge message
+    assert 'published on recorded topics: 0 missing' in run.output, \
+        _explain(run)
+    assert f'[carla-hil] report: {out}/report.html' in run.output
+    metrics = json.loads((out / 'metrics.json').read_text())
+    assert metrics['laps'][0]['time_s'] == pytest.approx(
+        res['lap_times'][0], abs=1e-3)
+    assert '[ERROR]' not in run.output, _explain(run)
 
 
 def test_trackdrive_lidar_only(ros_domain: int) -> None:
@@ -236,7 +247,7 @@ def acceleration_run(tmp_path_factory: pytest.TempPathFactory
                   else str(ROOT))
         path = tmp_path_factory.mktemp('acceleration') / 'live'
         run = run_cli(_runner_argv('acceleration', CI_SETS, '--record',
-                                   str(path), '--no-report'))
+                                   str(path)))
     finally:
         mp.undo()
     return run, path

@@ -129,7 +129,8 @@ class TwoHostRun:
                 sys.executable, '-m', 'hil_bridge.bench.link_probe_node',
                 'observe', self.observer_path], cpus=cpus)
         argv = [sys.executable, '-m', 'hil_bridge.tools.cli', 'run', '--profile',
-                'sim_pc', '--scenario', scenario, '--progress-every', '1000']
+                'sim_pc', '--scenario', scenario, '--progress-every', '1000',
+                '--no-report']
         if duration:
             argv += ['--duration', str(duration)]
         for item in sets:
