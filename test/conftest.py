@@ -4,42 +4,64 @@
 Shared pytest fixtures.
 
 DDS isolation: every test that talks DDS uses the ``ros_domain`` fixture,
-which gives it a ROS_DOMAIN_ID of its own (also exported to the processes it
-starts) and keeps discovery on localhost, so parallel test runs never see
-each other's traffic.
+which leases a ROS_DOMAIN_ID no other process on the host holds
+(``hil_bridge.tools.domains``; also exported to the processes it starts)
+and keeps discovery on localhost, so concurrent test runs never see each
+other's traffic. Module-scoped fixtures use ``module_ros_domain``.
 """
 
 import os
 from pathlib import Path
-import random
+from typing import Iterator
 
+from hil_bridge.tools.domains import DomainLease, lease_domain
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-_rng = random.Random(os.getpid() ^ int.from_bytes(os.urandom(4), 'little'))
 
+def isolate_dds(mp: pytest.MonkeyPatch) -> DomainLease:
+    """
+    Lease a ROS domain no other process on this host holds and set it up.
 
-def _free_domain() -> int:
-    """Return a random domain id in 1..100 (valid for FastDDS on Linux)."""
-    return _rng.randint(1, 100)
+    Exports ROS_DOMAIN_ID (also to child processes), keeps discovery on
+    localhost, sets the project's DDS profile variables and puts the
+    checkout on PYTHONPATH. The caller releases the lease.
+    """
+    lease = lease_domain()
+    mp.setenv('ROS_DOMAIN_ID', str(lease.domain))
+    mp.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    mp.setenv('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
+    mp.setenv('PYTHONUNBUFFERED', '1')
+    from hil_bridge.interface.config import dds_environment
+    for key, value in dds_environment().items():
+        mp.setenv(key, value)
+    pypath = os.environ.get('PYTHONPATH', '')
+    mp.setenv('PYTHONPATH', f'{ROOT}{os.pathsep}{pypath}'
+              if pypath else str(ROOT))
+    return lease
 
 
 @pytest.fixture
-def ros_domain(monkeypatch: pytest.MonkeyPatch) -> int:
+def ros_domain(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
     """Give the test (and its child processes) a private ROS domain."""
-    domain = _free_domain()
-    monkeypatch.setenv('ROS_DOMAIN_ID', str(domain))
-    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-    monkeypatch.setenv('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
-    monkeypatch.setenv('PYTHONUNBUFFERED', '1')
-    from hil_bridge.interface.config import dds_environment
-    for key, value in dds_environment().items():
-        monkeypatch.setenv(key, value)
-    pypath = os.environ.get('PYTHONPATH', '')
-    monkeypatch.setenv('PYTHONPATH', f'{ROOT}{os.pathsep}{pypath}'
-                       if pypath else str(ROOT))
-    return domain
+    lease = isolate_dds(monkeypatch)
+    try:
+        yield lease.domain
+    finally:
+        lease.release()
+
+
+@pytest.fixture(scope='module')
+def module_ros_domain() -> Iterator[int]:
+    """Give a module-scoped fixture a private ROS domain (undone after the module)."""
+    mp = pytest.MonkeyPatch()
+    lease = isolate_dds(mp)
+    try:
+        yield lease.domain
+    finally:
+        lease.release()
+        mp.undo()
 
 
 @pytest.fixture

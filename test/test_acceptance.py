@@ -229,27 +229,11 @@ def test_skidpad(ros_domain: int) -> None:
 
 
 @pytest.fixture(scope='module')
-def acceleration_run(tmp_path_factory: pytest.TempPathFactory
-                     ) -> Tuple[Run, Path]:
+def acceleration_run(tmp_path_factory: pytest.TempPathFactory,
+                     module_ros_domain: int) -> Tuple[Run, Path]:
     """Run the acceleration mission once, recorded (module-scoped)."""
-    # module scope: the function-scoped ros_domain fixture cannot be used
-    from hil_bridge.interface.config import dds_environment
-    mp = pytest.MonkeyPatch()
-    try:
-        mp.setenv('ROS_DOMAIN_ID', str(101 + os.getpid() % 100))
-        mp.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-        mp.setenv('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
-        mp.setenv('PYTHONUNBUFFERED', '1')
-        for key, value in dds_environment().items():
-            mp.setenv(key, value)
-        pypath = os.environ.get('PYTHONPATH', '')
-        mp.setenv('PYTHONPATH', f'{ROOT}{os.pathsep}{pypath}' if pypath
-                  else str(ROOT))
-        path = tmp_path_factory.mktemp('acceleration') / 'live'
-        run = run_cli(_runner_argv('acceleration', CI_SETS, '--record',
-                                   str(path)))
-    finally:
-        mp.undo()
+    path = tmp_path_factory.mktemp('acceleration') / 'live'
+    run = run_cli(_runner_argv('acceleration', CI_SETS, '--record', str(path)))
     return run, path
 
 

@@ -94,30 +94,17 @@ def _run(argv: list, timeout: float = 600.0) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope='module')
-def bridge_bag(tmp_path_factory: pytest.TempPathFactory) -> tuple:
+def bridge_bag(tmp_path_factory: pytest.TempPathFactory, module_ros_domain: int) -> tuple:
     """Record 3 s of a real bridge (lockstep on the recorder) into a bag."""
-    from hil_bridge.interface.config import dds_environment
     bag = tmp_path_factory.mktemp('recording') / 'bridge_bag'
-    mp = pytest.MonkeyPatch()
-    mp.setenv('ROS_DOMAIN_ID', str(1 + os.getpid() % 100))
-    mp.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-    mp.setenv('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
-    for key, value in dds_environment().items():
-        mp.setenv(key, value)
-    pypath = os.environ.get('PYTHONPATH', '')
-    mp.setenv('PYTHONPATH', f'{ROOT}{os.pathsep}{pypath}' if pypath
-              else str(ROOT))
-    try:
-        run = _run([sys.executable, '-m', 'hil_bridge.tools.cli', 'run',
-                    '--profile', 'sim_pc', '--scenario', 'acceleration',
-                    '--duration', '3', '--record', str(bag), '--no-report',
-                    '--set', 'hil_bridge.rig=ci_rig.yaml',
-                    '--set', 'hil_bridge.cruise=true',
-                    '--set', 'hil_bridge.wait_for_control=true',
-                    '--set', 'hil_bridge.lockstep_topics=[recorder_status]',
-                    '--set', 'hil_bridge.real_time_factor=0'])
-    finally:
-        mp.undo()
+    run = _run([sys.executable, '-m', 'hil_bridge.tools.cli', 'run',
+                '--profile', 'sim_pc', '--scenario', 'acceleration',
+                '--duration', '3', '--record', str(bag), '--no-report',
+                '--set', 'hil_bridge.rig=ci_rig.yaml',
+                '--set', 'hil_bridge.cruise=true',
+                '--set', 'hil_bridge.wait_for_control=true',
+                '--set', 'hil_bridge.lockstep_topics=[recorder_status]',
+                '--set', 'hil_bridge.real_time_factor=0'])
     assert run.returncode == 0, run.stdout[-4000:]
     return bag, run.stdout
 
