@@ -41,6 +41,10 @@ class AebParams:
     """
     Every tunable of the pipeline (names match ``config/aeb_controller``).
 
+    Defaults equal ``config/aeb_controller.yaml`` (test_param_defaults)
+    except for what the node derives (:func:`resolve_params`): vehicle
+    geometry, ``dead_time`` and ``max_decel`` default to the passenger
+    car's profile, the lidar mount to a roof lidar above the rear axle.
     Geometry in the vehicle frame (m): ``front`` bumper ahead of the rear
     axle, ``vehicle_width``, ``width_margin`` per side; lidar mount
     ``mount_*`` (m, rad). Times s, speeds m/s, decelerations m/s^2.
@@ -54,7 +58,7 @@ class AebParams:
     horizon_time: float = 4.0
     min_length: float = 5.0
     max_length: float = 100.0
-    z_min: float = 0.3
+    z_min: float = 0.55
     z_max: float = 2.5
     min_points: int = 3
     cluster_depth: float = 1.0
@@ -109,10 +113,11 @@ class AebParams:
         kwargs = {k: v for k, v in values.items() if k in own}
         staging = StagingParams(**{k: float(v) for k, v in values.items()
                                    if k in stage_names})
+        base = FixedTtcParams()
         fixed = FixedTtcParams(
-            ttc_threshold=float(values.get('fixed_ttc_threshold', 3.0)),
+            ttc_threshold=float(values.get('fixed_ttc_threshold', base.ttc_threshold)),
             decel=float(values.get('fixed_ttc_decel', staging.max_decel)),
-            lateral_gate=float(values.get('fixed_ttc_lateral_gate', 0.0)))
+            lateral_gate=float(values.get('fixed_ttc_lateral_gate', base.lateral_gate)))
         for key in ('min_points', 'speed_window', 'min_samples',
                     'decel_window'):
             if key in kwargs:
@@ -525,8 +530,10 @@ def resolve_params(values: Dict[str, Any]) -> AebParams:
     from hil_bridge.interface.rig import load_rig
     from hil_bridge.interface.vehicle_profile import load_vehicle_profile
     vals = dict(values)
-    profile = load_vehicle_profile(str(vals.get('vehicle_profile',
-                                                'passenger_car')))
+    if 'vehicle_profile' not in vals:
+        raise ValueError('aeb_controller: parameter vehicle_profile is missing '
+                         '(config/aeb_controller.yaml)')
+    profile = load_vehicle_profile(str(vals['vehicle_profile']))
     vals['vehicle_width'] = profile.width
     vals['front'] = profile.length - profile.rear_overhang
     if float(vals.get('max_decel', 0.0)) <= 0.0:
@@ -538,7 +545,7 @@ def resolve_params(values: Dict[str, Any]) -> AebParams:
         vals['fixed_ttc_decel'] = vals['max_decel']
     rig_name = str(vals.get('rig', ''))
     if rig_name:
-        lidar_id = str(vals.get('lidar_id', 'lidar'))
+        lidar_id = str(vals['lidar_id'])
         specs = [s for s in load_rig(rig_name) if s.sensor_id == lidar_id]
         if not specs:
             raise ValueError(f'rig {rig_name!r} has no sensor {lidar_id!r}')

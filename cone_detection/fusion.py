@@ -28,7 +28,7 @@ in ``map`` (x, y, yaw in metres/radians).
 from collections import deque
 from dataclasses import dataclass, field
 import math
-from typing import Deque, Optional, Tuple
+from typing import Any, Deque, Mapping, Optional, Tuple
 
 from hil_bridge.interface.cones import CONE_BIG_ORANGE, CONE_UNKNOWN
 import numpy as np
@@ -128,6 +128,14 @@ class FusionParams:
     keep_vision_only: bool = False
     vision_only_scale: float = 0.5
     max_vision_age: float = 0.15
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> 'FusionParams':
+        """Build from node parameters (``config/cone_fusion.yaml``)."""
+        return cls(gate=float(values['gate']),
+                   keep_vision_only=bool(values['keep_vision_only']),
+                   vision_only_scale=float(values['vision_only_scale']),
+                   max_vision_age=float(values['max_vision_age']))
 
     def __post_init__(self) -> None:
         """Check the ranges; raise ``ValueError`` naming a bad field."""

@@ -75,12 +75,7 @@ class ConeFusionNode(Node):
         role = str(v['role_name'])
         self.vehicle_frame = contract.frame('vehicle', role)
         self.map_frame = contract.frame('map', role)
-        self.params = FusionParams(gate=float(v['gate']),
-                                   keep_vision_only=bool(
-                                       v['keep_vision_only']),
-                                   vision_only_scale=float(
-                                       v['vision_only_scale']),
-                                   max_vision_age=float(v['max_vision_age']))
+        self.params = FusionParams.from_mapping(v)
         self.vision = VisionBuffer()
         self.poses = PoseHistory()
         self.map: Optional[ConeMap] = (

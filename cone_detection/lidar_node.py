@@ -45,7 +45,7 @@ PARAMS: List[ParamSpec] = [
     ParamSpec('mode', 'scan: LaserScan + Algorithm 1; cloud: 3D detector',
               choices=('scan', 'cloud')),
     ParamSpec('rig', 'sensor rig file (config/sensors or a path)'),
-    ParamSpec('sensor_id', 'the lidar in the rig (mount pose)'),
+    ParamSpec('lidar_id', 'sensor id of the lidar in the rig (mount pose)'),
     ParamSpec('role_name', 'ego role name: topic and frame names'),
     ParamSpec('publish_markers', 'publish cone markers (namespace lidar)'),
     ParamSpec('angle_min', 'scan crop start (rad)', lo=-PI, hi=PI),
@@ -132,15 +132,15 @@ class LidarConeNode(Node):
         v = declare_params(self, PARAMS, NODE_NAME)
         self.mode = str(v['mode'])
         role = str(v['role_name'])
-        sensor_id = str(v['sensor_id'])
+        lidar_id = str(v['lidar_id'])
         spec = next((s for s in load_rig(str(v['rig']))
-                     if s.sensor_id == sensor_id), None)
+                     if s.sensor_id == lidar_id), None)
         if spec is None:
-            raise ValueError(f'rig {v["rig"]!r} has no sensor {sensor_id!r}')
+            raise ValueError(f'rig {v["rig"]!r} has no sensor {lidar_id!r}')
         self.mount = spec.mount
         self.T_vehicle_lidar = pose_to_matrix(spec.mount)
         self.vehicle_frame = contract.frame('vehicle', role)
-        self.sensor_frame = contract.frame('sensor', role, sensor_id)
+        self.sensor_frame = contract.frame('sensor', role, lidar_id)
         if self.mode == 'scan':
             self.scan_params = scan_params(v, spec.mount.z)
             self.sub = contract.create_subscription(self, 'scan',
@@ -160,7 +160,7 @@ class LidarConeNode(Node):
         self.published = 0
         self.errors = 0
         self.get_logger().info(
-            f'mode {self.mode}, lidar {sensor_id} at ({self.mount.x:.2f}, '
+            f'mode {self.mode}, lidar {lidar_id} at ({self.mount.x:.2f}, '
             f'{self.mount.y:.2f}, {self.mount.z:.2f}) m, publishing '
             f'{self.pub.topic_name} in {self.vehicle_frame}')
 

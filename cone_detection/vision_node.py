@@ -39,7 +39,7 @@ start-up with an error naming the file and exit status 1::
 
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 from cone_detection.ground_projection import pose_to_matrix
 from cone_detection.svm_model import DEFAULT_MODEL_PATH
@@ -95,6 +95,20 @@ PARAMS = [
 ]
 
 
+def detector_options(p: Mapping[str, Any]) -> Dict[str, Any]:
+    """Return the :class:`VisionConeDetector` keywords of the node parameters."""
+    hues = {}
+    for name in ('blue', 'yellow', 'orange'):
+        value = list(p[f'{name}_hue'])
+        if len(value) != 2:
+            raise ValueError(f'parameter {name}_hue must be [lo, hi], got {value}')
+        hues[name] = (int(value[0]), int(value[1]))
+    return dict(mode=p['mode'], score_offset=float(p['score_offset']),
+                max_range=float(p['max_range']), stereo_gate=float(p['stereo_gate']),
+                sat_min=int(p['sat_min']), val_min=int(p['val_min']),
+                image_reduce=int(p['image_reduce']), **hues)
+
+
 class _Camera:
     """State of one subscribed camera."""
 
@@ -117,19 +131,7 @@ class VisionConeNode(Node):
         self.p = p
         model_path = p['model_path'] or DEFAULT_MODEL_PATH
         # Raises FileNotFoundError / ValueError naming the file.
-        hues = {}
-        for name in ('blue', 'yellow', 'orange'):
-            value = list(p[f'{name}_hue'])
-            if len(value) != 2:
-                raise ValueError(f'parameter {name}_hue must be [lo, hi], got {value}')
-            hues[name] = (int(value[0]), int(value[1]))
-        self.detector = VisionConeDetector(model_path, mode=p['mode'],
-                                           score_offset=float(p['score_offset']),
-                                           max_range=float(p['max_range']),
-                                           stereo_gate=float(p['stereo_gate']),
-                                           sat_min=int(p['sat_min']),
-                                           val_min=int(p['val_min']),
-                                           image_reduce=int(p['image_reduce']), **hues)
+        self.detector = VisionConeDetector(model_path, **detector_options(p))
         self.reduce = int(p['image_reduce'])
         from hil_bridge.interface.rig import load_rig
         rig = {s.sensor_id: s for s in load_rig(p['rig'])}

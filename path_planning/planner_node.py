@@ -61,7 +61,7 @@ PARAMS = [
     ParamSpec('role_name', 'ego role name in the contract topics'),
     ParamSpec('mode', 'cone_drive | midline | auto | skidpad (known route '
               'followed on odometry)', choices=NODE_MODES),
-    ParamSpec('vehicle', 'vehicle profile name (config/vehicles) or path'),
+    ParamSpec('vehicle_profile', 'vehicle profile name (config/vehicles) or path'),
     ParamSpec('lookahead', 'CONEDRIVE look-ahead arc length (m)', lo=1.0,
               hi=50.0),
     ParamSpec('margin', 'clearance added each side of the car (m)', lo=0.0,
@@ -212,7 +212,7 @@ class ConeDrivePlannerNode(Node):
         super().__init__(NODE_NAME, **kwargs)
         values = declare_params(self, PARAMS, NODE_NAME)
         self.role = str(values['role_name'])
-        self.profile = load_vehicle_profile(str(values['vehicle']))
+        self.profile = load_vehicle_profile(str(values['vehicle_profile']))
         self.route_mode = str(values['mode']) if values['mode'] in \
             ROUTE_MODES else ''
         cone_values = dict(values, mode='cone_drive') if self.route_mode \

@@ -62,7 +62,7 @@ def default_config(mode: str, profile: Any = None, **speed: float
     values = node_params('cone_drive_planner')
     values['mode'] = mode
     prof = profile if profile is not None else load_vehicle_profile(
-        str(values['vehicle']))
+        str(values['vehicle_profile']))
     cfg = PlannerConfig.from_mapping(values, prof)
     if speed:
         cfg = replace(cfg, speed=replace(cfg.speed, **speed))
