@@ -328,7 +328,11 @@ class _Output:
         self.live = live
         self.bar = None
         if live:
-            from tqdm import tqdm
+            try:
+                from tqdm import tqdm
+            except ImportError:  # a tools dependency (package.xml test_depend)
+                self.live = False
+                return
             self.bar = tqdm(total=0, bar_format='{desc}', dynamic_ncols=True,
                             file=sys.stdout, leave=False)
 
@@ -593,6 +597,9 @@ def _finish(args: argparse.Namespace, lines: _Lines, bags: Dict[str, str],
             print(f'[carla-hil] report: {path}')
         except (OSError, ValueError) as err:
             print(f'[carla-hil] no report: {err}')
+        except ImportError as err:  # matplotlib: a tools dependency
+            print(f'[carla-hil] no report: {err.name or err} is not installed '
+                  '(pip install matplotlib, or apt install python3-matplotlib)')
     print(f'[carla-hil] exit code {code}')
     return code
 
