@@ -377,7 +377,7 @@ class AebCore:
             return self._fixed(t, ttc, corridor)
         c, s = math.cos(ego_yaw), math.sin(ego_yaw)
         rot = np.array([[c, s], [-s, c]])
-        outline = _box_outlines(xy, yaw, size)          # (N, K, 2)
+        outline = box_outlines(xy, yaw, size)          # (N, K, 2)
         local = (outline - np.asarray(ego_xy, dtype=np.float64)[:2]) @ rot.T
         z = np.broadcast_to(
             np.clip(0.5 * size[:, 2], corridor.z_min + 1e-3,
@@ -563,8 +563,8 @@ def _restamp(decision: BrakeDecision, t: float) -> BrakeDecision:
     return out
 
 
-def _box_outlines(xy: np.ndarray, yaw: np.ndarray, size: np.ndarray,
-                  step: float = 0.2) -> np.ndarray:
+def box_outlines(xy: np.ndarray, yaw: np.ndarray, size: np.ndarray,
+                 step: float = 0.2) -> np.ndarray:
     """
     Return points along each box's outline in map (N, K, 2), m.
 

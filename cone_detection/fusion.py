@@ -31,6 +31,7 @@ import math
 from typing import Any, Deque, Mapping, Optional, Tuple
 
 from hil_bridge.interface.cones import CONE_BIG_ORANGE, CONE_UNKNOWN
+from hil_bridge.interface.frames import se2, transform_xy
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist
@@ -175,19 +176,6 @@ def fuse(lidar: ConeSet, vision: Optional[ConeSet],
         conf = np.concatenate((conf, params.vision_only_scale
                                * vision.confidence[un_v]))
     return ConeSet(xyz, cls, conf)
-
-
-def se2(x: float, y: float, yaw: float) -> np.ndarray:
-    """Return the 3x3 homogeneous matrix of a 2D pose (m, rad)."""
-    c, s = math.cos(yaw), math.sin(yaw)
-    return np.array([[c, -s, x], [s, c, y], [0.0, 0.0, 1.0]])
-
-
-def transform_xy(T: np.ndarray, xyz: np.ndarray) -> np.ndarray:
-    """Apply a 3x3 SE(2) matrix to the x, y columns of (N, 3) points."""
-    out = np.array(xyz, dtype=np.float64, copy=True)
-    out[:, :2] = xyz[:, :2] @ T[:2, :2].T + T[:2, 2]
-    return out
 
 
 class PoseHistory:

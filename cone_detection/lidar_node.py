@@ -22,7 +22,6 @@ Run::
 """
 
 import sys
-import time
 from typing import Any, Dict, List, Optional
 
 from cone_detection.fusion import ConeSet
@@ -32,7 +31,7 @@ from cone_detection.markers import cone_markers
 from hil_bridge.interface import contract
 from hil_bridge.interface.codecs import clouds, stamps
 from hil_bridge.interface.frames import pose_to_matrix, transform_points
-from hil_bridge.interface.node_main import run_node
+from hil_bridge.interface.node_main import DropLog, run_node
 from hil_bridge.interface.params import declare_params, ParamSpec
 from hil_bridge.interface.rig import load_rig
 import numpy as np
@@ -155,10 +154,9 @@ class LidarConeNode(Node):
                                                      role)
                            if v['publish_markers'] else None)
         self._frame_warned = False
-        self._logged: Dict[str, float] = {}
         self._markers = 0
         self.published = 0
-        self.errors = 0
+        self._bad = DropLog(self.get_logger())
         self.get_logger().info(
             f'mode {self.mode}, lidar {lidar_id} at ({self.mount.x:.2f}, '
             f'{self.mount.y:.2f}, {self.mount.z:.2f}) m, publishing '
@@ -171,15 +169,6 @@ class LidarConeNode(Node):
             self.get_logger().warning(
                 f'input frame {frame_id!r} is not {self.sensor_frame!r}: '
                 'using the rig mount pose of the configured sensor anyway')
-
-    def _bad(self, what: str, err: Exception) -> None:
-        """Log a dropped message, each kind of error at most every 5 s."""
-        self.errors += 1
-        key = f'{what}: {str(err)[:40]}'
-        now = time.monotonic()
-        if now - self._logged.get(key, -1e9) >= 5.0:
-            self._logged[key] = now
-            self.get_logger().error(f'bad {what} dropped: {err}')
 
     def _on_scan(self, msg: Any) -> None:
         self._check_frame(msg.header.frame_id)
