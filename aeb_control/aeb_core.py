@@ -29,7 +29,7 @@ from aeb_control.corridor import (closest_in_corridor, Corridor, mount_transform
 from aeb_control.fixed_ttc import fixed_ttc_brake, FixedTtcParams, ground_truth_ttc
 from aeb_control.obstacle import (last_point_to_brake, ObstacleTracker, predict_after,
                                   required_deceleration, time_to_collision)
-from aeb_control.staging import Stage, StagingInput, StagingMachine, StagingParams
+from aeb_control.staging import StagingInput, StagingMachine, StagingParams
 import numpy as np
 
 STRATEGIES = ('ttc_staged', 'fixed_ttc')
@@ -586,8 +586,3 @@ def box_outlines(xy: np.ndarray, yaw: np.ndarray, size: np.ndarray,
     x = c * local[..., 0] - s * local[..., 1] + xy[:, None, 0]
     y = s * local[..., 0] + c * local[..., 1] + xy[:, None, 1]
     return np.stack([x, y], axis=-1)
-
-
-def staged_stage_names() -> Sequence[str]:
-    """Return the state names the staged strategy can report."""
-    return [s.name.lower() for s in Stage]

@@ -175,6 +175,7 @@ def test_node_over_dds_lazy(rclpy_context) -> None:
     import time
 
     from hil_bridge.interface.codecs import clouds, stamps
+    from node_harness import stop_process
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import qos_profile_sensor_data
@@ -214,12 +215,8 @@ def test_node_over_dds_lazy(rclpy_context) -> None:
             executor.spin_once(timeout_sec=0.1)
         assert child.poll() is None, 'cloud_to_scan died'
     finally:
-        child.send_signal(signal.SIGINT)
-        try:
-            rc = child.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            rc = None
+        stop_process(child, signal.SIGINT)
+        rc = child.returncode
         executor.shutdown()
         node.destroy_node()
     assert scans, 'no scan received'

@@ -14,7 +14,7 @@ hard layouts come from :mod:`hil_bridge.sim.track_gen_hard`.
 from dataclasses import dataclass
 import math
 import os
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_SIZE,
                                         CONE_YELLOW)
@@ -306,15 +306,27 @@ def _build_closed_track(cl: np.ndarray, width: float, spacing: float,
     smooth = np.convolve(np.concatenate([np.abs(kappa), np.abs(kappa[:win])]),
                          np.ones(win) / win, mode='valid')[:len(cl)]
     start = (int(np.argmin(smooth)) + win // 2) % len(cl)
-    cl = np.roll(cl, -start, axis=0)
+    return closed_track(np.roll(cl, -start, axis=0), width, car_start_offset, mission, name,
+                        lambda line: _boundary_cones(line, True, spacing))
+
+
+def closed_track(cl: np.ndarray, width: float, car_start_offset: float, mission: str,
+                 name: str, place: Callable[[np.ndarray], np.ndarray]) -> Track:
+    """
+    Return the closed track around ``cl`` (K, 2), start line at ``cl[0]``.
+
+    ``place(line)`` returns the cones (N, 2) along one boundary (``width``
+    / 2 to each side, blue left, yellow right), the first at ``line[0]``:
+    a big orange pair at the start line replaces it. The car starts
+    ``car_start_offset`` m behind the start line, along the centre line.
+    """
     tan = tangents(cl, True)
     nrm = np.column_stack([-tan[:, 1], tan[:, 0]])
     h = width / 2.0
     xy, cls = [], []
     for sign, colour in ((1.0, CONE_BLUE), (-1.0, CONE_YELLOW)):
         line = cl + sign * h * nrm
-        pts = _boundary_cones(line, True, spacing)
-        # big orange pair at the start line replaces the first cone
+        pts = place(line)
         big = np.array([line[0] - 0.4 * tan[0], line[0] + 0.4 * tan[0]])
         xy.append(pts[1:])
         cls.append(np.full(len(pts) - 1, colour))
