@@ -15,7 +15,7 @@ are another package's (upstream's, test_cloud_to_scan checks them) and
 whose YAML holds the rig's values.
 """
 
-from dataclasses import fields, is_dataclass
+from dataclasses import fields, is_dataclass, make_dataclass
 import inspect
 import math
 from pathlib import Path
@@ -61,12 +61,29 @@ def _keyword_default(fn: Callable, name: str) -> Any:
     return inspect.signature(fn).parameters[name].default
 
 
+def _keywords(fn: Callable, names: Dict[str, str], y: Dict[str, Any]) -> Tuple[Any, Any, Dict]:
+    """Return (YAML, code) keyword defaults of ``fn`` (keyword -> YAML key) as dataclasses."""
+    cls = make_dataclass(fn.__name__, list(names))
+    return (cls(**{k: y[key] for k, key in names.items()}),
+            cls(**{k: _keyword_default(fn, k) for k in names}), {})
+
+
 def _aeb(y: Dict[str, Any]) -> Iterable[Tuple[Any, Any, Dict[str, str]]]:
     from aeb_control.aeb_core import AebParams, resolve_params
     skip = {'vehicle_width': PROFILE, 'front': PROFILE, 'dead_time': PROFILE,
             'staging.max_decel': PROFILE, 'fixed.decel': PROFILE,
             **{f'mount_{k}': RIG for k in ('x', 'y', 'z', 'roll', 'pitch', 'yaw')}}
     yield resolve_params(y), AebParams(), skip
+    from aeb_control.corridor import closest_in_corridor, predict_corridor
+    from aeb_control.obstacle import ObstacleTracker, required_deceleration
+    yield _keywords(predict_corridor, {k: k for k in ('horizon_time', 'min_length',
+                                                      'max_length', 'z_min', 'z_max')}, y)
+    yield _keywords(closest_in_corridor, {k: k for k in ('min_points', 'cluster_depth',
+                                                         'voxel_size')}, y)
+    yield _keywords(ObstacleTracker, {'window': 'speed_window', 'min_samples': 'min_samples',
+                                      'decel_window': 'decel_window',
+                                      'jump_distance': 'jump_distance'}, y)
+    yield _keywords(required_deceleration, {'margin': 'stop_margin'}, y)
 
 
 def _planner(y: Dict[str, Any]) -> Iterable[Tuple[Any, Any, Dict[str, str]]]:
