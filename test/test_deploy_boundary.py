@@ -81,6 +81,22 @@ def test_onboard_node_loads_no_simulator_or_tools(module: str) -> None:
     assert not bad, f'{module} loads {bad}'
 
 
+def test_onboard_launch_file_loads_no_tools() -> None:
+    """``ros2 launch carla_hil onboard.launch.py`` on the car loads no tools either."""
+    code = ('import importlib.util, json, sys\n'
+            f'spec = importlib.util.spec_from_file_location("onboard_launch", '
+            f'{str(ROOT / "launch" / "onboard.launch.py")!r})\n'
+            'spec.loader.exec_module(importlib.util.module_from_spec(spec))\n'
+            'print(json.dumps(sorted(sys.modules)))\n')
+    out = subprocess.run([sys.executable, '-c', code], cwd=str(ROOT), capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    assert 'hil_bridge.interface.launch_common' in loaded
+    bad = _forbidden(loaded, allow_cv2=False)
+    assert not bad, f'onboard.launch.py loads {bad}'
+
+
 def test_every_onboard_module_stays_inside_the_boundary() -> None:
     """No onboard or interface module (outside tools/) reaches the simulator or the tools."""
     modules = _onboard_modules()

@@ -47,9 +47,9 @@ import threading
 import time
 from typing import Any, Dict, List, Optional
 
+from hil_bridge.interface import graph
 from hil_bridge.interface.config import dds_environment, node_params
 from hil_bridge.interface.params import coerce_text
-from hil_bridge.tools import graph
 from hil_bridge.tools.supervisor import ProcessSpec, Supervisor
 
 RESULT_PREFIX = 'REFEREE_RESULT '
