@@ -11,8 +11,8 @@
 
 The RPC port (default 2000) speaks rpclib msgpack-RPC; sensor and world
 snapshot streams are on ``--streaming-port`` (default port + 1, what CARLA
-uses). The server starts asynchronous, free-running: one frame every
-``fixed_delta_seconds`` (or ``1 / --rate`` without one) of sim time,
+uses; ``--port 0`` picks two free ports). The server starts asynchronous,
+free-running: one frame every ``fixed_delta_seconds`` (or ``1 / --rate`` without one) of sim time,
 ``--time-factor`` sim seconds per wall second (1 = real time; 0 = as fast
 as it can). A client switches it to synchronous mode with
 ``world.apply_settings``; then only ``world.tick()`` advances it.
@@ -58,8 +58,9 @@ class CarlaServer:
             raise ValueError(f'--time-factor must be >= 0, got {time_factor}')
         if tick_delay < 0.0:
             raise ValueError(f'--tick-delay must be >= 0, got {tick_delay}')
-        self.streams = StreamServer(host, port + 1 if streaming_port is None
-                                    else streaming_port)
+        if streaming_port is None:
+            streaming_port = port + 1 if port else 0
+        self.streams = StreamServer(host, streaming_port)
         self.streams.open_stream(EPISODE_STREAM)
         self.world = World(self.streams.port, rate=rate, seed=seed,
                            map_name=map_name, fs_cones=fs_cones,
@@ -133,7 +134,8 @@ def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog='carla-hil serve',
                                 description='A CARLA 0.9.16 server (RPC and '
                                 'streaming protocol) on the built-in simulator.')
-    p.add_argument('--port', type=int, default=2000, help='RPC port (2000)')
+    p.add_argument('--port', type=int, default=2000,
+                   help='RPC port (2000; 0 picks free ports for both)')
     p.add_argument('--streaming-port', type=int, default=None,
                    help='streaming port (default: port + 1)')
     p.add_argument('--host', default='0.0.0.0', help='address to bind')

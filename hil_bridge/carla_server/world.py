@@ -445,6 +445,9 @@ class World:
             a = bp.attribute(key)
             if a is None:
                 raise WorldError(f'{bp_id}: no attribute {key!r}')
+            if a.restricted and value not in a.recommended:
+                raise WorldError(f'{bp_id}: attribute {key!r} = {value!r} is not '
+                                 f'one of {list(a.recommended)}')
             values[key] = value
         if parent and parent not in self.actors:
             raise WorldError(f'spawn {bp_id}: parent actor {parent} not found')

@@ -1,0 +1,113 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+Start ``carla-hil serve`` in a subprocess for tests (real carla client).
+
+``carla.Client.get_world()`` holds the Python GIL while it waits for the
+server, so the server must be another process. :func:`serve` starts one on
+free ports (``--port 0``), waits for its ready line and yields a
+:class:`Served` with the ports; the process is stopped (SIGTERM, then
+SIGKILL) on exit.
+"""
+
+import collections
+import contextlib
+import os
+from pathlib import Path
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Deque, Iterator, List, Optional
+
+ROOT = Path(__file__).resolve().parents[1]
+READY = re.compile(r'ready on port (\d+) \(streaming (\d+)\)')
+
+
+class Served:
+    """A running server: ``port``, ``streaming_port``, ``proc``."""
+
+    def __init__(self, proc: subprocess.Popen, port: int,
+                 streaming_port: int) -> None:
+        self.proc = proc
+        self.port = port
+        self.streaming_port = streaming_port
+        self.log: Deque[str] = collections.deque(maxlen=200)
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self) -> None:
+        """Keep reading the server's output (a full pipe would block it)."""
+        try:
+            for line in self.proc.stdout:
+                self.log.append(line)
+        except (OSError, ValueError):
+            pass
+
+    def client(self, timeout: float = 10.0):
+        """Return a connected ``carla.Client`` with ``timeout`` seconds."""
+        import carla
+        c = carla.Client('127.0.0.1', self.port)
+        c.set_timeout(timeout)
+        return c
+
+    def alive(self) -> bool:
+        """Return True while the server process runs."""
+        return self.proc.poll() is None
+
+
+def start(args: List[str], ready_timeout: float = 60.0) -> Served:
+    """Start ``python -m hil_bridge.carla_server.server --port 0 *args``."""
+    env = dict(os.environ)
+    env['PYTHONPATH'] = f'{ROOT}{os.pathsep}{env.get("PYTHONPATH", "")}'
+    env['PYTHONUNBUFFERED'] = '1'
+    proc = subprocess.Popen(
+        [sys.executable, '-m', 'hil_bridge.carla_server.server', '--port', '0']
+        + list(args), cwd=str(ROOT), env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.monotonic() + ready_timeout
+    lines = []
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            if proc.poll() is not None:
+                break
+            continue
+        lines.append(line)
+        m = READY.search(line)
+        if m:
+            return Served(proc, int(m.group(1)), int(m.group(2)))
+    stop(proc)
+    raise RuntimeError('carla-hil serve did not start:\n' + ''.join(lines))
+
+
+def stop(proc: subprocess.Popen) -> Optional[int]:
+    """Stop the server process (SIGTERM, then SIGKILL); return its code."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(5.0)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5.0)
+    return proc.returncode
+
+
+@contextlib.contextmanager
+def serve(*args: str) -> Iterator[Served]:
+    """Run a server for the ``with`` block."""
+    s = start(list(args))
+    try:
+        yield s
+    finally:
+        stop(s.proc)
+
+
+def restore_async(client) -> None:
+    """Put the server back into asynchronous mode (test tear-down)."""
+    world = client.get_world()
+    settings = world.get_settings()
+    settings.synchronous_mode = False
+    settings.fixed_delta_seconds = None
+    world.apply_settings(settings)
