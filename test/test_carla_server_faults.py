@@ -1,0 +1,99 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+The fault knobs of ``carla-hil serve``, seen through the real 0.9.16 client.
+
+One server with ``--server-version 0.9.15 --tick-delay 0.3
+--stall-sensor-after 3 --stall-sensor-role stalled``: the client reads
+the fake version; a synchronous tick takes at least 0.3 s and a client
+timeout shorter than that raises the client's time-out (the server lives
+on); the stalled sensor's stream goes silent after 3 messages while
+another sensor keeps streaming; a SIGKILL mid-run makes the next tick fail
+within the client timeout.
+"""
+
+import signal
+import time
+
+import pytest
+
+from serve_harness import serve  # noqa: I100 - test helper next to this file
+
+carla = pytest.importorskip('carla')
+DELAY = 0.3
+
+
+@pytest.fixture(scope='module')
+def server():
+    """Run a slow server that stalls one sensor."""
+    with serve('--server-version', '0.9.15', '--tick-delay', str(DELAY),
+               '--stall-sensor-after', '3', '--stall-sensor-role', 'stalled') as s:
+        client = s.client()
+        world = client.get_world()
+        settings = world.get_settings()
+        settings.synchronous_mode = True
+        settings.fixed_delta_seconds = 0.05
+        world.apply_settings(settings)
+        yield s, client, world
+
+
+def test_server_version_knob(server):
+    _s, client, world = server
+    assert client.get_server_version() == '0.9.15'
+    assert client.get_client_version() == '0.9.16'
+    assert world.get_map().name == 'Carla/Maps/HIL_Flat'
+
+
+def test_slow_tick_and_client_timeout(server):
+    s, client, world = server
+    t0 = time.monotonic()
+    frame = world.tick()
+    assert time.monotonic() - t0 >= DELAY
+    client.set_timeout(DELAY / 3.0)
+    with pytest.raises(RuntimeError, match='time-out'):
+        world.tick()
+    client.set_timeout(10.0)
+    time.sleep(DELAY)
+    assert s.alive()
+    assert world.tick() == frame + 2          # the timed-out tick did happen
+
+
+def test_stalled_sensor_stream(server):
+    _s, _client, world = server
+    lib = world.get_blueprint_library()
+    ego = world.spawn_actor(lib.find('vehicle.tesla.model3'),
+                            carla.Transform(carla.Location(0.0, 0.0, 0.5)))
+    got = {}
+    sensors = []
+    for role in ('stalled', 'healthy'):
+        bp = lib.find('sensor.lidar.ray_cast')
+        bp.set_attribute('role_name', role)
+        bp.set_attribute('points_per_second', '2000')
+        sensor = world.spawn_actor(bp, carla.Transform(carla.Location(z=1.8)),
+                                   attach_to=ego)
+        got[role] = []
+        sensor.listen(got[role].append)
+        sensors.append(sensor)
+    time.sleep(0.3)
+    for _ in range(8):
+        world.tick()
+    time.sleep(0.3)
+    for sensor in sensors:
+        sensor.stop()
+        sensor.destroy()
+    ego.destroy()
+    assert len(got['stalled']) == 3
+    assert len(got['healthy']) >= 7
+    assert max(m.frame for m in got['healthy']) > max(m.frame for m in got['stalled'])
+
+
+def test_killed_mid_run(server):
+    s, client, world = server
+    world.tick()
+    s.proc.send_signal(signal.SIGKILL)
+    s.proc.wait(5.0)
+    client.set_timeout(2.0)
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError):
+        world.tick()
+    assert time.monotonic() - t0 < 5.0
