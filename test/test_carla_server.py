@@ -16,11 +16,10 @@ import math
 import time
 
 from hil_bridge.carla_server import sensor_data as sd
+from hil_bridge.carla_server.launcher import restore_async, serve
 from hil_bridge.carla_server.world import World
 import numpy as np
 import pytest
-
-from serve_harness import restore_async, serve  # noqa: I100 - test helper next to this file
 
 carla = pytest.importorskip('carla')
 

@@ -17,9 +17,8 @@ from pathlib import Path
 import subprocess
 import sys
 
+from hil_bridge.carla_server.launcher import serve
 import pytest
-
-from serve_harness import serve  # noqa: I100 - test helper next to this file
 
 pytest.importorskip('carla')
 HERE = Path(__file__).resolve().parent

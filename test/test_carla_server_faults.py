@@ -15,9 +15,8 @@ within the client timeout.
 import signal
 import time
 
+from hil_bridge.carla_server.launcher import serve
 import pytest
-
-from serve_harness import serve  # noqa: I100 - test helper next to this file
 
 carla = pytest.importorskip('carla')
 DELAY = 0.3

@@ -19,11 +19,10 @@ import struct
 import time
 
 from hil_bridge.carla_server import sensor_data as sd
+from hil_bridge.carla_server.launcher import restore_async, serve
 import msgpack
 import numpy as np
 import pytest
-
-from serve_harness import restore_async, serve  # noqa: I100 - test helper next to this file
 
 carla = pytest.importorskip('carla')
 

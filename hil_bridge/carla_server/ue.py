@@ -18,7 +18,7 @@ REP-103 roll rate a negative UE one.
 import math
 from typing import Sequence, Tuple
 
-from hil_bridge.interface.frames import matrix_to_pose, pose_to_matrix
+from hil_bridge.interface.frames import pose_to_matrix
 import numpy as np
 
 Vec3 = Tuple[float, float, float]
@@ -49,9 +49,17 @@ def ue_to_matrix(loc: Sequence[float], rot: Sequence[float]) -> np.ndarray:
 
 
 def matrix_to_ue(T: np.ndarray) -> Tuple[Vec3, Vec3]:
-    """Return ``((x, y, z), (pitch, yaw, roll))`` in UE of a REP-103 matrix."""
-    p = matrix_to_pose(T)
-    return point_to_ue((p.x, p.y, p.z)), rotation_to_ue(p.roll, p.pitch, p.yaw)
+    """
+    Return ``((x, y, z), (pitch, yaw, roll))`` in UE of a REP-103 matrix.
+
+    The Euler angles of ``R = Rz(yaw) Ry(pitch) Rx(roll)`` in closed form
+    (a few microseconds; the snapshot converts every actor every frame).
+    """
+    R = T[:3, :3]
+    pitch = math.asin(max(-1.0, min(1.0, -float(R[2, 0]))))
+    yaw = math.atan2(float(R[1, 0]), float(R[0, 0]))
+    roll = math.atan2(float(R[2, 1]), float(R[2, 2]))
+    return point_to_ue(T[:3, 3]), rotation_to_ue(roll, pitch, yaw)
 
 
 def points_to_ue(points: np.ndarray) -> np.ndarray:

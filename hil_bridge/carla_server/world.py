@@ -391,6 +391,7 @@ class World:
         self.time = 0.0
         self.last_delta = 0.0
         self.actors: Dict[int, Actor] = {}
+        self._static: Optional[np.ndarray] = None
         self._next_id = 1
         if reset_settings:
             self.settings = dict(wt.DEFAULT_SETTINGS)
@@ -402,6 +403,7 @@ class World:
         actor = Actor(aid=self._next_id, blueprint=bp, attributes=attrs)
         self._next_id += 1
         self.actors[actor.aid] = actor
+        self._static = None
         return actor
 
     @property
@@ -490,6 +492,7 @@ class World:
                 child.parent = 0
                 child.rel = None
         del self.actors[a.aid]
+        self._static = None
         if a.sensor is not None:
             self.on_destroy(a.aid)
 
@@ -506,6 +509,7 @@ class World:
                                                        Sequence[float]]) -> None:
         """Move an actor (``transform`` in CARLA's world frame)."""
         T = ue.ue_to_matrix(*transform)
+        self._static = None
         if a.vehicle is not None:
             a.vehicle.teleport(float(T[0, 3]), float(T[1, 3]),
                                math.atan2(T[1, 0], T[0, 0]))
@@ -550,9 +554,22 @@ class World:
         loc, ext = a.extent()
         return wt.bounding_box(loc, ext, a.aid)
 
+    def _static_states(self) -> np.ndarray:
+        """Return the records of the actors that do not move by themselves."""
+        if self._static is None:
+            still = [a for a in self.actors.values()
+                     if a.vehicle is None and not (a.parent and a.parent in self.actors)]
+            self._static = self._records(still)
+        return self._static
+
     def _states(self) -> np.ndarray:
-        recs = np.zeros(len(self.actors), sd.ACTOR_STATE)
-        for i, a in enumerate(self.actors.values()):
+        moving = [a for a in self.actors.values()
+                  if a.vehicle is not None or (a.parent and a.parent in self.actors)]
+        return np.concatenate([self._static_states(), self._records(moving)])
+
+    def _records(self, actors: List[Actor]) -> np.ndarray:
+        recs = np.zeros(len(actors), sd.ACTOR_STATE)
+        for i, a in enumerate(actors):
             T = self.world_matrix(a)
             (loc, rot) = ue.matrix_to_ue(T)
             recs[i]['id'] = a.aid

@@ -1,13 +1,14 @@
 # Copyright 2026 carla_hil developers
 # SPDX-License-Identifier: Apache-2.0
 """
-Start ``carla-hil serve`` in a subprocess for tests (real carla client).
+Start ``carla-hil serve`` as a child process (tests, benchmarks, scripts).
 
 ``carla.Client.get_world()`` holds the Python GIL while it waits for the
-server, so the server must be another process. :func:`serve` starts one on
-free ports (``--port 0``), waits for its ready line and yields a
-:class:`Served` with the ports; the process is stopped (SIGTERM, then
-SIGKILL) on exit.
+server, so a client must never run the server in its own process.
+:func:`serve` starts one on free ports (``--port 0`` unless the arguments
+name a port), waits for its ready line and yields a :class:`Served` with
+the ports; the process is stopped (SIGTERM, then SIGKILL) on exit. Its
+output is drained into ``Served.log`` (the last 200 lines).
 """
 
 import collections
@@ -22,7 +23,7 @@ import threading
 import time
 from typing import Deque, Iterator, List, Optional
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 READY = re.compile(r'ready on port (\d+) \(streaming (\d+)\)')
 
 
@@ -58,12 +59,18 @@ class Served:
 
 
 def start(args: List[str], ready_timeout: float = 60.0) -> Served:
-    """Start ``python -m hil_bridge.carla_server.server --port 0 *args``."""
+    """
+    Start ``python -m hil_bridge.carla_server.server [--port 0] *args``.
+
+    Raises ``RuntimeError`` with the server's output when it does not get
+    ready within ``ready_timeout`` seconds.
+    """
     env = dict(os.environ)
     env['PYTHONPATH'] = f'{ROOT}{os.pathsep}{env.get("PYTHONPATH", "")}'
     env['PYTHONUNBUFFERED'] = '1'
+    port = [] if '--port' in args else ['--port', '0']
     proc = subprocess.Popen(
-        [sys.executable, '-m', 'hil_bridge.carla_server.server', '--port', '0']
+        [sys.executable, '-m', 'hil_bridge.carla_server.server'] + port
         + list(args), cwd=str(ROOT), env=env, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, start_new_session=True)
     deadline = time.monotonic() + ready_timeout
