@@ -132,6 +132,11 @@ FS_CONE_BLUEPRINTS: Dict[str, int] = {
     'static.prop.fs_cone_big_orange': CONE_BIG_ORANGE,
 }
 
+#: The id a map's own cone (level geometry, not an actor) has as the other
+#: actor of a collision event: the extension's name of its class.
+FS_CONE_NAMES: Dict[int, str] = {cls: name for name, cls in FS_CONE_BLUEPRINTS.items()}
+FS_CONE_UNKNOWN = 'static.prop.fs_cone_unknown'
+
 _CAMERA_COMMON = (
     _var('image_size_x', ATTR_INT, '800'), _var('image_size_y', ATTR_INT, '600'),
     _var('fov', ATTR_FLOAT, '90.0'),

@@ -654,7 +654,9 @@ class World:
                 hit = up[cones_in_box(box, self.map.cones.xy[up], radius)]
                 for k in hit:
                     self.map_cones_up[k] = False
-                    events.append((a, None, 'static.prop.map_cone', np.zeros(3)))
+                    name = bpl.FS_CONE_NAMES.get(int(self.map.cones.class_id[k]),
+                                                 bpl.FS_CONE_UNKNOWN)
+                    events.append((a, None, name, np.zeros(3)))
         for a in vehicles:
             if a.aid in stopped:
                 v = self.velocity(a)
