@@ -42,13 +42,13 @@ CMD_TARGET_VELOCITY = 8
 CMD_TARGET_ANGULAR_VELOCITY = 9
 CMD_SIMULATE_PHYSICS = 14
 CMD_AUTOPILOT = 16
+CMD_LIGHT_STATE = 18
 CMD_LOCATION = 19
 #: Commands accepted without an effect in the built-in simulator.
 CMD_NO_EFFECT = {3: 'ApplyVehicleAckermannControl', 4: 'ApplyWalkerControl',
                  7: 'ApplyWalkerState', 10: 'ApplyImpulse', 11: 'ApplyForce',
                  12: 'ApplyAngularImpulse', 13: 'ApplyTorque',
-                 15: 'SetEnableGravity', 17: 'ShowDebugTelemetry',
-                 18: 'SetVehicleLightState', 20: 'ConsoleCommand',
+                 15: 'SetEnableGravity', 17: 'ShowDebugTelemetry', 20: 'ConsoleCommand',
                  21: 'SetTrafficLightState'}
 UNSUPPORTED = 'not supported by carla-hil serve (built-in simulator)'
 
@@ -128,8 +128,9 @@ class Calls:
         accept('update_day_night_cycle', 2)
         add('get_vehicle_light_states', 0, lambda: [])
         add('is_traffic_manager_running', 1, lambda port: False)
-        unsupported('add_traffic_manager_running', 1)
-        unsupported('get_traffic_manager_running', 1)
+        for name in ('add_traffic_manager_running', 'get_traffic_manager_running'):
+            t[name] = Handler(lambda *a, n=name: fail(
+                f'{n}: the traffic manager (autopilot) is {UNSUPPORTED}'), 1)
         accept('destroy_traffic_manager', 1)
         add('get_names_of_all_objects', 0, lambda: [])
         add('get_environment_objects', 1, lambda tag: [])
@@ -172,8 +173,8 @@ class Calls:
             void=True)
         add('get_wheel_steer_angle', 2, lambda i, wheel: w.vehicle(i).vehicle.wheel_angle_deg(
             wt.integer(wheel, 'wheel')))
-        add('get_vehicle_light_state', 1, lambda i: 0 if w.vehicle(i) else 0)
-        accept('set_vehicle_light_state', 2)
+        add('get_vehicle_light_state', 1, lambda i: [w.vehicle(i).vehicle.light_state])
+        add('set_vehicle_light_state', 2, self._light_state, void=True)
         accept('open_vehicle_door', 2)
         accept('close_vehicle_door', 2)
         unsupported('get_telemetry_data', 1)
@@ -267,6 +268,10 @@ class Calls:
             a.vehicle.manual_gear_shift = bool(control[5])
             a.vehicle.gear = control[6] if isinstance(control[6], int) else 0
 
+    def _light_state(self, actor_id: Any, state: Any) -> None:
+        flags = state[0] if isinstance(state, (list, tuple)) and state else state
+        self.world.vehicle(actor_id).vehicle.light_state = wt.integer(flags, 'light state')
+
     def _physics(self, actor_id: Any) -> list:
         a = self.world.vehicle(actor_id)
         pc = [list(v) if isinstance(v, list) else v for v in a.vehicle.physics]
@@ -348,6 +353,8 @@ class Calls:
                 self._simulate_physics(aid, p[1])
             elif index == CMD_AUTOPILOT:
                 raise WorldError(f'SetAutopilot: the traffic manager is {UNSUPPORTED}')
+            elif index == CMD_LIGHT_STATE:
+                self._light_state(aid, p[1])
             elif index in CMD_NO_EFFECT:
                 w.actor(aid)
             else:

@@ -145,6 +145,7 @@ class VehicleBody:
         self.gear = 0
         self.constant_speed: Optional[float] = None
         self.simulate = True
+        self.light_state = 0
         self.previous = self.model.state
 
     @property
