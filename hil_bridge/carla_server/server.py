@@ -28,6 +28,7 @@ prints ``carla-hil serve: ready on port P (streaming Q)`` once it listens.
 
 import argparse
 import logging
+import queue
 import signal
 import sys
 import threading
@@ -69,6 +70,7 @@ class CarlaServer:
         self.world.on_destroy = self.streams.close_stream
         self.streams.known = self._is_sensor
         self.time_factor = float(time_factor)
+        self._out: 'queue.Queue' = queue.Queue(maxsize=4)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self.calls = Calls(self.world, self.publish, version=version,
@@ -77,10 +79,25 @@ class CarlaServer:
         self.port = self.rpc.port
 
     def publish(self, messages: List) -> None:
-        """Send a tick's messages to the sessions of their streams."""
-        self.streams.synchronous = bool(self.world.settings['synchronous_mode'])
-        for stream_id, parts in messages:
-            self.streams.publish(stream_id, parts)
+        """
+        Queue a tick's messages for the publisher thread (in tick order).
+
+        ``tick_cue`` returns as soon as its frame is queued, as CARLA's
+        does; the client then waits for that frame's snapshot. A full
+        queue (a client that stopped reading in synchronous mode) holds
+        the next tick back.
+        """
+        self._out.put((bool(self.world.settings['synchronous_mode']), messages))
+
+    def _publisher(self) -> None:
+        while True:
+            item = self._out.get()
+            if item is None:
+                return
+            synchronous, messages = item
+            self.streams.synchronous = synchronous
+            for stream_id, parts in messages:
+                self.streams.publish(stream_id, parts)
 
     def _is_sensor(self, stream_id: int) -> bool:
         a = self.world.actors.get(stream_id)
@@ -90,6 +107,7 @@ class CarlaServer:
         """Start serving (daemon threads)."""
         self.streams.start()
         self.rpc.start()
+        threading.Thread(target=self._publisher, name='publisher', daemon=True).start()
         threading.Thread(target=self._ticker, name='ticker', daemon=True).start()
 
     def _ticker(self) -> None:
@@ -124,6 +142,10 @@ class CarlaServer:
         """Stop every thread and socket."""
         self._stop.set()
         self._wake.set()
+        try:
+            self._out.put_nowait(None)
+        except queue.Full:
+            pass
         self.rpc.close()
         self.streams.close()
         self.world.pool.shutdown(wait=False)
