@@ -15,9 +15,10 @@ raises as ``RuntimeError`` with the message.
 Calls that change the world in synchronous mode do not tick it; ``tick_cue``
 ticks (after ``tick_delay`` seconds, the slow-server knob), queues the
 frame's messages and returns the new frame; in asynchronous mode it returns
-the next frame the free-running ticker will produce. Calls of features the built-in simulator does not
-have (traffic manager, recorder, walkers, traffic lights, OpenDRIVE
-generation) answer with an error naming the missing feature.
+the next frame the free-running ticker will produce. Calls of features the
+built-in simulator does not have (traffic manager, recorder, walkers,
+traffic lights, OpenDRIVE generation) answer with an error naming the
+missing feature.
 """
 
 import logging
