@@ -13,10 +13,9 @@ turning left is a negative UE yaw rate.
 """
 
 import math
-import time
 
 from hil_bridge.carla_server import sensor_data as sd
-from hil_bridge.carla_server.launcher import restore_async, serve
+from hil_bridge.carla_server.launcher import record, restore_async, serve, synchronous
 from hil_bridge.carla_server.world import World
 import numpy as np
 import pytest
@@ -32,10 +31,7 @@ def server():
     with serve() as s:
         client = s.client()
         world = client.get_world()
-        settings = world.get_settings()
-        settings.synchronous_mode = True
-        settings.fixed_delta_seconds = DT
-        world.apply_settings(settings)
+        synchronous(world, DT)
         yield s, client, world
         if s.alive():
             restore_async(client)
@@ -283,20 +279,6 @@ def test_steering_follows_physics_control(clean):
         pytest.approx(-40.0, abs=0.3)
 
 
-def _collect(sensor):
-    got = []
-    sensor.listen(got.append)
-    return got
-
-
-def _wait(got, n, world, ticks=20):
-    for _ in range(ticks):
-        if len(got) >= n:
-            return
-        world.tick()
-        time.sleep(0.02)
-
-
 def test_lidar_points_land_on_the_cone(clean):
     _s, _client, world = clean
     ego = world.spawn_actor(_bp(world, 'vehicle.tesla.model3'),
@@ -309,10 +291,7 @@ def test_lidar_points_land_on_the_cone(clean):
             lower_fov=0, horizontal_fov=270, dropoff_general_rate=0,
             dropoff_zero_intensity=0),
         carla.Transform(carla.Location(1.2, 0.0, 0.1)), attach_to=ego)
-    got = _collect(lidar)
-    _wait(got, 2, world)
-    lidar.stop()
-    m = got[-1]
+    m = record(world, lidar, 3)[-1]
     assert m.channels == 1 and m.get_point_count(0) == len(m) > 5
     assert len(m.raw_data) == 16 * len(m)
     pts = np.frombuffer(m.raw_data, np.float32).reshape(-1, 4)
@@ -335,10 +314,7 @@ def test_camera_image_equals_the_render(clean):
     mount = carla.Transform(carla.Location(0.5, 0.0, 1.0), carla.Rotation(pitch=-5.0))
     cam = world.spawn_actor(_bp(world, 'sensor.camera.rgb', image_size_x=320,
                                 image_size_y=240, fov=90), mount, attach_to=ego)
-    got = _collect(cam)
-    _wait(got, 1, world)
-    cam.stop()
-    img = got[-1]
+    img = record(world, cam, 2)[-1]
     assert (img.width, img.height, img.fov) == (320, 240, pytest.approx(90.0))
     bgra = np.frombuffer(img.raw_data, np.uint8).reshape(240, 320, 4)
     assert np.all(bgra[:, :, 3] == 255)
@@ -369,15 +345,8 @@ def test_collision_with_a_prop(clean):
                              carla.Transform(carla.Location(6.0, 0.0, 0.0)))
     col = world.spawn_actor(_bp(world, 'sensor.other.collision'), carla.Transform(),
                             attach_to=ego)
-    got = _collect(col)
-    time.sleep(0.2)
     ego.apply_control(carla.VehicleControl(throttle=1.0))
-    for _ in range(60):
-        world.tick()
-        if got:
-            break
-    time.sleep(0.2)
-    col.stop()
+    got = record(world, col, 60, until=bool)
     assert got, 'no collision event'
     ev = got[0]
     assert ev.actor.id == ego.id and ev.other_actor.id == prop.id
@@ -416,7 +385,4 @@ def test_async_mode_wait_for_tick(server):
         a, b = world.wait_for_tick(2.0), world.wait_for_tick(2.0)
         assert b.timestamp.elapsed_seconds > a.timestamp.elapsed_seconds
     finally:
-        settings = world.get_settings()
-        settings.synchronous_mode = True
-        settings.fixed_delta_seconds = DT
-        world.apply_settings(settings)
+        synchronous(world, DT)

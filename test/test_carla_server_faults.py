@@ -15,7 +15,7 @@ within the client timeout.
 import signal
 import time
 
-from hil_bridge.carla_server.launcher import serve
+from hil_bridge.carla_server.launcher import serve, synchronous
 import pytest
 
 carla = pytest.importorskip('carla')
@@ -29,10 +29,7 @@ def server():
                '--stall-sensor-after', '3', '--stall-sensor-role', 'stalled') as s:
         client = s.client()
         world = client.get_world()
-        settings = world.get_settings()
-        settings.synchronous_mode = True
-        settings.fixed_delta_seconds = 0.05
-        world.apply_settings(settings)
+        synchronous(world, 0.05)
         yield s, client, world
 
 

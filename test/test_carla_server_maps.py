@@ -13,10 +13,9 @@ in their colours. ``load_world`` switches maps (a new episode).
 """
 
 import math
-import time
 
 from hil_bridge.bridge.scenario import load_scenario
-from hil_bridge.carla_server.launcher import serve
+from hil_bridge.carla_server.launcher import record, serve, synchronous
 from hil_bridge.interface.vehicle_profile import load_vehicle_profile
 import numpy as np
 import pytest
@@ -30,10 +29,7 @@ def server():
     with serve('--scenario', 'ci_trackdrive', '--fs-cones') as s:
         client = s.client()
         world = client.get_world()
-        settings = world.get_settings()
-        settings.synchronous_mode = True
-        settings.fixed_delta_seconds = 0.05
-        world.apply_settings(settings)
+        synchronous(world, 0.05)
         yield s, client, world
 
 
@@ -63,14 +59,7 @@ def test_track_cones_are_map_props_the_lidar_sees(server):
                             start)
     lidar = world.spawn_actor(_lidar_bp(world), carla.Transform(carla.Location(1.5, 0, 0.1)),
                               attach_to=ego)
-    got = []
-    lidar.listen(got.append)
-    time.sleep(0.2)
-    for _ in range(3):
-        world.tick()
-    time.sleep(0.3)
-    lidar.stop()
-    meas = got[-1]
+    meas = record(world, lidar, 3)[-1]
     pts = np.frombuffer(meas.raw_data, np.float32).reshape(-1, 4)
     assert len(pts) > 50
     world_pts = [meas.transform.transform(carla.Location(*map(float, p[:3]))) for p in pts]
@@ -92,16 +81,8 @@ def test_a_car_knocks_a_map_cone_over(server):
                                                            -float(xy[1]), 0.5)))
     col = world.spawn_actor(world.get_blueprint_library().find('sensor.other.collision'),
                             carla.Transform(), attach_to=ego)
-    events = []
-    col.listen(events.append)
-    time.sleep(0.2)
     ego.apply_control(carla.VehicleControl(throttle=0.6))
-    for _ in range(60):
-        world.tick()
-        if events:
-            break
-    time.sleep(0.2)
-    col.stop()
+    events = record(world, col, 60, until=bool)
     assert events, 'no collision with the map cone'
     names = {'blue', 'yellow', 'orange', 'big_orange'}
     other = events[0].other_actor.type_id
@@ -131,14 +112,7 @@ def test_fs_cone_extension_is_drawn_blue(server):
     cam_bp.set_attribute('image_size_y', '120')
     cam = world.spawn_actor(cam_bp, carla.Transform(carla.Location(0.5, 0.0, 0.6)),
                             attach_to=ego)
-    got = []
-    cam.listen(got.append)
-    time.sleep(0.2)
-    for _ in range(3):
-        world.tick()
-    time.sleep(0.3)
-    cam.stop()
-    img = np.frombuffer(got[-1].raw_data, np.uint8).reshape(120, 160, 4)
+    img = np.frombuffer(record(world, cam, 3)[-1].raw_data, np.uint8).reshape(120, 160, 4)
     centre = img[55:90, 75:85, :3].astype(int)
     blue = (centre[..., 0] > 150) & (centre[..., 2] < 80)
     assert blue.sum() > 10

@@ -19,7 +19,7 @@ import struct
 import time
 
 from hil_bridge.carla_server import sensor_data as sd
-from hil_bridge.carla_server.launcher import restore_async, serve
+from hil_bridge.carla_server.launcher import restore_async, serve, synchronous
 import msgpack
 import numpy as np
 import pytest
@@ -94,10 +94,7 @@ def server():
     with serve() as s:
         client = s.client()
         world = client.get_world()
-        settings = world.get_settings()
-        settings.synchronous_mode = True
-        settings.fixed_delta_seconds = 0.05
-        world.apply_settings(settings)
+        synchronous(world, 0.05)
         yield s, client, world
         if s.alive():
             restore_async(client)

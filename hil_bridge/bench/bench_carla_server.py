@@ -36,7 +36,7 @@ from typing import Dict, List
 from hil_bridge.bridge.backend import VehicleControl
 from hil_bridge.bridge.scenario import load_scenario
 from hil_bridge.carla_server import maps as maplib
-from hil_bridge.carla_server.launcher import serve
+from hil_bridge.carla_server.launcher import serve, synchronous
 from hil_bridge.carla_server.ue import rotation_to_ue
 from hil_bridge.carla_server.world import World
 from hil_bridge.interface.rig import carla_attributes, load_rig, SensorSpec
@@ -73,10 +73,7 @@ def through_client(scenario: str, rig: List[SensorSpec], frames: int, dt: float
     with serve('--scenario', scenario) as s:
         client = s.client(20.0)
         world = client.get_world()
-        settings = world.get_settings()
-        settings.synchronous_mode = True
-        settings.fixed_delta_seconds = dt
-        world.apply_settings(settings)
+        synchronous(world, dt)
         lib = world.get_blueprint_library()
         start = world.get_map().get_spawn_points()[0]
         ego = world.spawn_actor(lib.find('vehicle.tesla.model3'), start)
@@ -122,8 +119,7 @@ def through_client(scenario: str, rig: List[SensorSpec], frames: int, dt: float
             sensor.stop()
             sensor.destroy()
         ego.destroy()
-        settings.synchronous_mode = False
-        world.apply_settings(settings)
+        synchronous(world, None)
     return {'fps': fps, 'bytes': float(sum(nbytes.values()))}
 
 

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Deque, Iterator, List, Optional
+from typing import Callable, Deque, Iterator, List, Optional
 
 ROOT = Path(__file__).resolve().parents[2]
 READY = re.compile(r'ready on port (\d+) \(streaming (\d+)\)')
@@ -111,10 +111,39 @@ def serve(*args: str) -> Iterator[Served]:
         stop(s.proc)
 
 
+def synchronous(world, delta: Optional[float] = 0.05) -> None:
+    """
+    Switch a ``carla.World`` to synchronous mode with a fixed delta (s).
+
+    ``delta`` None (asynchronous mode, variable delta) restores the
+    server's start-up settings.
+    """
+    settings = world.get_settings()
+    settings.synchronous_mode = delta is not None
+    settings.fixed_delta_seconds = delta
+    world.apply_settings(settings)
+
+
 def restore_async(client) -> None:
     """Put the server back into asynchronous mode (test tear-down)."""
-    world = client.get_world()
-    settings = world.get_settings()
-    settings.synchronous_mode = False
-    settings.fixed_delta_seconds = None
-    world.apply_settings(settings)
+    synchronous(client.get_world(), None)
+
+
+def record(world, sensor, ticks: int, until: Optional[Callable[[list], bool]] = None
+           ) -> list:
+    """
+    Listen to ``sensor`` for up to ``ticks`` synchronous ticks; return its data.
+
+    Waits for the stream to connect before the first tick and for the last
+    data after the last one; ``until(data)`` True stops the ticks early.
+    """
+    got: list = []
+    sensor.listen(got.append)
+    time.sleep(0.2)
+    for _ in range(int(ticks)):
+        world.tick()
+        if until is not None and until(got):
+            break
+    time.sleep(0.3)
+    sensor.stop()
+    return got

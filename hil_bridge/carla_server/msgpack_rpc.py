@@ -25,6 +25,7 @@ import socket
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from hil_bridge.carla_server.tcp import hang_up, listener
 import msgpack
 
 REQUEST = 0
@@ -101,10 +102,7 @@ class RpcServer:
     def __init__(self, handlers: Dict[str, Handler], host: str = '0.0.0.0',
                  port: int = 2000) -> None:
         self.handlers = handlers
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind((host, int(port)))
-        self._sock.listen(16)
+        self._sock = listener(host, port)
         self.port = self._sock.getsockname()[1]
         self._stop = threading.Event()
         self._conns: List[socket.socket] = []
@@ -121,18 +119,11 @@ class RpcServer:
     def close(self) -> None:
         """Stop accepting and close every connection."""
         self._stop.set()
-        try:
-            self._sock.close()
-        except OSError:
-            pass
+        hang_up(self._sock, shutdown=False)
         with self._lock:
             conns = list(self._conns)
         for conn in conns:
-            try:
-                conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            conn.close()
+            hang_up(conn)
 
     def _accept(self) -> None:
         while not self._stop.is_set():

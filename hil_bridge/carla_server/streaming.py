@@ -23,6 +23,8 @@ import struct
 import threading
 from typing import Callable, Dict, List, Optional, Set, Union
 
+from hil_bridge.carla_server.tcp import hang_up, listener
+
 _LOG = logging.getLogger('carla_server.streaming')
 Payload = Union[bytes, bytearray, memoryview]
 
@@ -88,11 +90,7 @@ class _Session:
             self.queue.put_nowait(None)
         except queue.Full:
             pass
-        try:
-            self.conn.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.conn.close()
+        hang_up(self.conn)
         self._server._forget(self)
 
 
@@ -107,10 +105,7 @@ class StreamServer:
 
     def __init__(self, host: str = '0.0.0.0', port: int = 2001,
                  depth: int = 2, sync_timeout: float = 10.0) -> None:
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind((host, int(port)))
-        self._sock.listen(64)
+        self._sock = listener(host, port, 64)
         self.port = self._sock.getsockname()[1]
         self.depth = int(depth)
         self.sync_timeout = float(sync_timeout)
@@ -130,10 +125,7 @@ class StreamServer:
     def close(self) -> None:
         """Stop accepting and close every session."""
         self._stop.set()
-        try:
-            self._sock.close()
-        except OSError:
-            pass
+        hang_up(self._sock, shutdown=False)
         with self._lock:
             sessions = [s for ss in self._sessions.values() for s in ss]
         for s in sessions:
