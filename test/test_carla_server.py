@@ -362,6 +362,26 @@ def test_collision_with_a_prop(clean):
     assert ego.get_velocity().length() < 1e-3
 
 
+def test_vehicles_that_touch_both_stop(clean):
+    _s, _client, world = clean
+    ego = world.spawn_actor(_bp(world, 'vehicle.tesla.model3', sticky_control='false'),
+                            carla.Transform(carla.Location(0.0, 0.0, 0.5)))
+    lead = world.spawn_actor(_bp(world, 'vehicle.lincoln.mkz_2020'),
+                             carla.Transform(carla.Location(12.0, 0.3, 0.5)))
+    col = world.spawn_actor(_bp(world, 'sensor.other.collision'), carla.Transform(),
+                            attach_to=lead)
+    ego.set_target_velocity(carla.Vector3D(8.0, 0.0, 0.0))
+    ego.apply_control(carla.VehicleControl(throttle=0.7))    # one tick: not sticky
+    world.tick()
+    assert ego.get_control().throttle == 0.0
+    got = record(world, col, 40, until=bool)
+    assert got and got[0].actor.id == lead.id and got[0].other_actor.id == ego.id
+    world.tick()
+    assert ego.get_velocity().length() < 1e-3 and lead.get_velocity().length() < 1e-3
+    gap = lead.get_location().x - ego.get_location().x
+    assert gap >= ego.bounding_box.extent.x + lead.bounding_box.extent.x - 0.2
+
+
 def test_snapshot_layout_counts(clean):
     _s, _client, world = clean
     cone = world.get_blueprint_library().find('static.prop.trafficcone02')

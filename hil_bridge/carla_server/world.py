@@ -146,6 +146,8 @@ class VehicleBody:
         self.constant_speed: Optional[float] = None
         self.simulate = True
         self.light_state = 0
+        #: ``sticky_control`` false: a control lasts one tick (CARLA's meaning)
+        self.sticky = True
         self.previous = self.model.state
 
     @property
@@ -206,6 +208,8 @@ class VehicleBody:
         self.model.step(dt)
         if self.constant_speed is not None:
             self.model.set_speed(self.constant_speed)
+        if not self.sticky:
+            self.control = VehicleControl()
 
     def stop_at_previous(self) -> None:
         """Undo the last step and stop (a contact)."""
@@ -457,13 +461,16 @@ class World:
         T = ue.ue_to_matrix(*transform)
         sensor = None
         if bp_id.startswith('sensor.'):
-            sensor = SensorBody(bp, values, self.seed * 1000003 + self._next_id)
+            seed = int(_numeric(bp, values, ['noise_seed']).get('noise_seed', 0))
+            sensor = SensorBody(bp, values, seed if seed else
+                                self.seed * 1000003 + self._next_id)
         if bp_id.startswith('vehicle.'):
             facts = bpl.VEHICLES[bp_id]
             if parent:
                 T = self.world_matrix(self.actors[parent]) @ T
             yaw = math.atan2(T[1, 0], T[0, 0])
             body = VehicleBody(facts, (float(T[0, 3]), float(T[1, 3]), yaw))
+            body.sticky = values.get('sticky_control', 'true').lower() != 'false'
             me = body.box()
             for other in self.actors.values():
                 if other.vehicle is not None and boxes_overlap(me, other.vehicle.box()):
