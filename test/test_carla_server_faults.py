@@ -15,7 +15,7 @@ within the client timeout.
 import signal
 import time
 
-from hil_bridge.carla_server.launcher import serve, synchronous
+from hil_bridge.carla_server.launcher import serve, synchronous, tick_until, wait_for
 import pytest
 
 carla = pytest.importorskip('carla')
@@ -70,17 +70,16 @@ def test_stalled_sensor_stream(server):
         got[role] = []
         sensor.listen(got[role].append)
         sensors.append(sensor)
-    time.sleep(0.3)
-    for _ in range(8):
-        world.tick()
-    time.sleep(0.3)
+    tick_until(world, lambda: got['stalled'] and got['healthy'])
+    frames = [world.tick() for _ in range(8)]
+    assert wait_for(lambda: got['healthy'][-1].frame == frames[-1])
     for sensor in sensors:
         sensor.stop()
         sensor.destroy()
     ego.destroy()
-    assert len(got['stalled']) == 3
-    assert len(got['healthy']) >= 7
-    assert max(m.frame for m in got['healthy']) > max(m.frame for m in got['stalled'])
+    assert len(got['stalled']) == 3                  # then silent, though listened to
+    assert [m.frame for m in got['healthy']][-8:] == frames
+    assert max(m.frame for m in got['stalled']) < frames[-1]
 
 
 def test_killed_mid_run(server):

@@ -75,14 +75,14 @@ def test_a_car_knocks_a_map_cone_over(server):
     _s, _client, world = server
     sc = load_scenario('ci_trackdrive')
     xy = sc.track.cones.xy[0]
-    # a car 4 m before the first cone, pointing at it
+    # a car 6 m before the first cone, pointing at it
     ego = world.spawn_actor(world.get_blueprint_library().find('vehicle.tesla.model3'),
-                            carla.Transform(carla.Location(float(xy[0]) - 4.0,
+                            carla.Transform(carla.Location(float(xy[0]) - 6.0,
                                                            -float(xy[1]), 0.5)))
     col = world.spawn_actor(world.get_blueprint_library().find('sensor.other.collision'),
                             carla.Transform(), attach_to=ego)
     ego.apply_control(carla.VehicleControl(throttle=0.6))
-    events = record(world, col, 60, until=bool)
+    events = record(world, col, 100, until=bool)
     assert events, 'no collision with the map cone'
     names = {'blue', 'yellow', 'orange', 'big_orange'}
     other = events[0].other_actor.type_id

@@ -16,10 +16,12 @@ requests get an rpclib error or a closed connection, never a dead server.
 
 import socket
 import struct
+import threading
 import time
 
 from hil_bridge.carla_server import sensor_data as sd
-from hil_bridge.carla_server.launcher import restore_async, serve, synchronous
+from hil_bridge.carla_server.launcher import (restore_async, serve, synchronous, tick_until,
+                                              wait_for)
 import msgpack
 import numpy as np
 import pytest
@@ -78,6 +80,21 @@ class RawStream:
     def message(self) -> bytes:
         (size,) = struct.unpack('<I', self._exact(4))
         return self._exact(size)
+
+    def collect(self) -> dict:
+        """Read messages on a thread into ``{frame: message}`` (returned)."""
+        by_frame: dict = {}
+
+        def loop() -> None:
+            try:
+                while True:
+                    msg = self.message()
+                    frame = int(np.frombuffer(msg[:48], sd.SENSOR_HEADER)[0]['frame'])
+                    by_frame.setdefault(frame, msg)
+            except (ConnectionError, OSError):
+                pass
+        threading.Thread(target=loop, daemon=True).start()
+        return by_frame
 
     def close(self) -> None:
         self.sock.close()
@@ -167,35 +184,34 @@ def test_sensor_streams_match_the_client(server):
         assert ok == 1 and (sid, port, protocol, address_type) == \
             (sensor.id, s.streaming_port, 1, 0)
         raw[sensor.id] = RawStream(s.streaming_port, sid)
+    raw_got = {sid: st.collect() for sid, st in raw.items()}
     got = {cam.id: {}, lidar.id: {}}
     cam.listen(lambda d: got[cam.id].setdefault(d.frame, bytes(d.raw_data)))
     lidar.listen(lambda d: got[lidar.id].setdefault(
         d.frame, (bytes(d.raw_data), d.channels, [d.get_point_count(c) for c in
                                                   range(d.channels)],
                   d.horizontal_angle)))
-    time.sleep(0.3)
+    # every session (the client's and the raw ones) connected and delivering
+    tick_until(world, lambda: all(got.values()) and all(raw_got.values()))
     frames = [world.tick() for _ in range(3)]
-    time.sleep(0.3)
+    assert wait_for(lambda: all(frames[-1] in g for g in
+                                list(got.values()) + list(raw_got.values())))
     cam.stop()
     lidar.stop()
     # camera: header, 12-byte image header, BGRA - the client's raw_data
-    compared = 0
-    for _ in range(3):
-        msg = raw[cam.id].message()
+    for frame in frames:
+        msg = raw_got[cam.id][frame]
         head = np.frombuffer(msg[:48], sd.SENSOR_HEADER)[0]
         assert head['type'] == sd.TYPE_CAMERA_RGB == 13
         w, h = struct.unpack('<II', msg[48:56])
         (fov,) = struct.unpack('<f', msg[56:60])
         assert (w, h, fov) == (64, 48, pytest.approx(90.0))
         assert len(msg) == 48 + 12 + 64 * 48 * 4
-        if head['frame'] in got[cam.id]:
-            assert msg[60:] == got[cam.id][head['frame']]
-            compared += 1
-    assert compared >= 1 and set(frames) <= set(got[cam.id])
-    compared = 0
+        assert head['frame'] == frame
+        assert msg[60:] == got[cam.id][frame]
     # lidar: header, u32 words [angle, channels, counts...], float32 points
-    for _ in range(3):
-        msg = raw[lidar.id].message()
+    for frame in frames:
+        msg = raw_got[lidar.id][frame]
         head = np.frombuffer(msg[:48], sd.SENSOR_HEADER)[0]
         assert head['type'] == sd.TYPE_LIDAR == 11
         words = np.frombuffer(msg[48:56], '<u4')
@@ -203,13 +219,11 @@ def test_sensor_streams_match_the_client(server):
         counts = np.frombuffer(msg[56:56 + 4 * channels], '<u4')
         points = msg[56 + 4 * channels:]
         assert len(points) == 16 * int(counts.sum()) > 0
-        if head['frame'] in got[lidar.id]:
-            data, ch, cnt, angle = got[lidar.id][head['frame']]
-            assert (ch, cnt) == (channels, list(counts))
-            assert points == data
-            assert np.frombuffer(msg[48:52], '<f4')[0] == pytest.approx(angle)
-            compared += 1
-    assert compared >= 1 and set(frames) <= set(got[lidar.id])
+        assert head['frame'] == frame
+        data, ch, cnt, angle = got[lidar.id][frame]
+        assert (ch, cnt) == (channels, list(counts))
+        assert points == data
+        assert np.frombuffer(msg[48:52], '<f4')[0] == pytest.approx(angle)
     for st in raw.values():
         st.close()
     rpc.close()

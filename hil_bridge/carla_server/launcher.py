@@ -129,21 +129,59 @@ def restore_async(client) -> None:
     synchronous(client.get_world(), None)
 
 
+def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """Poll ``predicate`` every 10 ms for up to ``timeout`` s; return its last value."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def tick_until(world, predicate: Callable[[], bool], max_ticks: int = 100,
+               timeout: float = 20.0) -> List[int]:
+    """
+    Tick a synchronous world until ``predicate()`` holds; return the frames.
+
+    Each tick gives the streams 50 ms to deliver before the check; raises
+    ``TimeoutError`` after ``max_ticks`` ticks or ``timeout`` seconds.
+    """
+    frames: List[int] = []
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if len(frames) >= max_ticks or time.monotonic() > deadline:
+            raise TimeoutError(f'condition not met after {len(frames)} ticks')
+        frames.append(world.tick())
+        wait_for(predicate, 0.05)
+    return frames
+
+
 def record(world, sensor, ticks: int, until: Optional[Callable[[list], bool]] = None
            ) -> list:
     """
-    Listen to ``sensor`` for up to ``ticks`` synchronous ticks; return its data.
+    Listen to ``sensor`` on a synchronous world; return the data it sent.
 
-    Waits for the stream to connect before the first tick and for the last
-    data after the last one; ``until(data)`` True stops the ticks early.
+    Without ``until``: ticks until the stream delivers (a stream connects
+    asynchronously after ``listen``), then ``ticks`` more, and waits for
+    the data of the last one. With ``until(data)``: ticks until it holds,
+    at most ``ticks`` times (e.g. a collision).
     """
     got: list = []
     sensor.listen(got.append)
-    time.sleep(0.2)
-    for _ in range(int(ticks)):
-        world.tick()
-        if until is not None and until(got):
-            break
-    time.sleep(0.3)
-    sensor.stop()
-    return got
+    try:
+        if until is not None:
+            wait_for(lambda: False, 0.5)       # the stream connects
+            for _ in range(int(ticks)):
+                world.tick()
+                if wait_for(lambda: until(got), 0.02):
+                    break
+            return got
+        tick_until(world, lambda: bool(got))
+        last = 0
+        for _ in range(int(ticks)):
+            last = world.tick()
+        wait_for(lambda: got[-1].frame >= last)
+        return got
+    finally:
+        sensor.stop()
