@@ -13,6 +13,8 @@ within the client timeout.
 """
 
 import signal
+import subprocess
+import sys
 import time
 
 from hil_bridge.carla_server.launcher import serve, synchronous, tick_until, wait_for
@@ -80,6 +82,16 @@ def test_stalled_sensor_stream(server):
     assert len(got['stalled']) == 3                  # then silent, though listened to
     assert [m.frame for m in got['healthy']][-8:] == frames
     assert max(m.frame for m in got['stalled']) < frames[-1]
+
+
+def test_cli_serve_rejects_bad_options() -> None:
+    for args, message in ((['--rate', '-1'], '--rate must be > 0'),
+                          (['--map', 'Town01'], "map 'Town01' not found")):
+        out = subprocess.run([sys.executable, '-m', 'hil_bridge.tools.cli', 'serve',
+                              '--port', '0'] + args, capture_output=True, text=True,
+                             timeout=120)
+        assert out.returncode == 2
+        assert message in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
 
 def test_killed_mid_run(server):

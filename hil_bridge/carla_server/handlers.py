@@ -23,7 +23,7 @@ missing feature.
 
 import logging
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Optional
 
 from hil_bridge.carla_server import maps as maplib
 from hil_bridge.carla_server import wire_types as wt
@@ -31,7 +31,7 @@ from hil_bridge.carla_server.msgpack_rpc import fail, Handler, ok, void_fail, vo
 from hil_bridge.carla_server.world import EPISODE_STREAM, World, WorldError
 
 _LOG = logging.getLogger('carla_server.handlers')
-Publish = Callable[[List[Any]], None]
+Publish = Callable[[World], int]
 
 #: rpc::Command variant indices of 0.9.16 (rpc/Command.h).
 CMD_SPAWN = 0
@@ -58,7 +58,8 @@ class Calls:
     """
     The handler table of one server.
 
-    ``publish`` sends a tick's messages (the streaming server);
+    ``publish(world)`` ticks the world once, sends the frame's messages
+    and returns the frame number (the server's ``tick_and_publish``);
     ``version`` is what ``version`` answers; ``tick_delay`` (s) delays
     every synchronous tick; ``wake`` is called when the settings change
     (the asynchronous ticker); ``stream_port`` goes into the tokens.
@@ -292,11 +293,7 @@ class Calls:
     # ------------------------------------------------------------- ticks
     def tick_now(self) -> int:
         """Tick the world once and publish the frame; return its number."""
-        with self.world.lock:
-            messages = self.world.tick()
-            frame = self.world.frame
-            self.publish(messages)
-        return frame
+        return self.publish(self.world)
 
     def _tick_cue(self) -> list:
         w = self.world

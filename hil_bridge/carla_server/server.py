@@ -71,23 +71,39 @@ class CarlaServer:
         self.streams.known = self._is_sensor
         self.time_factor = float(time_factor)
         self._out: 'queue.Queue' = queue.Queue(maxsize=4)
+        self._order = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self.calls = Calls(self.world, self.publish, version=version,
+        self.calls = Calls(self.world, self.tick_and_publish, version=version,
                            tick_delay=tick_delay, wake=self._wake.set)
         self.rpc = RpcServer(self.calls.table(), host, port)
         self.port = self.rpc.port
 
-    def publish(self, messages: List) -> None:
+    def tick_and_publish(self, world: Optional[World] = None,
+                         only_asynchronous: bool = False) -> int:
         """
-        Queue a tick's messages for the publisher thread (in tick order).
+        Tick the world once, queue the frame's messages; return the frame.
 
-        ``tick_cue`` returns as soon as its frame is queued, as CARLA's
-        does; the client then waits for that frame's snapshot. A full
-        queue (a client that stopped reading in synchronous mode) holds
-        the next tick back.
+        The publisher thread sends them in tick order; ``tick_cue`` returns
+        as soon as its frame is queued, as CARLA's does, and the client then
+        waits for that frame's snapshot. The world lock is not held while
+        the queue is full (a client that stopped reading in synchronous
+        mode holds the next tick back, not every RPC call).
+        ``only_asynchronous``: do nothing in synchronous mode (the ticker).
         """
-        self._out.put((bool(self.world.settings['synchronous_mode']), messages))
+        w = self.world if world is None else world
+        with w.lock:
+            if only_asynchronous and w.settings['synchronous_mode']:
+                return w.frame             # a client switched modes meanwhile
+            messages = w.tick()
+            frame = w.frame
+            synchronous = bool(w.settings['synchronous_mode'])
+            self._order.acquire()          # queued in the order of the ticks
+        try:
+            self._out.put((synchronous, messages))
+        finally:
+            self._order.release()
+        return frame
 
     def _publisher(self) -> None:
         while True:
@@ -128,10 +144,9 @@ class CarlaServer:
                 continue
             next_wall = max(next_wall + period, now - 1.0)
             try:
-                with w.lock:
-                    if w.settings['synchronous_mode']:
-                        continue
-                    self.publish(w.tick())
+                self.tick_and_publish(only_asynchronous=True)
+                if period == 0.0:
+                    time.sleep(0.0005)     # as fast as possible, RPC calls still served
             except WorldError as exc:
                 _LOG.error('tick failed: %s', exc)
             except Exception:  # noqa: B902 - keep ticking, report the bug
