@@ -21,14 +21,17 @@ cones, the rig's sensors (``hil_rig``: two 1288x964 RGB cameras and the
   project's simulator without any wire), the reference;
 
 each with its ratio to the client figure, measured in the same run
-(interleaved ``--repeats`` times, the best of each kept). When
-``server only`` is well above ``through the client`` the server is not the
-bottleneck (client decode and the GIL are). Also prints the bytes per
-frame on the wire.
+(interleaved ``--repeats`` times, the best of each kept), and the CPU time
+per frame of each (for the client path: the server process and the client
+process), which depends much less on the machine's load than frames per
+second. When the server's CPU per frame is at or below the built-in
+backend's, the server adds no cost of its own beyond the renderers. Also
+prints the bytes per frame on the wire.
 """
 
 import argparse
 import math
+import os
 import threading
 import time
 from typing import Dict, List
@@ -44,13 +47,21 @@ from hil_bridge.sim.builtin_backend import BuiltinBackend
 import numpy as np
 
 
+def _cpu_seconds(pid: int) -> float:
+    """Return a process's user + system CPU time (s) from /proc."""
+    with open(f'/proc/{pid}/stat', 'r', encoding='ascii') as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
 def _mount_ue(spec: SensorSpec):
     m = spec.mount
     return (m.x, -m.y, m.z), rotation_to_ue(m.roll, m.pitch, m.yaw)
 
 
-def server_only(scenario: str, rig: List[SensorSpec], frames: int, dt: float) -> float:
-    """Return frames/s of the server's world in this process."""
+def server_only(scenario: str, rig: List[SensorSpec], frames: int, dt: float
+                ) -> Dict[str, float]:
+    """Return frames/s and CPU ms per frame of the server's world in this process."""
     w = World(port=0, map_name=maplib.PREFIX + scenario)
     w.settings['fixed_delta_seconds'] = dt
     ego = w.spawn('vehicle.tesla.model3', {}, w.map.spawn_points[0])
@@ -58,17 +69,18 @@ def server_only(scenario: str, rig: List[SensorSpec], frames: int, dt: float) ->
         w.spawn(spec.blueprint, carla_attributes(spec), _mount_ue(spec), parent=ego.aid)
     ego.vehicle.set_velocity((6.0, 0.0, 0.0))
     w.tick()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(frames):
         w.tick()
     fps = frames / (time.perf_counter() - t0)
+    cpu = (time.process_time() - c0) / frames * 1e3
     w.pool.shutdown()
-    return fps
+    return {'fps': fps, 'cpu': cpu}
 
 
 def through_client(scenario: str, rig: List[SensorSpec], frames: int, dt: float
                    ) -> Dict[str, float]:
-    """Return frames/s and bytes/frame through the real client."""
+    """Return frames/s, bytes/frame and CPU ms/frame (server, client) via the client."""
     import carla
     with serve('--scenario', scenario) as s:
         client = s.client(20.0)
@@ -111,27 +123,32 @@ def through_client(scenario: str, rig: List[SensorSpec], frames: int, dt: float
                 raise RuntimeError(f'sensor data of frame {frame} missing')
         for _ in range(3):
             step()
-        t0 = time.perf_counter()
+        t0, c0, s0 = time.perf_counter(), time.process_time(), _cpu_seconds(s.proc.pid)
         for _ in range(frames):
             step()
         fps = frames / (time.perf_counter() - t0)
+        client_cpu = (time.process_time() - c0) / frames * 1e3
+        server_cpu = (_cpu_seconds(s.proc.pid) - s0) / frames * 1e3
         for sensor in sensors:
             sensor.stop()
             sensor.destroy()
         ego.destroy()
         synchronous(world, None)
-    return {'fps': fps, 'bytes': float(sum(nbytes.values()))}
+    return {'fps': fps, 'bytes': float(sum(nbytes.values())), 'cpu': server_cpu,
+            'client_cpu': client_cpu}
 
 
-def builtin(scenario: str, rig: List[SensorSpec], frames: int, dt: float) -> float:
-    """Return steps/s of the built-in backend with the same rig."""
+def builtin(scenario: str, rig: List[SensorSpec], frames: int, dt: float
+            ) -> Dict[str, float]:
+    """Return steps/s and CPU ms per step of the built-in backend with the same rig."""
     be = BuiltinBackend(seed=0)
     be.setup(load_scenario(scenario), rig)
     be.apply_control(VehicleControl(throttle=0.3))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(frames):
         be.step(dt)
-    return frames / (time.perf_counter() - t0)
+    return {'fps': frames / (time.perf_counter() - t0),
+            'cpu': (time.process_time() - c0) / frames * 1e3}
 
 
 def main(argv=None) -> int:
@@ -149,21 +166,23 @@ def main(argv=None) -> int:
              for s in rig if s.blueprint == 'sensor.camera.rgb']
     print(f'rig {args.rig}: {cams} cameras {sizes}, {len(rig) - cams} lidar; '
           f'scenario {args.scenario}; dt {args.dt} s; {args.frames} frames')
-    best = {'client': 0.0, 'server': 0.0, 'builtin': 0.0}
-    wire = {}
+    runs: Dict[str, List[Dict[str, float]]] = {'client': [], 'server': [], 'builtin': []}
     for _ in range(args.repeats):        # interleaved: the machine's load varies
-        wire = through_client(args.scenario, rig, args.frames, args.dt)
-        best['client'] = max(best['client'], wire['fps'])
-        best['server'] = max(best['server'], server_only(args.scenario, rig,
-                                                         args.frames, args.dt))
-        best['builtin'] = max(best['builtin'], builtin(args.scenario, rig,
-                                                       args.frames, args.dt))
-    print(f'{"measurement (best of " + str(args.repeats) + ")":<26}{"frames/s":>10}'
-          f'{"x client":>10}')
+        runs['client'].append(through_client(args.scenario, rig, args.frames, args.dt))
+        runs['server'].append(server_only(args.scenario, rig, args.frames, args.dt))
+        runs['builtin'].append(builtin(args.scenario, rig, args.frames, args.dt))
+    best = {k: max(v, key=lambda r: r['fps']) for k, v in runs.items()}
+    print(f'load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; best of '
+          f'{args.repeats} runs')
+    print(f'{"measurement":<26}{"frames/s":>10}{"x client":>10}{"CPU ms/frame":>14}')
     for name, key in (('through the client', 'client'), ('server only', 'server'),
                       ('built-in backend', 'builtin')):
-        print(f'{name:<26}{best[key]:>10.1f}{best[key] / best["client"]:>10.2f}')
-    print(f'sensor bytes per frame through the client: {wire["bytes"] / 1e6:.2f} MB')
+        r = best[key]
+        print(f'{name:<26}{r["fps"]:>10.1f}{r["fps"] / best["client"]["fps"]:>10.2f}'
+              f'{r["cpu"]:>14.1f}')
+    print(f'  (through the client: server process {best["client"]["cpu"]:.1f} + client '
+          f'process {best["client"]["client_cpu"]:.1f} CPU ms per frame)')
+    print(f'sensor bytes per frame through the client: {best["client"]["bytes"] / 1e6:.2f} MB')
     return 0
 
 
