@@ -211,6 +211,11 @@ class VehicleBody:
         if not self.sticky:
             self.control = VehicleControl()
 
+    def moved(self) -> bool:
+        """Return True when the last step moved or turned the vehicle."""
+        a, b = self.previous, self.model.state
+        return abs(a.x - b.x) + abs(a.y - b.y) + abs(a.yaw - b.yaw) > 1e-9
+
     def stop_at_previous(self) -> None:
         """Undo the last step and stop (a contact)."""
         self.model.state = dataclasses.replace(self.previous, v=0.0,
@@ -369,6 +374,7 @@ class World:
         self.settings: Dict[str, Any] = dict(wt.DEFAULT_SETTINGS)
         self.weather = list(WEATHER_DEFAULT)
         self.episode_id = 0
+        self._next_id = 1        # actor ids never repeat, not even across episodes
         self.pool = ThreadPoolExecutor(max(1, int(render_threads)),
                                        thread_name_prefix='render')
         self.load_map(map_name)
@@ -397,7 +403,6 @@ class World:
         self.last_delta = 0.0
         self.actors: Dict[int, Actor] = {}
         self._static: Optional[np.ndarray] = None
-        self._next_id = 1
         if reset_settings:
             self.settings = dict(wt.DEFAULT_SETTINGS)
         spectator = bpl.Blueprint(SPECTATOR, bpl._common())
@@ -638,29 +643,38 @@ class World:
             box_color=np.array(colors, np.uint8).reshape(-1, 3))
 
     def _contacts(self) -> List[Tuple[Actor, Optional[Actor], str, np.ndarray]]:
-        """Detect contacts after a step; stop vehicles; return the events."""
+        """
+        Detect contacts after a step; stop vehicles; return the events.
+
+        Only a vehicle that moved in this step makes contact (a parked car
+        next to a cone or another parked car reports nothing).
+        """
         events: List[Tuple[Actor, Optional[Actor], str, np.ndarray]] = []
         vehicles = [a for a in self.actors.values() if a.vehicle is not None]
+        moved = {a.aid for a in vehicles if a.vehicle.moved()}
         props = [a for a in self.actors.values() if a.cone_class is not None]
+        if props:
+            pxy = np.array([self.world_matrix(p)[:2, 3] for p in props])
+            p_radius, _, _ = cone_dimensions(np.array([p.cone_class for p in props]))
         stopped = set()
         for i, a in enumerate(vehicles):
             box = a.vehicle.box(a.type_id)
             for b in vehicles[i + 1:]:
-                if boxes_overlap(box, b.vehicle.box()):
+                if (a.aid in moved or b.aid in moved) and \
+                        boxes_overlap(box, b.vehicle.box()):
                     events.append((a, b, '', np.zeros(3)))
                     events.append((b, a, '', np.zeros(3)))
                     stopped.update((a.aid, b.aid))
+            if a.aid not in moved:
+                continue
             if props:
-                pxy = np.array([self.world_matrix(p)[:2, 3] for p in props])
-                radius, _, _ = cone_dimensions(np.array([p.cone_class for p in props]))
-                for k in np.flatnonzero(cones_in_box(box, pxy, radius)):
+                for k in np.flatnonzero(cones_in_box(box, pxy, p_radius)):
                     events.append((a, props[k], '', np.zeros(3)))
                     stopped.add(a.aid)
             if len(self.map.cones):
                 up = np.flatnonzero(self.map_cones_up)
                 radius, _, _ = cone_dimensions(self.map.cones.class_id[up])
-                hit = up[cones_in_box(box, self.map.cones.xy[up], radius)]
-                for k in hit:
+                for k in up[cones_in_box(box, self.map.cones.xy[up], radius)]:
                     self.map_cones_up[k] = False
                     name = bpl.FS_CONE_NAMES.get(int(self.map.cones.class_id[k]),
                                                  bpl.FS_CONE_UNKNOWN)
