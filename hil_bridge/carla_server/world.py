@@ -23,7 +23,8 @@ frame (:mod:`.ue`). The ground is the plane z = 0 of a built-in map
   own cones (scenario tracks) are level geometry: a vehicle knocks them
   over (they vanish from the sensors) and drives on.
 * Vehicles that touch each other both stop (restored to their pose before
-  the contact). Spawning a vehicle onto another fails as in CARLA.
+  the contact); a contact needs a vehicle that moved in that frame.
+  Spawning a vehicle onto another fails as in CARLA.
 * Sensors: ``sensor.camera.rgb`` (:class:`hil_bridge.sim.camera.CameraRenderer`),
   ``sensor.lidar.ray_cast`` (:class:`hil_bridge.sim.lidar.RayCastLidar`),
   ``sensor.other.collision``. They measure only while a client listens
