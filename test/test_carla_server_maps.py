@@ -130,3 +130,11 @@ def test_load_world_switches_maps(server):
     back = client.load_world('/Game/Carla/Maps/HIL_ci_trackdrive')
     assert back.get_map().name == 'Carla/Maps/HIL_ci_trackdrive'
     assert len(back.get_actors()) == 1                          # the spectator
+    car = back.spawn_actor(back.get_blueprint_library().find('vehicle.tesla.model3'),
+                           back.get_map().get_spawn_points()[0])
+    again = client.reload_world()                               # same map, new episode
+    assert again.id != back.id and again.get_map().name == back.get_map().name
+    assert [a.type_id for a in again.get_actors()] == ['spectator']
+    other = again.spawn_actor(again.get_blueprint_library().find('vehicle.tesla.model3'),
+                              again.get_map().get_spawn_points()[0])
+    assert other.id > car.id                                    # ids never repeat

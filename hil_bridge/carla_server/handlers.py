@@ -225,8 +225,9 @@ class Calls:
     def _load_episode(self, name: Any, reset_settings: Any, layers: Any) -> list:
         try:
             with self.world.lock:
-                self.world.load_map(wt.text(name, 'map name'),
-                                    reset_settings=bool(reset_settings))
+                # an empty name is client.reload_world(): the current map again
+                map_name = wt.text(name, 'map name') or self.world.map.name
+                self.world.load_map(map_name, reset_settings=bool(reset_settings))
         except (WorldError, wt.WireError) as exc:
             return void_fail(str(exc))
         self.wake()
