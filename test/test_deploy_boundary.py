@@ -122,7 +122,8 @@ OWN = {'hil_bridge', 'cone_detection', 'path_planning', 'aeb_control'}
 ROSDEP = {'numpy': 'python3-numpy', 'scipy': 'python3-scipy', 'cv2': 'python3-opencv',
           'yaml': 'python3-yaml', 'sklearn': 'python3-sklearn',
           'matplotlib': 'python3-matplotlib', 'tqdm': 'python3-tqdm',
-          'hypothesis': 'python3-hypothesis', 'pytest': 'python3-pytest'}
+          'hypothesis': 'python3-hypothesis', 'pytest': 'python3-pytest',
+          'msgpack': 'python3-msgpack'}
 #: pip only (no rosdep key): requirements.txt installs them.
 PIP_ONLY = {'carla', 'mcap', 'mcap_ros2', 'rosbags'}
 

@@ -659,6 +659,7 @@ def make_parser() -> argparse.ArgumentParser:
                          ('report', 'hil_bridge.tools.report'),
                          ('scenarios', 'hil_bridge.tools.suites'),
                          ('track', 'hil_bridge.tools.track_cli'),
+                         ('serve', 'hil_bridge.carla_server.server'),
                          ('train-vision', 'cone_detection.tools.train_vision'),
                          ('evaluate', 'cone_detection.tools.evaluate'),
                          ('ncap', 'aeb_control.tools.ncap')):
