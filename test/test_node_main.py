@@ -73,7 +73,7 @@ def test_bad_executor_name_is_a_clear_start_error(ros_domain: int) -> None:
     env = dict(os.environ, **{node_main.EXECUTOR_ENV: 'fast'})
     out = subprocess.run([sys.executable, '-c', CHILD], env=env, text=True,
                          capture_output=True, timeout=60)
-    assert out.returncode == 1
+    assert out.returncode == 2
     assert "CARLA_HIL_EXECUTOR='fast'" in out.stderr
     assert 'Traceback' not in out.stderr
 

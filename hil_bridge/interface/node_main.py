@@ -1,12 +1,22 @@
 # Copyright 2026 carla_hil developers
 # SPDX-License-Identifier: Apache-2.0
-"""The one ``main`` body every carla_hil node shares."""
+"""
+The one ``main`` body every carla_hil node shares.
+
+Exit codes: 0 after SIGINT/SIGTERM or an external shutdown, 2 for a bad
+configuration (a parameter of the wrong type or out of range, an unknown
+parameter, a missing model or rig file: one line naming it, no traceback).
+A stop request ends the process within :data:`STOP_DEADLINE` seconds
+whatever the node is doing (a hard exit when a callback does not return).
+"""
 
 import os
 import signal
 import sys
+import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple, Type
 
+from hil_bridge.interface.params import ParamError
 import rclpy
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
@@ -16,6 +26,11 @@ from rclpy.signals import SignalHandlerOptions
 #: when no message arrives any more (Python runs signal handlers only
 #: between its own bytecodes, not inside rcl_wait).
 STOP_POLL = 0.25
+#: Wall seconds after SIGINT/SIGTERM within which the process is gone: a
+#: node still busy then (a callback that does not return) is ended hard.
+STOP_DEADLINE = 1.0
+#: Exit code of a bad configuration (README, exit codes).
+EXIT_CONFIG = 2
 
 
 class StopRequest:
@@ -27,23 +42,76 @@ class StopRequest:
     surfaces as ``RuntimeError: Unable to convert call argument`` and a
     non-zero exit; with this, the spin loop ends after its current
     callback and the node shuts down cleanly (exit code 0).
+
+    Python runs signal handlers only between bytecodes of the main thread,
+    so a long callback would delay even the flag. The C-level handler also
+    writes the signal number to a wake-up pipe (``signal.set_wakeup_fd``);
+    a watcher thread blocked on it starts a ``deadline`` timer at once and
+    ends the process with ``os._exit(exit_code)`` if :meth:`done` was not
+    called by then (``deadline`` <= 0: no hard exit).
     """
 
-    def __init__(self, signums: Tuple[int, ...] = (signal.SIGINT, signal.SIGTERM)) -> None:
+    def __init__(self, signums: Tuple[int, ...] = (signal.SIGINT, signal.SIGTERM),
+                 deadline: float = STOP_DEADLINE, exit_code: int = 0,
+                 on_request: Optional[Callable[[], None]] = None) -> None:
         """Install the handlers (main thread only); :meth:`restore` undoes it."""
         self.requested = False
+        self.deadline = float(deadline)
+        self.exit_code = int(exit_code)
+        self.on_request = on_request
+        self._signums = tuple(signums)
+        self._finished = threading.Event()
         self._previous: Dict[int, Any] = {}
+        self._wakeup_previous: Optional[int] = None
+        self._pipe: Optional[Tuple[int, int]] = None
         for signum in signums:
             self._previous[signum] = signal.signal(signum, self._on_signal)
+        if self.deadline > 0.0:
+            read_fd, write_fd = os.pipe()
+            os.set_blocking(write_fd, False)
+            self._pipe = (read_fd, write_fd)
+            self._wakeup_previous = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+            threading.Thread(target=self._watch, name='stop-deadline', daemon=True).start()
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         self.requested = True
+        if self.on_request is not None:
+            self.on_request()
+
+    def _watch(self) -> None:
+        assert self._pipe is not None
+        read_fd = self._pipe[0]
+        while not self._finished.is_set():
+            try:
+                data = os.read(read_fd, 16)
+            except OSError:
+                return
+            if not data:
+                return
+            if any(b in self._signums for b in data):
+                break
+        if self._finished.wait(self.deadline):
+            return
+        sys.stderr.write(f'[{os.path.basename(sys.argv[0]) or "node"}] did not stop within '
+                         f'{self.deadline:g} s of the signal: exiting now\n')
+        sys.stderr.flush()
+        os._exit(self.exit_code)
+
+    def done(self) -> None:
+        """Mark the clean shutdown as complete (no hard exit any more)."""
+        self._finished.set()
 
     def restore(self) -> None:
-        """Put the previous handlers back."""
+        """Put the previous handlers back (the hard-exit watch stays armed)."""
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
         self._previous.clear()
+        if self._wakeup_previous is not None:
+            try:
+                signal.set_wakeup_fd(self._wakeup_previous)
+            except ValueError:
+                pass
+            self._wakeup_previous = None
 
 
 #: Environment variable choosing the executor of :func:`run_node`.
@@ -93,22 +161,25 @@ def make_executor(kind: Optional[str] = None) -> Executor:
 
 
 def run_node(make_node: Callable[[], Node], args: Optional[List[str]] = None,
-             startup_errors: Tuple[Type[BaseException], ...] = (),
+             startup_errors: Tuple[Type[BaseException], ...] = (ValueError, FileNotFoundError),
              name: str = '') -> int:
     """
     Initialise rclpy, build the node, spin until SIGINT/SIGTERM, clean up.
 
-    Exceptions in ``startup_errors`` raised while building the node (for
-    example a missing model file) are printed as one clear line naming the
-    node and give exit code 1; SIGINT, SIGTERM and external shutdown give
-    0 (see :class:`StopRequest`: the node's own ``finally`` code and
-    ``destroy_node`` always run).
+    Exceptions in ``startup_errors`` raised while building the node (by
+    default ValueError and FileNotFoundError: a missing model or rig file,
+    a bad value) and any :class:`ParamError` are printed
+    as one clear line naming the node and give exit code 2 (bad
+    configuration); SIGINT, SIGTERM and external shutdown give 0 (see
+    :class:`StopRequest`: the node's own ``finally`` code and
+    ``destroy_node`` run unless they take longer than
+    :data:`STOP_DEADLINE`).
     """
     try:
         kind = executor_kind()
     except ValueError as err:
         print(f'[{name or "node"}] cannot start: {err}', file=sys.stderr, flush=True)
-        return 1
+        return EXIT_CONFIG
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = None
     executor: Optional[Executor] = None
@@ -123,11 +194,15 @@ def run_node(make_node: Callable[[], Node], args: Optional[List[str]] = None,
             executor.spin_once(timeout_sec=STOP_POLL)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    except startup_errors as err:
+    except (ParamError,) + tuple(startup_errors) as err:
         label = name or (node.get_name() if node is not None else
                          getattr(make_node, '__name__', 'node'))
-        print(f'[{label}] cannot start: {err}', file=sys.stderr, flush=True)
-        code = 1
+        text = str(err).split('\n')[0]
+        if isinstance(err, ParamError):
+            print(f'[{label}] bad configuration: {text}', file=sys.stderr, flush=True)
+        else:
+            print(f'[{label}] cannot start: {text}', file=sys.stderr, flush=True)
+        code = EXIT_CONFIG
     finally:
         if stop is not None:
             stop.restore()
@@ -137,4 +212,6 @@ def run_node(make_node: Callable[[], Node], args: Optional[List[str]] = None,
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
+        if stop is not None:
+            stop.done()
     return code
