@@ -109,6 +109,7 @@ class ConeFusionNode(Node):
         contract.create_subscription(self, 'odometry', self._on_odom, role)
         self._last_lidar = -1e18
         self._logged: Dict[str, float] = {}
+        self._dropped: Dict[str, int] = {}
         self._markers: Dict[str, int] = {}
         self.published = 0
         self.get_logger().info(
@@ -128,11 +129,14 @@ class ConeFusionNode(Node):
 
     def _bad(self, what: str, err: Exception) -> None:
         """Log a dropped message, each kind of error at most every 5 s."""
-        key = f'{what}: {str(err)[:40]}'
+        # one line per input and 5 s, whatever the kinds of error (a flood
+        # of bad messages must not flood the log)
+        self._dropped[what] = self._dropped.get(what, 0) + 1
         now = time.monotonic()
-        if now - self._logged.get(key, -1e9) >= 5.0:
-            self._logged[key] = now
-            self.get_logger().error(f'bad {what} dropped: {err}')
+        if now - self._logged.get(what, -1e9) >= 5.0:
+            self._logged[what] = now
+            self.get_logger().error(f'bad {what} dropped: {err} '
+                                    f'({self._dropped[what]} dropped so far)')
 
     def _decode(self, msg: Any, what: str) -> Optional[ConeSet]:
         if msg.header.frame_id and msg.header.frame_id != self.vehicle_frame:

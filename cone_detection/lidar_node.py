@@ -172,6 +172,7 @@ class LidarConeNode(Node):
                            if v['publish_markers'] else None)
         self._frame_warned = False
         self._logged: Dict[str, float] = {}
+        self._dropped: Dict[str, int] = {}
         self._markers = 0
         self.published = 0
         self.errors = 0
@@ -191,11 +192,14 @@ class LidarConeNode(Node):
     def _bad(self, what: str, err: Exception) -> None:
         """Log a dropped message, each kind of error at most every 5 s."""
         self.errors += 1
-        key = f'{what}: {str(err)[:40]}'
+        # one line per input and 5 s, whatever the kinds of error (a flood
+        # of bad messages must not flood the log)
+        self._dropped[what] = self._dropped.get(what, 0) + 1
         now = time.monotonic()
-        if now - self._logged.get(key, -1e9) >= 5.0:
-            self._logged[key] = now
-            self.get_logger().error(f'bad {what} dropped: {err}')
+        if now - self._logged.get(what, -1e9) >= 5.0:
+            self._logged[what] = now
+            self.get_logger().error(f'bad {what} dropped: {err} '
+                                    f'({self._dropped[what]} dropped so far)')
 
     def _on_scan(self, msg: Any) -> None:
         self._check_frame(msg.header.frame_id)

@@ -369,6 +369,12 @@ class BridgeNode(Node):
     def _on_cmd(self, msg: Any, info: Any) -> None:
         if not self._source_ok('cmd_vel', info):
             return
+        # values first, so a bad command never displaces a valid one
+        why = self.llc.check_command(msg.twist.linear.x, msg.twist.angular.z)
+        if why:
+            self.llc.counters['rejected_cmd'] += 1
+            self._warn('cmd_vel/value', f'cmd_vel rejected: {why}')
+            return
         stamp = stamps.sec_from_stamp(msg.header.stamp)
         with self.wake:
             if not self._admit('cmd_vel', stamp):
@@ -379,6 +385,12 @@ class BridgeNode(Node):
 
     def _on_brake(self, msg: Any, info: Any) -> None:
         if not self._source_ok('brake_request', info):
+            return
+        decel = msg.accel.linear.x
+        if not (math.isfinite(decel) and decel <= 0.0):
+            self.llc.counters['rejected_brake'] += 1
+            self._warn('brake/value', f'brake_request rejected: {decel} (a deceleration is a '
+                       'finite value <= 0)')
             return
         stamp = stamps.sec_from_stamp(msg.header.stamp)
         with self.wake:

@@ -221,6 +221,26 @@ class LowLevelController:
         return v * math.tan(self.profile.max_steer) / self.profile.wheelbase \
             * (1.0 + YAW_RATE_MARGIN)
 
+    def check_command(self, speed: float, yaw_rate: float) -> str:
+        """
+        Return why a target speed (m/s) and yaw rate (rad/s) are refused ('' = valid).
+
+        Refused: non-finite values, a speed outside the profile's physical
+        range ``[0, top_speed]``, a yaw rate the car cannot steer at that
+        speed (:meth:`yaw_rate_limit`).
+        """
+        if not _finite(speed, yaw_rate):
+            return f'non-finite speed {speed} / yaw rate {yaw_rate}'
+        speed, yaw_rate = float(speed), float(yaw_rate)
+        if not 0.0 <= speed <= self.profile.top_speed:
+            return (f'speed {speed:g} m/s outside the physical range '
+                    f'[0, {self.profile.top_speed:g}] of {self.profile.name}')
+        omega_max = self.yaw_rate_limit(speed)
+        if abs(yaw_rate) > omega_max:
+            return (f'yaw rate {yaw_rate:g} rad/s beyond the {omega_max:.3f} rad/s '
+                    f'{self.profile.name} can steer at {speed:g} m/s')
+        return ''
+
     def _admit(self, source: str, stamp: float, t: float) -> bool:
         """Apply the stamp policy of ``source`` at controller time ``t``."""
         gate = self.gates[source]
@@ -244,16 +264,9 @@ class LowLevelController:
             self._warn('rejected_cmd', f'cmd_vel rejected: non-finite {tuple(cmd)}')
             return
         speed, omega = float(cmd.speed), float(cmd.yaw_rate)
-        if not 0.0 <= speed <= self.profile.top_speed:
-            self._warn('rejected_cmd', f'cmd_vel rejected: speed {speed:g} m/s outside the '
-                       f'physical range [0, {self.profile.top_speed:g}] of '
-                       f'{self.profile.name}')
-            return
-        omega_max = self.yaw_rate_limit(speed)
-        if abs(omega) > omega_max:
-            self._warn('rejected_cmd', f'cmd_vel rejected: yaw rate {omega:g} rad/s beyond '
-                       f'the {omega_max:.3f} rad/s {self.profile.name} can steer at '
-                       f'{speed:g} m/s')
+        why = self.check_command(speed, omega)
+        if why:
+            self._warn('rejected_cmd', f'cmd_vel rejected: {why}')
             return
         if not self._admit('cmd_vel', float(cmd.stamp), t):
             return

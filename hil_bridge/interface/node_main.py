@@ -199,7 +199,7 @@ def run_node(make_node: Callable[[], Node], args: Optional[List[str]] = None,
                          getattr(make_node, '__name__', 'node'))
         text = str(err).split('\n')[0]
         if isinstance(err, ParamError):
-            print(f'[{label}] bad configuration: {text}', file=sys.stderr, flush=True)
+            print(f'bad configuration: {text}', file=sys.stderr, flush=True)
         else:
             print(f'[{label}] cannot start: {text}', file=sys.stderr, flush=True)
         code = EXIT_CONFIG
