@@ -69,6 +69,12 @@ def lidar_cloud(xyz: np.ndarray, t: float, frame: str = 'ego_vehicle/lidar') -> 
     return clouds.xyzi_to_cloud(pts, Header(stamp=stamp_at(t), frame_id=frame), frame)
 
 
+def wall_points(x: float = 6.0) -> np.ndarray:
+    """Return lidar-frame points of a 1.2 m wide wall ``x`` m ahead, 0.6 m up."""
+    y = np.linspace(-0.6, 0.6, 60)
+    return np.stack([np.full_like(y, x), y, np.full_like(y, 0.6)], 1)
+
+
 def corridor(t: float) -> Any:
     """Return blue/yellow-free cones of a straight 3.2 m wide corridor ahead."""
     x = np.arange(3.0, 15.0, 2.5)

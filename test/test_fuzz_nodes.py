@@ -21,7 +21,7 @@ from typing import Any, Callable, List
 from builtin_interfaces.msg import Time
 from fuzz_inputs import (bad_clouds, bad_images, bad_jpegs, bad_scans, cone_cloud,
                          corridor, lidar_cloud, odd_stamps, odometry, restamp, scan,
-                         stamp_at)
+                         stamp_at, wall_points)
 from hil_bridge.interface.codecs import images, stamps
 from hil_bridge.interface.freshness import FUTURE_TOLERANCE
 from hypothesis import given, HealthCheck, settings, strategies as st
@@ -137,12 +137,6 @@ def test_planner_random_clouds_and_stamps(rclpy_context: Any) -> None:
 
 
 # -------------------------------------------------------------------- AEB
-def wall(x: float = 6.0) -> np.ndarray:
-    """Return lidar-frame points of a wall ``x`` m ahead, above the corridor floor."""
-    y = np.linspace(-0.6, 0.6, 60)
-    return np.stack([np.full_like(y, x), y, np.full_like(y, 0.6)], 1)
-
-
 def test_aeb_fuzz_then_obstacle_still_brakes(rclpy_context: Any,
                                              capfd: pytest.CaptureFixture) -> None:
     """
@@ -160,7 +154,7 @@ def test_aeb_fuzz_then_obstacle_still_brakes(rclpy_context: Any,
     for _ in range(6):
         h.at(t)
         node._on_odometry(odometry(t, 10.0))
-        n += feed(node._on_lidar, bad_clouds(lidar_cloud(wall(30.0), t), t))
+        n += feed(node._on_lidar, bad_clouds(lidar_cloud(wall_points(30.0), t), t))
         n += feed(node._on_odometry, [(s, restamp(odometry(t, 10.0), st_))
                                       for s, st_ in odd_stamps(t)])
         t = round(t + 0.05, 6)
@@ -171,14 +165,14 @@ def test_aeb_fuzz_then_obstacle_still_brakes(rclpy_context: Any,
     for k in range(8):
         h.at(t)
         node._on_odometry(odometry(t, 10.0, x=0.5 * k))
-        node._on_lidar(lidar_cloud(wall(9.0 - 0.5 * k), t))
+        node._on_lidar(lidar_cloud(wall_points(9.0 - 0.5 * k), t))
         t = round(t + 0.05, 6)
     t = round(t - 0.05, 6)
     brake = h.topic('brake_request')[-1]
     assert stamps.sec_from_stamp(brake.header.stamp) == pytest.approx(t)
     assert brake.accel.linear.x < -1.0, h.topic('aeb/status')[-1].status[0].values
     # one future cloud, then silence: the stale stop comes (status ERROR)
-    node._on_lidar(lidar_cloud(wall(30.0), t + 1e6))
+    node._on_lidar(lidar_cloud(wall_points(30.0), t + 1e6))
     h.at(t + 0.5)
     node._on_timer()
     assert h.topic('brake_request')[-1].accel.linear.x < 0.0
@@ -345,7 +339,7 @@ def test_lidar_detector_fuzz(rclpy_context: Any, capfd: pytest.CaptureFixture) -
         for _ in range(6):
             h.at(t)
             valid.add(t)
-            good = scan(t) if mode == 'scan' else lidar_cloud(wall(8.0), t)
+            good = scan(t) if mode == 'scan' else lidar_cloud(wall_points(8.0), t)
             handler(good)
             bad = bad_scans(good, t) if mode == 'scan' else bad_clouds(good, t)
             n += feed(handler, bad)
@@ -353,7 +347,7 @@ def test_lidar_detector_fuzz(rclpy_context: Any, capfd: pytest.CaptureFixture) -
         out = h.stamps('cones/lidar')
         assert set(out) == valid, out  # well-stamped bad content gives empty cones
         h.at(1.0)
-        handler(scan(1.0) if mode == 'scan' else lidar_cloud(wall(8.0), 1.0))
+        handler(scan(1.0) if mode == 'scan' else lidar_cloud(wall_points(8.0), 1.0))
         assert h.stamps('cones/lidar')[-1] == pytest.approx(1.0)
         h.close()
     assert_quiet(log_lines(capfd, 'lidar_cone_detector'), started, n)
@@ -367,7 +361,7 @@ def test_cloud_to_scan_fuzz(rclpy_context: Any, capfd: pytest.CaptureFixture) ->
     t = 3.0
     for _ in range(8):
         h.at(t)
-        good = lidar_cloud(wall(8.0), t)
+        good = lidar_cloud(wall_points(8.0), t)
         h.node._on_cloud(good)
         n += feed(h.node._on_cloud, bad_clouds(good, t))
         t = round(t + 0.05, 6)

@@ -645,8 +645,11 @@ class BridgeNode(Node):
 
     def finish(self, reason: str, status: str = '') -> int:
         """Print the referee result line and return exit code 0."""
-        print(RESULT_PREFIX + json.dumps(self.result(reason, status), default=str),
-              flush=True)
+        try:
+            print(RESULT_PREFIX + json.dumps(self.result(reason, status), default=str),
+                  flush=True)
+        except OSError:  # the runner is gone (broken pipe): nobody reads it
+            pass
         return EXIT_OK
 
 
@@ -674,7 +677,14 @@ def main(args: Optional[List[str]] = None) -> int:
     executor = SingleThreadedExecutor()
     thread = None
     stop: Optional[StopRequest] = None
+    pending = threading.Event()  # a signal while the node is being built
+
+    def on_request() -> None:
+        if node is not None:
+            node.request_stop()
+        pending.set()
     try:
+        stop = StopRequest(on_request=on_request)
         try:
             node = BridgeNode()
         except (ValueError, FileNotFoundError, KeyError) as err:
@@ -683,7 +693,8 @@ def main(args: Optional[List[str]] = None) -> int:
         except BackendError as err:
             print(f'hil_bridge: {err}', file=sys.stderr, flush=True)
             return EXIT_BACKEND
-        stop = StopRequest(on_request=node.request_stop)
+        if pending.is_set():
+            node.request_stop()
         executor.add_node(node)
         thread = threading.Thread(target=_spin, args=(executor,), daemon=True)
         thread.start()
@@ -693,7 +704,8 @@ def main(args: Optional[List[str]] = None) -> int:
             node.get_logger().error(f'{err}; exiting')
             node.finish('backend_lost', status='error')
             code = EXIT_BACKEND
-        time.sleep(0.3)  # let reliable subscribers get the last messages
+        if not node.stop_requested.is_set():
+            time.sleep(0.3)  # let reliable subscribers get the last messages
     finally:
         if stop is not None:
             stop.restore()

@@ -16,6 +16,7 @@ import sys
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple, Type
 
+from hil_bridge.interface.dds_shm import remove_own_files
 from hil_bridge.interface.params import ParamError
 import rclpy
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
@@ -25,7 +26,7 @@ from rclpy.signals import SignalHandlerOptions
 #: Longest wait (s) of one executor pass, so a stop request is seen even
 #: when no message arrives any more (Python runs signal handlers only
 #: between its own bytecodes, not inside rcl_wait).
-STOP_POLL = 0.25
+STOP_POLL = 0.1
 #: Wall seconds after SIGINT/SIGTERM within which the process is gone: a
 #: node still busy then (a callback that does not return) is ended hard.
 STOP_DEADLINE = 1.0
@@ -48,7 +49,8 @@ class StopRequest:
     writes the signal number to a wake-up pipe (``signal.set_wakeup_fd``);
     a watcher thread blocked on it starts a ``deadline`` timer at once and
     ends the process with ``os._exit(exit_code)`` if :meth:`done` was not
-    called by then (``deadline`` <= 0: no hard exit).
+    called by then (``deadline`` <= 0: no hard exit), after removing the
+    Fast DDS shared-memory files it holds (they would be zombies).
     """
 
     def __init__(self, signums: Tuple[int, ...] = (signal.SIGINT, signal.SIGTERM),
@@ -92,9 +94,12 @@ class StopRequest:
                 break
         if self._finished.wait(self.deadline):
             return
-        sys.stderr.write(f'[{os.path.basename(sys.argv[0]) or "node"}] did not stop within '
-                         f'{self.deadline:g} s of the signal: exiting now\n')
-        sys.stderr.flush()
+        try:  # the runner may be gone (broken pipe): exit anyway
+            os.write(2, f'did not stop within {self.deadline:g} s of the signal: '
+                     'exiting now\n'.encode())
+        except OSError:
+            pass
+        remove_own_files()  # no zombie shared memory after the hard exit
         os._exit(self.exit_code)
 
     def done(self) -> None:

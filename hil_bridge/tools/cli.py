@@ -42,7 +42,7 @@ Hygiene: DDS discovery stays on this host unless ``--peers`` names the
 other machine(s) (``dds_environment``); every child dies with the runner,
 even on ``kill -9`` (PR_SET_PDEATHSIG, :mod:`hil_bridge.tools.supervisor`);
 the Fast DDS shared-memory files of earlier runs that died are removed at
-the start and the end of a run (:mod:`hil_bridge.tools.shm_clean`; files
+the start and the end of a run (:mod:`hil_bridge.interface.dds_shm`; files
 held by live processes are never touched).
 """
 
@@ -584,7 +584,7 @@ class _Abort(Exception):
 
 def _clean_shm(out: '_Output', whose: str) -> None:
     """Remove Fast DDS shared-memory files nobody holds; one line when any went."""
-    from hil_bridge.tools.shm_clean import clean_zombies
+    from hil_bridge.interface.dds_shm import clean_zombies
     report = clean_zombies()
     if report.removed:
         out.write(f'[carla-hil] removed {len(report.removed)} Fast DDS shared-memory files '
