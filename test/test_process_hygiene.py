@@ -1,8 +1,9 @@
 # Copyright 2026 carla_hil developers
 # SPDX-License-Identifier: Apache-2.0
 """
-Process hygiene: children die with the runner, shared memory is reclaimed,
-and every node is gone within a second of SIGINT/SIGTERM.
+Process hygiene: children die with the runner, shared memory is reclaimed.
+
+Also: every node is gone within a second of SIGINT/SIGTERM.
 """
 
 import os
@@ -161,7 +162,7 @@ def test_shm_clean_removes_zombies_only(tmp_path: Path) -> None:
     assert report.segments_in_use == 1 and report.ports_in_use == 0
 
 
-CHILD = textwrap.dedent('''
+CHILD = textwrap.dedent("""
     import sys, time
     from hil_bridge.interface.node_main import run_node
     from rclpy.node import Node
@@ -176,7 +177,7 @@ CHILD = textwrap.dedent('''
             time.sleep(30.0)  # a callback that does not return for 30 s
 
     sys.exit(run_node(Busy))
-''')
+""")
 
 
 @pytest.mark.dds
