@@ -82,6 +82,18 @@ def test_future_stamp_does_not_release_later_frames() -> None:
         assert c.on_command('cmd_vel', 0.05 * k)
 
 
+def test_command_arriving_before_on_published_counts() -> None:
+    """A fast node answers frame k before the bridge recorded the publish: it counts."""
+    c = SimClock('lockstep', 0.05, lockstep_topics=['cmd_vel'], lockstep_timeout=0.0)
+    c.on_published(0.0, wall=0.0)
+    c.on_command('cmd_vel', 0.0)
+    c.on_tick(0.1)
+    c.announce(0.05)                      # before the frame's messages go out
+    assert c.on_command('cmd_vel', 0.05)  # the answer races on_published
+    c.on_published(0.05, wall=0.2)
+    assert c.ready(0.3).tick
+
+
 def test_world_time_going_back_forgets_latest() -> None:
     """A world reloaded at an earlier time waits for commands of its own frames."""
     c = SimClock('lockstep', 0.05, lockstep_topics=['cmd_vel'], lockstep_timeout=0.0)

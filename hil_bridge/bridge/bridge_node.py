@@ -459,6 +459,8 @@ class BridgeNode(Node):
     # --------------------------------------------------------------- frames
     def publish_frame(self, frame: Frame) -> None:
         """Publish every message of ``frame`` (one sim-time stamp)."""
+        with self.lock:  # commands computed from it may come back at once
+            self.clock.announce(frame.sim_time)
         for (key, name), msg in self.converter.messages(frame, self.source,
                                                         self.control).items():
             self._publisher(key, name).publish(msg)

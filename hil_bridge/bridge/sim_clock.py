@@ -147,13 +147,22 @@ class SimClock:
         self.latest[topic] = max(stamp, self.latest.get(topic, -math.inf))
         return True
 
-    def on_published(self, stamp: float, wall: float) -> None:
-        """Record that the frame with sim-time ``stamp`` was published."""
+    def announce(self, stamp: float) -> None:
+        """
+        Record that the frame with sim-time ``stamp`` is about to be published.
+
+        Call it before the frame's messages go out: a command computed
+        from the frame can arrive before :meth:`on_published` is called.
+        """
         stamp = float(stamp)
         if self._newest is not None and stamp < self._newest - STAMP_EPS:
             self.latest.clear()  # the world's time went back (reloaded)
         self._newest = stamp
-        self._waiting_for = stamp
+
+    def on_published(self, stamp: float, wall: float) -> None:
+        """Record that the frame with sim-time ``stamp`` was published."""
+        self.announce(stamp)
+        self._waiting_for = float(stamp)
         self._published_wall = float(wall)
 
     def on_tick(self, wall: float) -> None:
