@@ -142,7 +142,7 @@ def profile_lap_time(xy: np.ndarray, closed: bool, profile: Any,
     the lap's own).
     """
     xy = np.asarray(xy, dtype=float)
-    path = _resample(xy, closed, STEP)
+    path = resample(xy, closed, STEP)
     if closed:
         n = len(path)
         kappa = path_curvature(path, True)
@@ -254,7 +254,7 @@ def _run_path(track: Any, laps: int) -> Tuple[np.ndarray, bool]:
     """Return the rear-axle path from the car start (STEP apart)."""
     cl = np.asarray(track.centerline, dtype=float)
     closed = bool(track.closed)
-    dense = _resample(cl, closed, STEP)
+    dense = resample(cl, closed, STEP)
     start = np.array([track.car_start.x, track.car_start.y])
     i0 = int(np.argmin(np.hypot(*(dense - start).T)))
     if closed:
@@ -270,7 +270,7 @@ def _run_path(track: Any, laps: int) -> Tuple[np.ndarray, bool]:
     return path, closed
 
 
-def _resample(pts: np.ndarray, closed: bool, step: float) -> np.ndarray:
+def resample(pts: np.ndarray, closed: bool, step: float) -> np.ndarray:
     """Resample a polyline at uniform arc length (about ``step`` m)."""
     ext = np.vstack([pts, pts[:1]]) if closed else pts
     seg = np.hypot(*np.diff(ext, axis=0).T)
