@@ -21,7 +21,7 @@ merges them (stereo); ``alternate`` runs one camera per cycle, in turn,
 and publishes its cones stamped with its own image: the rig's cameras are
 0.12 m apart and see the same cones, so each output is complete, at half
 the CPU of ``all``; a camera that sends no usable image for
-``SILENT_CAMERA`` s is skipped until it does (an error once the node has
+``SILENT_CAMERA`` s of sim time (image stamps) is skipped until it does (an error once the node has
 worked; at start-up, before any CameraInfo, it is expected and logged at
 info level). Images are processed in
 their subscription callback (no polling timer). CameraInfo is read once
@@ -63,8 +63,11 @@ from std_msgs.msg import Header
 
 NODE_NAME = 'vision_cone_detector'
 
-#: Seconds (wall) after which camera_schedule alternate skips a camera
-#: that sends no usable image.
+#: Seconds of image stamps (sim time) after which camera_schedule
+#: alternate skips a camera that sends no usable image: the other camera's
+#: newest image is this much newer than the due camera's newest and than
+#: the image processed last. (Not wall time: in lockstep on a loaded
+#: machine both cameras send every frame, however slowly.)
 SILENT_CAMERA = 0.5
 
 #: Rig camera id -> contract key prefix of its topics.
@@ -133,6 +136,8 @@ class _Camera:
         self.full_size = (0, 0)
         self.pending: Any = None
         self.arrived = 0.0
+        #: stamp of the newest image (s)
+        self.stamp = -float('inf')
         self.warned_info = False
 
 
@@ -181,7 +186,8 @@ class VisionConeNode(Node):
             if p['publish_markers'] else None
         self._last_stamp = -1.0
         self._turn = 0
-        self._due_since = time.monotonic()
+        #: stamp (s) since which the camera due has been due
+        self._due_since: Optional[float] = None
         self.frames = 0
         # Event-driven: images are processed in their own callback (no
         # polling; rclpy's executor costs ~0.3 ms per wake-up on one core).
@@ -223,9 +229,13 @@ class VisionConeNode(Node):
             return  # future, stale or non-finite stamp (warned, throttled)
         cam.pending = msg
         cam.arrived = time.monotonic()
+        cam.stamp = stamps.sec_from_stamp(msg.header.stamp)
         if self.p['camera_schedule'] == 'alternate':
             due = self.cameras[self._turn % len(self.cameras)]
-            if cam is not due and time.monotonic() - self._due_since > SILENT_CAMERA:
+            if self._due_since is None:
+                self._due_since = cam.stamp
+            if cam is not due and \
+                    cam.stamp - max(due.stamp, self._due_since) > SILENT_CAMERA:
                 # the camera due has sent nothing usable: go on without it
                 text = (f'{due.sensor_id}: no usable image for {SILENT_CAMERA} s; '
                         f'taking {cam.sensor_id} instead')
@@ -302,7 +312,7 @@ class VisionConeNode(Node):
         if img is None:
             return
         self._turn += 1
-        self._due_since = time.monotonic()
+        self._due_since = stamp
         results = []
         try:
             results.append(self.detector.detect(img, lead.K, lead.T))

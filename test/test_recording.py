@@ -87,6 +87,25 @@ def test_bag_paths(tmp_path: Path) -> None:
         bm.mcap_path(str(tmp_path / 'nope'))
 
 
+def test_recorder_status_kinds() -> None:
+    """Acknowledgements and subscription reports are told apart."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from hil_bridge.interface import recorder_status as rs
+    ack = rs.parse(rs.ack_msg(1_250_000_000, 'bag', 10, 1.5, 0))
+    assert ack.ack and ack.stamp == pytest.approx(1.25)
+    report = rs.parse(rs.subscriptions_msg('/ns/hil_recorder', [], ['*/image'],
+                                           ['/clock', '/a']))
+    # stamped before any sim time: never taken for an acknowledgement
+    assert not report.ack and report.stamp < 0.0
+    assert report.node == '/ns/hil_recorder'
+    assert report.matched == ('/a', '/clock')
+    assert report.records('/clock')
+    assert not report.records('/carla/ego_vehicle/rgb_left/image')
+    only = rs.parse(rs.subscriptions_msg('/r', ['/clock'], [], []))
+    assert only.records('/clock') and not only.records('/x')
+    assert rs.parse(DiagnosticArray()) is None
+
+
 def _run(argv: list, timeout: float = 600.0) -> subprocess.CompletedProcess:
     return subprocess.run(argv, cwd=str(ROOT), env=dict(os.environ),
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

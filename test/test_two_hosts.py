@@ -221,6 +221,8 @@ def test_aeb_across_two_hosts_lockstep(tmp_path: Any,
             assert result is not None, _dump(run)
             assert result['status'] == 'finished', result
             assert result['collisions'] == [], result
+            # the observer may lag on a loaded machine: let it write all
+            run.kill('observer', signal.SIGINT)
             recs = run.records()
             srcs = {r['src'] for r in recs if r['k'] == 'applied_control'}
             assert BRAKE_REQUEST in srcs, 'the AEB never braked'

@@ -18,7 +18,8 @@ Probes for the two-host rig: an observer and an echo "onboard" stage.
     camera inputs are converted to numpy (``msg_to_image`` /
     ``compressed_to_image``) as a detector would.
 
-Both stop on SIGINT/SIGTERM or after ``--duration`` wall seconds.
+Both stop on SIGINT/SIGTERM or after ``--duration`` wall seconds; the
+observer (queues of ``OBSERVER_DEPTH``) first writes what is still queued.
 """
 
 import argparse
@@ -34,10 +35,16 @@ from hil_bridge.interface.node_main import StopRequest
 import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
+from rclpy.qos import HistoryPolicy, QoSProfile
 from rclpy.signals import SignalHandlerOptions
 
 OBSERVED = ('odometry', 'applied_control', 'cmd_vel', 'brake_request',
             'aeb_status')
+#: observer queue depth: a probe starved by a loaded machine catches up
+#: instead of losing messages (the contract depths are 1-10)
+OBSERVER_DEPTH = 1000
+#: at a stop, the observer takes what is queued until none came this long (s)
+DRAIN_QUIET = 0.3
 
 
 class ObserverNode(Node):
@@ -49,13 +56,21 @@ class ObserverNode(Node):
         super().__init__('hil_link_observer', **kwargs)
         self.out = out
         self.count = 0
+        self.last_receipt = time.monotonic()
         for key in OBSERVED:
-            contract.create_subscription(self, key, self._make_cb(key),
-                                         role=role)
+            row = contract.topic(key)
+            qos = contract.qos_profile(row.qos)
+            self.create_subscription(row.msg_class(), row.resolve(role),
+                                     self._make_cb(key), QoSProfile(
+                                         history=HistoryPolicy.KEEP_LAST,
+                                         depth=OBSERVER_DEPTH,
+                                         reliability=qos.reliability,
+                                         durability=qos.durability))
 
     def _make_cb(self, key: str) -> Any:
         def callback(msg: Any) -> None:
             rec: Dict[str, Any] = {'k': key, 'w': time.time()}
+            self.last_receipt = time.monotonic()
             header = getattr(msg, 'header', None)
             if header is not None:
                 rec['s'] = stamps.sec_from_stamp(header.stamp)
@@ -151,6 +166,9 @@ def main(args: Optional[List[str]] = None) -> int:
         while rclpy.ok() and not stop.requested and \
                 (end is None or time.monotonic() < end):
             rclpy.spin_once(node, timeout_sec=0.1)
+        if isinstance(node, ObserverNode):  # write what is still queued
+            while rclpy.ok() and time.monotonic() - node.last_receipt < DRAIN_QUIET:
+                rclpy.spin_once(node, timeout_sec=0.05)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:

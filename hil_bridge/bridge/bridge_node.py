@@ -59,6 +59,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from hil_bridge.bridge.backend import Backend, BackendError, Frame, VehicleControl
 from hil_bridge.bridge.frame_msgs import FrameConverter, HAVE_TF2, tf_message
 from hil_bridge.bridge.low_level_control import LLCParams, LowLevelController
+from hil_bridge.bridge.recorder_link import RecorderLink
 from hil_bridge.bridge.sim_clock import select_mode, SimClock
 from hil_bridge.bridge.sources import Endpoint, SourceGuard
 from hil_bridge.interface import contract
@@ -80,6 +81,8 @@ EXIT_OK, EXIT_CONFIG, EXIT_BACKEND = 0, 2, 3
 RESULT_PREFIX = 'REFEREE_RESULT '
 #: lockstep: re-send the current frame this often (s) until the first commands
 REPUBLISH_PERIOD = 1.0
+#: wall seconds to wait for the recorder's acknowledgement of the last frame
+FINAL_ACK_TIMEOUT = 10.0
 #: contract keys lockstep may wait for (recorder_status: a recorder's /clock
 #: acknowledgement, so a recording never falls behind)
 LOCKSTEP_KEYS = ('cmd_vel', 'brake_request', 'recorder_status')
@@ -250,13 +253,12 @@ class BridgeNode(Node):
         contract.create_subscription(self, 'cmd_vel', self._on_cmd, self.role)
         contract.create_subscription(self, 'brake_request', self._on_brake, self.role)
         contract.create_subscription(self, 'joy', self._on_joy, self.role)
-        #: set at the recorder's first acknowledgement (not lockstep: the
-        #: first frame waits for it, so a recording starts at frame 0)
-        self.recorder_ready = threading.Event()
+        #: a recorder: frame 0 waits until it can take every recorded topic,
+        #: the last frame for its acknowledgement (not lockstep: frame 0 is
+        #: re-sent until acknowledged, so a recording starts at frame 0)
         self.wait_for_recorder = 'recorder_status' in topics
-        if self.wait_for_recorder:
-            contract.create_subscription(self, 'recorder_status', self._on_recorder,
-                                         self.role)
+        self.recorder = RecorderLink(self, self.role, self._on_recorder) \
+            if self.wait_for_recorder else None
         #: messages published per topic name (the runner compares a
         #: recording's counts with these)
         self.published: Dict[str, int] = {}
@@ -400,9 +402,7 @@ class BridgeNode(Node):
             self.clock.on_command('brake_request', stamp)
             self.wake.notify_all()
 
-    def _on_recorder(self, msg: Any) -> None:
-        stamp = stamps.sec_from_stamp(msg.header.stamp)
-        self.recorder_ready.set()
+    def _on_recorder(self, stamp: float) -> None:
         with self.wake:
             self.clock.on_command('recorder_status', stamp)
             self.wake.notify_all()
@@ -591,6 +591,19 @@ class BridgeNode(Node):
             f'{self.values["backend"]} backend ready: scenario {self.scenario.name}, '
             f'{len(self.rig)} sensors, mode {self.mode}, dt {self.dt} s')
         duration = float(self.values['duration'])
+        if self.recorder is not None:
+            waited = time.monotonic()
+            pending = self.recorder.wait_matched(
+                self.publishers_by_name, self._running,
+                float(self.values['lockstep_startup_timeout']))
+            waited = time.monotonic() - waited
+            if not pending:
+                self.get_logger().info(f'recorder matched on every recorded topic '
+                                       f'(waited {waited:.2f} s)')
+            else:
+                self.get_logger().warning(
+                    'the recorder has not matched ' + ', '.join(pending) +
+                    ': their first messages may be missing from the recording')
         self.publish_frame(frame)
         if self.wait_for_recorder and self.mode != 'lockstep':
             self._wait_recorder(frame)
@@ -633,20 +646,32 @@ class BridgeNode(Node):
                 return self.finish('duration')
         return self.finish('shutdown')
 
+    def _final_ack(self) -> None:
+        """Wait until the recorder acknowledged the last frame published."""
+        frame = self.frame
+        if self.recorder is None or frame is None:
+            return
+        if not self.recorder.wait_ack(frame.sim_time, FINAL_ACK_TIMEOUT):
+            self.get_logger().warning(
+                f'the recorder did not acknowledge the last frame (t={frame.sim_time:.3f} s) '
+                f'within {FINAL_ACK_TIMEOUT:g} s: the recording may miss its end')
+
     def _wait_recorder(self, frame: Frame) -> None:
         """Re-send the first frame until a recorder acknowledges it."""
         limit = float(self.values['lockstep_startup_timeout'])
         deadline = time.monotonic() + (limit if limit > 0.0 else math.inf)
         while self._running() and time.monotonic() < deadline:
-            if self.recorder_ready.wait(timeout=REPUBLISH_PERIOD):
+            if self.recorder.wait_ack(frame.sim_time, REPUBLISH_PERIOD, self._running):
                 return
             self.publish_frame(frame)
-        if not self.recorder_ready.is_set():
+        if self.recorder.acked < frame.sim_time - 1e-6:
             self.get_logger().warning('no recorder_status within '
                                       f'{limit:g} s; running without it')
 
     def finish(self, reason: str, status: str = '') -> int:
-        """Print the referee result line and return exit code 0."""
+        """Wait for the recorder's last acknowledgement, print the result line, return 0."""
+        if reason != 'backend_lost':
+            self._final_ack()
         try:
             print(RESULT_PREFIX + json.dumps(self.result(reason, status), default=str),
                   flush=True)

@@ -32,10 +32,17 @@ frame, the player waits until every topic of ``--lockstep-topics``
 (contract keys; default ``cmd_vel``, ``brake_request``, and
 ``recorder_status`` when a recorder runs) carries a stamp >= the frame
 just sent (``--lockstep-timeout`` wall s, counted; 30 s for the first
-message of each), so a slow or loaded onboard computer processes every
-frame. Without it, frames are due at their recorded times; a player that
-falls behind (a loaded machine) lets its schedule slip rather than send a
-burst, and reports how often and by how much it was late.
+message of each, and until every topic has answered the first frame is
+re-sent each second, as the bridge does, for nodes whose subscriptions
+had not matched the player's new publishers yet), so a slow or loaded
+onboard computer processes every frame. With ``recorder_status`` among
+them, playback starts only when the recorder can take every replayed
+topic (its subscription report, :mod:`hil_bridge.bridge.recorder_link`);
+by default recorder_status is waited for when a recorder runs at
+playback start. Without ``--lockstep``, frames are due at their recorded
+times; a player that falls behind (a loaded machine) lets its schedule
+slip rather than send a burst, and reports how often and by how much it
+was late.
 """
 
 import argparse
@@ -44,9 +51,10 @@ import heapq
 import sys
 import threading
 import time
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from hil_bridge.interface import contract
+from hil_bridge.bridge.recorder_link import RecorderLink
+from hil_bridge.interface import contract, recorder_status
 from hil_bridge.tools import bag_metadata as bm
 from hil_bridge.tools.mcap_io import channels, iter_raw
 from hil_bridge.tools.msg_definitions import msg_text
@@ -58,6 +66,10 @@ REORDER_WINDOW = 1.0
 LATE = 0.05
 #: lockstep: wall seconds to wait for the first message of each topic
 STARTUP_TIMEOUT = 30.0
+#: lockstep: until then, the first frame is re-sent this often (wall s)
+REPUBLISH_PERIOD = 1.0
+#: lockstep key: recorder_status when a recorder runs at playback start
+RECORDER_IF_RUNNING = 'recorder_status?'
 
 
 def sim_pc_topics(role: str = contract.DEFAULT_ROLE) -> List[str]:
@@ -167,28 +179,60 @@ class Lockstep:
         self.timeout = float(timeout)
         self.latest: Dict[str, float] = {}
         self.timeouts = 0
+        #: (frame stamp s, keys missing) of the first timeouts
+        self.timed_out: List[Tuple[float, List[str]]] = []
         self._cond = threading.Condition()
         self.keys = list(keys)
         for key in self.keys:
             contract.create_subscription(
                 node, key, lambda m, k=key: self._on(
-                    k, stamps.sec_from_stamp(m.header.stamp)), role)
+                    k, stamps.sec_from_stamp(m.header.stamp), m), role)
 
-    def _on(self, key: str, stamp: float) -> None:
+    def _on(self, key: str, stamp: float, msg: Any = None) -> None:
+        if key == 'recorder_status':
+            status = recorder_status.parse(msg)
+            if status is None or not status.ack:
+                return  # a subscription report, not an acknowledgement
         with self._cond:
             self.latest[key] = max(stamp, self.latest.get(key, -1e18))
             self._cond.notify_all()
 
-    def wait(self, stamp: float) -> bool:
-        """Wait until every topic reached ``stamp`` (s); False on timeout."""
+    def wait(self, stamp: float, resend: Optional[Callable[[], None]] = None
+             ) -> bool:
+        """
+        Wait until every topic reached ``stamp`` (s); False on timeout.
+
+        Until every topic has answered once, ``resend()`` (the first frame
+        again, for nodes that were not matched yet) runs every
+        ``REPUBLISH_PERIOD`` s, as the bridge does.
+        """
+        def done() -> bool:
+            return all(self.latest.get(k, -1e18) >= stamp - 1e-6
+                       for k in self.keys)
+        end = None
         with self._cond:
-            started = all(k in self.latest for k in self.keys)
-            limit = self.timeout if started else STARTUP_TIMEOUT
-            ok = self._cond.wait_for(
-                lambda: all(self.latest.get(k, -1e18) >= stamp - 1e-6
-                            for k in self.keys), timeout=limit)
+            while True:
+                started = all(k in self.latest for k in self.keys)
+                if end is None:
+                    end = time.monotonic() + (self.timeout if started
+                                              else STARTUP_TIMEOUT)
+                left = end - time.monotonic()
+                slice_ = left if started or resend is None else \
+                    min(left, REPUBLISH_PERIOD)
+                ok = self._cond.wait_for(done, timeout=max(slice_, 0.0))
+                if ok or time.monotonic() >= end:
+                    break
+                if resend is not None and not started:
+                    self._cond.release()
+                    try:
+                        resend()
+                    finally:
+                        self._cond.acquire()
         if not ok:
             self.timeouts += 1
+            if len(self.timed_out) < 5:
+                self.timed_out.append((stamp, [
+                    k for k in self.keys if self.latest.get(k, -1e18) < stamp - 1e-6]))
         return ok
 
 
@@ -202,7 +246,9 @@ def play(path: str, rate: float = 1.0, replay_all: bool = False,
 
     Publishers are created up front (for finished files) and playback
     starts when the subscriber counts settle (see module doc).
-    ``lockstep``: contract keys to wait for after each frame.
+    ``lockstep``: contract keys to wait for after each frame
+    (``RECORDER_IF_RUNNING``: recorder_status if a recorder publishes it
+    when playback starts).
     """
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
@@ -213,8 +259,10 @@ def play(path: str, rate: float = 1.0, replay_all: bool = False,
     patterns = None if replay_all else sim_pc_topics(role)
     meta = {topic: (type_name, md) for topic, type_name, md in channels(path)}
     pubs: Dict[str, object] = {}
-    gate = Lockstep(node, lockstep, role, lockstep_timeout) if lockstep \
-        else None
+    keys = [k.rstrip('?') for k in lockstep]
+    gate = Lockstep(node, keys, role, lockstep_timeout) if keys else None
+    link = RecorderLink(node, role, lambda _stamp: None) \
+        if 'recorder_status' in keys else None
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     spinning = threading.Event()
@@ -244,8 +292,24 @@ def play(path: str, rate: float = 1.0, replay_all: bool = False,
             publisher(topic, type_name)
     if pubs:
         _wait_for_subscribers(pubs, wait, settle)
-    sent = late = 0
+    if RECORDER_IF_RUNNING in lockstep and link is not None and \
+            not node.count_publishers(link.topic):
+        gate.keys.remove('recorder_status')  # no recorder runs
+        link = None
+    if link is not None:
+        pending = link.wait_matched(pubs, lambda: True, STARTUP_TIMEOUT)
+        if pending:
+            print('[play] the recorder has not matched ' + ', '.join(pending),
+                  file=sys.stderr, flush=True)
+    sent = late = resent = 0
     worst = 0.0
+    first: List[Tuple[Any, bytes]] = []  # the first frame, for re-sends
+
+    def resend() -> None:
+        nonlocal resent
+        for pub, data in first:
+            pub.publish(data)
+            resent += 1
     try:
         t_first, w_first = None, time.monotonic()
         frame_t: Optional[int] = None
@@ -254,10 +318,14 @@ def play(path: str, rate: float = 1.0, replay_all: bool = False,
                 continue
             pub = publisher(channel.topic, schema.name)
             if gate is not None and frame_t is not None and t > frame_t:
-                gate.wait(frame_t * 1e-9)  # the previous frame is done
+                # the previous frame is done (the first one re-sent until
+                # every lockstep topic answered)
+                gate.wait(frame_t * 1e-9, resend if frame_t == t_first else None)
             frame_t = t if frame_t is None else max(frame_t, t)
             if t_first is None:
                 t_first, w_first = t, time.monotonic()
+            if gate is not None and t == t_first:
+                first.append((pub, message.data))
             if rate > 0 and gate is None:
                 due = w_first + (t - t_first) * 1e-9 / rate
                 delay = due - time.monotonic()
@@ -283,8 +351,11 @@ def play(path: str, rate: float = 1.0, replay_all: bool = False,
         node.destroy_node()
         if own:
             rclpy.try_shutdown()
-    return {'sent': sent, 'late': late, 'worst_late_s': round(worst, 3),
-            'lockstep_timeouts': gate.timeouts if gate is not None else 0}
+    return {'sent': sent, 'resent': resent, 'late': late,
+            'worst_late_s': round(worst, 3),
+            'lockstep_timeouts': gate.timeouts if gate is not None else 0,
+            'lockstep_keys': list(gate.keys) if gate is not None else [],
+            'timed_out': list(gate.timed_out) if gate is not None else []}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -316,36 +387,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     keys: List[str] = []
     if args.lockstep:
         keys = args.lockstep_topics or ['cmd_vel', 'brake_request']
-        if args.lockstep_topics is None and _recorder_running():
-            keys.append('recorder_status')
+        if args.lockstep_topics is None:
+            keys.append(RECORDER_IF_RUNNING)
     stats = play(args.bag, args.rate, args.replay_all, not args.no_clock,
                  args.role, wait=args.wait, settle=args.settle,
                  lockstep=keys, lockstep_timeout=args.lockstep_timeout)
+    keys = stats['lockstep_keys']
+    where = ''.join(f' (t={t:.2f} s: no {", ".join(k)})'
+                    for t, k in stats['timed_out'][:3])
     how = (f'lockstep on {", ".join(keys)}, {stats["lockstep_timeouts"]} '
-           'timeouts' if keys else
+           f'timeouts{where}, first frame re-sent: {stats["resent"]} messages'
+           if keys else
            f'rate {args.rate:g}, {stats["late"]} sent more than {LATE:g} s '
            f'late (worst {stats["worst_late_s"]:.3f} s)')
     print(f'[play] published {stats["sent"]} messages from {args.bag} '
           f'({how})')
     return 0 if stats['sent'] else 1
-
-
-def _recorder_running(wait: float = 2.0) -> bool:
-    """Return True when a recorder publishes recorder_status."""
-    import rclpy
-    context = rclpy.context.Context()
-    rclpy.init(context=context)
-    try:
-        node = rclpy.create_node('bag_player_probe', context=context)
-        name = contract.topic('recorder_status').resolve()
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if node.count_publishers(name):
-                return True
-            time.sleep(0.1)
-        return False
-    finally:
-        rclpy.try_shutdown(context=context)
 
 
 if __name__ == '__main__':

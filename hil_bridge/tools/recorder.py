@@ -31,12 +31,16 @@ arrived) and messages refused when the write backlog exceeds
 held back while its backlog is over ``ACK_BACKLOG_BYTES`` or, before the
 first one, until every publisher in the graph is matched; a bridge in
 lockstep with ``recorder_status`` among its ``lockstep_topics`` therefore
-never runs ahead of the recorder. At the end the recorder prints one line
-``RECORDER_RESULT {json}`` with the messages per topic.
+never runs ahead of the recorder. Until that first acknowledgement it
+reports what it records and which subscriptions have matched
+(:mod:`hil_bridge.interface.recorder_status`), so the bridge sends
+nothing before the recorder can take it. On SIGINT/SIGTERM it keeps
+taking what DDS still holds for it until nothing came for
+``DRAIN_QUIET`` s, then prints one line ``RECORDER_RESULT {json}`` with
+the messages per topic.
 """
 
 import argparse
-import fnmatch
 import importlib
 import json
 import os
@@ -47,12 +51,13 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Sequence
 
-from hil_bridge.interface import contract
+from hil_bridge.interface import contract, recorder_status
 from hil_bridge.interface.node_main import make_executor, STOP_POLL, StopRequest
 from hil_bridge.tools import bag_metadata as bm
 from hil_bridge.tools.msg_definitions import full_definition, type_hash
 from mcap.writer import CompressionType, Writer
 import rclpy
+from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -73,6 +78,12 @@ SCAN_PERIOD = 0.25
 #: before the first acknowledgement, wait at most this long (wall s) for
 #: every publisher in the graph to be matched
 MATCH_WAIT = 5.0
+#: subscription reports until the first acknowledgement (wall s)
+REPORT_PERIOD = 0.1
+#: at a stop, keep taking messages until none came for this long (wall s)
+DRAIN_QUIET = 0.3
+#: ... but at most this long (wall s)
+DRAIN_LIMIT = 10.0
 
 
 def msg_class(full_type: str) -> Any:
@@ -100,11 +111,7 @@ def cdr_stamp_ns(data: bytes) -> Optional[int]:
 def selected(topic: str, topics: Sequence[str], exclude: Sequence[str]
              ) -> bool:
     """Return True when ``topic`` passes ``--topics`` and ``--exclude``."""
-    if topic in SKIP:
-        return False
-    if topics and not any(fnmatch.fnmatch(topic, p) for p in topics):
-        return False
-    return not any(fnmatch.fnmatch(topic, p) for p in exclude)
+    return topic not in SKIP and recorder_status.selected(topic, topics, exclude)
 
 
 def planned_topics(role: str = contract.DEFAULT_ROLE
@@ -182,6 +189,8 @@ class BagRecorder(Node):
         self._pending_ack: Optional[int] = None
         self._acked = False
         self._first_clock_wall: Optional[float] = None
+        #: wall time (monotonic) of the newest message
+        self.last_receipt = time.monotonic()
         self._queue: 'queue.Queue' = queue.Queue()
         self._status_pub = contract.create_publisher(self, 'recorder_status',
                                                      role)
@@ -193,8 +202,11 @@ class BagRecorder(Node):
                                 subscriber_qos(row.qos))
         self.planned = len(self._subs)
         self._scan()
-        self.create_timer(SCAN_PERIOD, self._scan)
-        self.create_timer(0.05, self._try_ack)
+        # wall-clock timers: sim time stands still until the first /clock
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(SCAN_PERIOD, self._scan, clock=steady)
+        self.create_timer(0.05, self._try_ack, clock=steady)
+        self.create_timer(REPORT_PERIOD, self._report_subscriptions, clock=steady)
 
     # ---------------------------------------------------------- subscribing
     def _subscribe(self, topic: str, full_type: str, qos: QoSProfile) -> None:
@@ -246,6 +258,7 @@ class BagRecorder(Node):
     def _on_message(self, topic: str, data: bytes) -> None:
         if self._closing:
             return
+        self.last_receipt = time.monotonic()
         now = self.get_clock().now().nanoseconds
         wall = time.time_ns()
         with self._lock:
@@ -296,19 +309,19 @@ class BagRecorder(Node):
             self._publish_status(stamp)
 
     def _publish_status(self, stamp: int) -> None:
-        from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-        msg = DiagnosticArray()
-        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp,
-                                                                10**9)
-        values = [KeyValue(key='messages',
-                           value=str(sum(self.received.values()))),
-                  KeyValue(key='backlog_mb',
-                           value=f'{self._backlog / 2**20:.1f}'),
-                  KeyValue(key='lost', value=str(sum(self.lost.values())
-                                                 + self.refused))]
-        msg.status = [DiagnosticStatus(name='recorder', message=self.bag_dir,
-                                       values=values)]
-        self._status_pub.publish(msg)
+        self._status_pub.publish(recorder_status.ack_msg(
+            stamp, self.bag_dir, sum(self.received.values()),
+            self._backlog / 2**20, sum(self.lost.values()) + self.refused))
+
+    def _report_subscriptions(self) -> None:
+        """Until the first acknowledgement: say what is recorded and matched."""
+        if self._acked or self._closing:
+            return
+        matched = [t for t, sub in self._subs.items()
+                   if sub.get_publisher_count() >= max(1, self.count_publishers(t))]
+        self._status_pub.publish(recorder_status.subscriptions_msg(
+            self.get_fully_qualified_name(), self._topics, self._exclude,
+            matched))
 
     # --------------------------------------------------------------- writing
     def _offers(self, topic: str) -> List[Dict[str, Any]]:
@@ -430,6 +443,11 @@ def main(args: Optional[List[str]] = None) -> int:
     try:
         while not stop.requested and rclpy.ok():
             executor.spin_once(timeout_sec=STOP_POLL)
+        # drain: what DDS holds for us was sent before the stop
+        limit = time.monotonic() + DRAIN_LIMIT
+        while rclpy.ok() and time.monotonic() < limit and \
+                time.monotonic() - node.last_receipt < DRAIN_QUIET:
+            executor.spin_once(timeout_sec=0.05)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
