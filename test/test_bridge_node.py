@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from hil_bridge.interface import contract
 from hil_bridge.interface.codecs import stamps
 from node_harness import stop_process
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -199,11 +200,16 @@ def test_publishes_every_contract_topic(rclpy_context, rig_file: Path) -> None:
     events = [st.name for msg in got['referee_events'] for st in msg.status]
     assert 'referee/mission_end' in events
     # one stamp per frame: every per-frame topic has messages at the same stamps
+    # (/clock is best effort, as rclpy's time source subscribes it: under load
+    # the probe may miss one, so stamps are checked against the frame grid)
     clock = {round(stamps.sec_from_stamp(m.clock), 6) for m in got['clock']}
+    dt = min(np.diff(sorted(clock)))
     for key in ('odometry', 'imu', 'lidar', 'camera_left', 'camera_right_info',
                 'applied_control', 'actors'):
         seen = {round(stamp(m), 6) for m in got[key]}
-        assert seen <= clock, key
+        off_grid = [s for s in seen if abs(s / dt - round(s / dt)) > 1e-6]
+        assert not off_grid, (key, off_grid)
+        assert len(seen & clock) >= 0.8 * len(seen), key
         assert len(seen) >= 10, key
     common = set.intersection(*({round(stamp(m), 6) for m in got[k]}
                                 for k in ('odometry', 'lidar', 'camera_left', 'imu')))
