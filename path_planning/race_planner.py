@@ -13,7 +13,10 @@ Lap 1 maps the track, lap 2 and after drive an optimised line (no rclpy).
 * on loop closure: :func:`path_planning.track_map.build_track_map` checks
   the map; a complete one gets a minimum-curvature line and speed profile
   (:func:`path_planning.raceline.compute_raceline`) and the state becomes
-  ``race``; an incomplete one is logged with its reason, the lap-1 planner
+  ``join``: the lap-1 planner drives on until the car is near the line
+  (``rejoin_error``, also :data:`REJOIN_LOOK` metres ahead on its
+  heading, and heading within ``rejoin_heading``, for ``rejoin_time``),
+  then ``race``; an incomplete one is logged with its reason, the lap-1 planner
   keeps driving and the next loop closure (one lap later, with a fuller
   map) tries again;
 * racing (state ``race``): :class:`path_planning.raceline_follower.
@@ -44,7 +47,10 @@ from path_planning.raceline_follower import FollowCommand, FollowerParams, Racel
 from path_planning.track_map import build_track_map, LapRecorder, TrackMap, TrackMapParams
 from scipy.spatial import cKDTree
 
-STATES = ('mapping', 'race', 'fallback')
+STATES = ('mapping', 'join', 'race', 'fallback')
+#: The lateral error this far ahead (m, on the current heading) must be
+#: within ``rejoin_error`` too: the car is not heading away from the line.
+REJOIN_LOOK = 3.0
 
 
 @dataclass(frozen=True)
@@ -68,9 +74,9 @@ class RaceConfig:
     mismatch_fraction: float = 0.5
     mismatch_min_cones: int = 4
     mismatch_cycles: int = 5
-    rejoin_error: float = 0.3
-    rejoin_heading: float = math.radians(15.0)
-    rejoin_time: float = 2.0
+    rejoin_error: float = 0.4
+    rejoin_heading: float = math.radians(12.0)
+    rejoin_time: float = 0.5
 
     def __post_init__(self) -> None:
         """Validate the limits (ValueError naming the field)."""
@@ -137,7 +143,9 @@ class RaceStatus:
 
     ``state`` one of :data:`STATES`; the checked ``track`` map and the
     ``line`` (None before); ``attempts`` loop closures tried; ``fallbacks``
-    how often the lap-1 planner took over from the line; ``last`` the
+    how often the lap-1 planner took over from the line; ``map_ms`` the
+    wall time of the last map check and line; ``max_error`` the largest
+    lateral error (m) while racing once on the line; ``last`` the
     follower's last command.
     """
 
@@ -147,6 +155,7 @@ class RaceStatus:
     attempts: int = 0
     fallbacks: int = 0
     map_ms: float = 0.0
+    max_error: float = 0.0
     last: Optional[FollowCommand] = None
     reasons: List[str] = field(default_factory=list)
 
@@ -220,14 +229,14 @@ class RacePlanner:
             self.recorder.reset()
             return
         st.line = line
-        st.state = 'race'
+        st.state = 'join'
         self.follower = RacelineFollower(line, self.config.follow)
         self._tree = cKDTree(cones.xyz[:, :2])
         self.events.append(
             f'lap-2+ mode: map complete ({len(track.left)} left, {len(track.right)} right '
             f'cones, widest gap {max(track.max_gap_left, track.max_gap_right):.1f} m); line '
             f'{line.length:.0f} m, profile lap {line.lap_time:.1f} s, clearance '
-            f'{line.clearance:.2f} m, computed in {st.map_ms:.0f} ms')
+            f'{line.clearance:.2f} m, computed in {st.map_ms:.0f} ms; joining it')
 
     def _disagrees(self, xy: np.ndarray, pose: Tuple[float, float, float]) -> bool:
         """Return True when the cones seen have disagreed with the map long enough."""
@@ -271,16 +280,23 @@ class RacePlanner:
         if cmd.ok and self._disagrees(xy, pose):
             cmd.ok = False
             cmd.reason = 'the cones seen disagree with the map'
-        if st.state == 'fallback':
-            back = (abs(cmd.lateral_error) <= cfg.rejoin_error
+        if st.state in ('join', 'fallback'):
+            # near the line and not heading away from it
+            ahead = cmd.lateral_error + REJOIN_LOOK * math.sin(cmd.heading_error)
+            back = (abs(cmd.lateral_error) <= cfg.rejoin_error and abs(ahead) <= cfg.rejoin_error
                     and abs(cmd.heading_error) <= cfg.rejoin_heading and cmd.ok)
             if not back:
                 self._near_since = None
             elif self._near_since is None:
                 self._near_since = t
             if back and t - self._near_since >= cfg.rejoin_time:
+                self.events.append('lap-2+ mode: on the line' if st.state == 'join'
+                                   else 'lap-2+ mode: back on the line')
                 st.state = 'race'
-                self.events.append('lap-2+ mode: back on the line')
+                self.follower.reset()
+                cmd = self.follower.plan(pose[0], pose[1], pose[2], float(measured_speed),
+                                         yaw_rate)
+                st.last = cmd
             else:
                 return self.lap1.plan(t, xyz, class_id, measured_speed, measured_yaw_rate)
         if not cmd.ok:
@@ -290,6 +306,8 @@ class RacePlanner:
             self.events.append(f'lap-2+ mode: lap-1 planner takes over: {cmd.reason}')
             self.follower.reset()
             return self.lap1.plan(t, xyz, class_id, measured_speed, measured_yaw_rate)
+        if self.follower.join_limit is None:
+            st.max_error = max(st.max_error, abs(cmd.lateral_error))
         kappa = math.tan(cmd.delta) / self.lap1.config.cone_drive.wheelbase
         out = PlanOutput(speed=cmd.speed, yaw_rate=cmd.speed * kappa, delta=cmd.delta,
                          kappa=kappa, mode='raceline', stop=False, reason=cmd.reason,

@@ -188,18 +188,27 @@ def centre_line(track: TrackMap, params: RacelineParams) -> np.ndarray:
     return _smooth_closed(ref, 1)
 
 
-def _curvature_matrix(normals: np.ndarray) -> sparse.csr_matrix:
-    """Return A (2N, N): second differences of ``a_i n_i`` round the loop."""
+#: The second-difference stencil round a closed loop: offsets and weights.
+SECOND = ((-1, 1.0), (0, -2.0), (1, 1.0))
+
+
+def _difference_matrix(normals: np.ndarray, stencil: Tuple) -> sparse.csr_matrix:
+    """Return A (2N, N): a finite difference of ``a_i n_i`` round the loop (x rows, y rows)."""
     n = len(normals)
     i = np.arange(n)
-    rows = np.concatenate([i, i, i])
-    cols = np.concatenate([(i - 1) % n, i, (i + 1) % n])
+    rows = np.concatenate([i] * len(stencil))
+    cols = np.concatenate([(i + k) % n for k, _w in stencil])
     blocks = []
     for axis in (0, 1):
-        vals = np.concatenate([normals[(i - 1) % n, axis], -2.0 * normals[i, axis],
-                               normals[(i + 1) % n, axis]])
+        vals = np.concatenate([w * normals[(i + k) % n, axis] for k, w in stencil])
         blocks.append(sparse.csr_matrix((vals, (rows, cols)), shape=(n, n)))
     return sparse.vstack(blocks).tocsr()
+
+
+def _difference(ref: np.ndarray, stencil: Tuple) -> np.ndarray:
+    """Return a finite difference (2N,) of closed points (x values, then y)."""
+    d = sum(w * np.roll(ref, -k, axis=0) for k, w in stencil)
+    return np.concatenate([d[:, 0], d[:, 1]])
 
 
 def box_qp(hess: sparse.csr_matrix, grad: np.ndarray, lo: np.ndarray, hi: np.ndarray,
@@ -267,13 +276,12 @@ def min_curvature_offsets(ref: np.ndarray, normals: np.ndarray, lo: np.ndarray,
     problem is solved first with ``reg`` 10^4 times larger and relaxed
     in steps; returns ``(a, state)``.
     """
-    mat = _curvature_matrix(normals)
-    c = np.roll(ref, 1, axis=0) - 2.0 * ref + np.roll(ref, -1, axis=0)
-    b = np.concatenate([c[:, 0], c[:, 1]])
+    mat = _difference_matrix(normals, SECOND)
+    b = _difference(ref, SECOND)
     step = float(np.mean(np.hypot(*(np.roll(ref, -1, axis=0) - ref).T)))
     base = (mat.T @ mat).tocsr()
-    eye = sparse.identity(len(ref), format='csr')
     grad = mat.T @ b
+    eye = sparse.identity(len(ref), format='csr')
     # continuation: a strong pull to the centre line first (few active
     # bounds), then weaker, each solve warm-started by the last
     regs = [reg] if state is not None else [reg * 10.0 ** k for k in (4, 3, 2, 1, 0)]
@@ -366,6 +374,7 @@ def compute_raceline(track: TrackMap, profile: Any,
     dense = resample_polyline(line, True, p.profile_step)
     ds = float(np.hypot(*(np.roll(dense, -1, axis=0) - dense).T).mean())
     kappa_abs = path_curvature(dense, True)
+    kappa = np.sign(signed_curvature(dense)) * kappa_abs
     grip = replace(profile, max_lat_accel=profile.max_lat_accel * p.lat_grip,
                    max_decel=profile.max_decel * p.long_grip,
                    top_speed=min(float(profile.top_speed), p.max_speed))
@@ -377,6 +386,6 @@ def compute_raceline(track: TrackMap, profile: Any,
     in_l, in_r = box_intrusion(dense, heading, cones, profile, probe, p.cone_radius)
     clearance = probe - p.cone_radius - float(max(in_l.max(initial=0.0), in_r.max(initial=0.0)))
     return Raceline(xy=dense, s=np.arange(len(dense)) * ds,
-                    kappa=np.sign(signed_curvature(dense)) * kappa_abs, v=v, ds=ds,
+                    kappa=kappa, v=v, ds=ds,
                     lap_time=float(t[-1]), clearance=clearance, n_pinched=n_pinched,
                     solve_ms=(time.perf_counter() - t0) * 1e3, centre=ref)

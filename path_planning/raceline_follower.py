@@ -32,6 +32,12 @@ Each cycle (:meth:`RacelineFollower.plan`):
 5. The command is refused (``ok`` False, a reason) when the lateral error
    exceeds ``max_lateral_error`` or the heading error
    ``max_heading_error``: the caller falls back to its lap-1 planner.
+   While joining the line (after :meth:`RacelineFollower.reset`, until the
+   lateral error first drops below a fifth of its limit and the heading
+   error below a sixth of its) the limit is the error at the
+   start plus ``join_slack`` instead, so a car that begins off the line
+   converges onto it rather than being refused at once; it speeds up by
+   at most ``join_speed_step`` above the measured speed meanwhile.
 """
 
 from dataclasses import dataclass, field
@@ -62,6 +68,8 @@ class FollowerParams:
     preview: float = 0.35
     max_lateral_error: float = 0.8
     max_heading_error: float = math.radians(35.0)
+    join_slack: float = 0.25
+    join_speed_step: float = 1.0
 
     def __post_init__(self) -> None:
         """Validate every field (ValueError naming the field)."""
@@ -69,7 +77,7 @@ class FollowerParams:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f'FollowerParams.{name} must be finite and > 0, got {value}')
-        for name in ('latency', 'preview'):
+        for name in ('latency', 'preview', 'join_slack', 'join_speed_step'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise ValueError(f'FollowerParams.{name} must be finite and >= 0, got {value}')
@@ -113,12 +121,15 @@ class RacelineFollower:
         self.n = int(line.xy.shape[0])
         self.index: Optional[int] = None
         self.laps = 0
+        #: While joining: the lateral error allowed (m); None once on the line.
+        self.join_limit: Optional[float] = None
         tang = np.roll(line.xy, -1, axis=0) - line.xy
         self._heading = np.arctan2(tang[:, 1], tang[:, 0])
 
     def reset(self) -> None:
-        """Forget where the car was (the next cycle searches the whole line)."""
+        """Forget where the car was (the next cycle searches the whole line and joins)."""
         self.index = None
+        self.join_limit = None
 
     def _locate(self, xy: np.ndarray) -> int:
         ds = self.line.ds
@@ -148,6 +159,7 @@ class RacelineFollower:
         yaw_p = yaw + yaw_rate * dt
         mid = yaw + 0.5 * yaw_rate * dt
         xy = np.array([x + speed * dt * math.cos(mid), y + speed * dt * math.sin(mid)])
+        joining = self.index is None or self.join_limit is not None
         i = self._locate(xy)
         # signed lateral error from the segment around the nearest point
         j = (i + 1) % self.n
@@ -159,7 +171,15 @@ class RacelineFollower:
         s = float(line.s[i])
         base = FollowCommand(False, '', s=s, lateral_error=lat, heading_error=head,
                              laps=self.laps)
-        if abs(lat) > p.max_lateral_error:
+        limit = p.max_lateral_error
+        if joining:
+            if self.join_limit is None:
+                self.join_limit = max(abs(lat) + p.join_slack, limit)
+            if abs(lat) < 0.2 * limit and abs(head) < p.max_heading_error / 6.0:
+                self.join_limit = None
+            else:
+                limit = self.join_limit
+        if abs(lat) > limit:
             base.reason = f'off the line by {lat:+.2f} m'
             return base
         if abs(head) > p.max_heading_error:
@@ -179,9 +199,11 @@ class RacelineFollower:
         k_prev = int(round(max(speed, 0.0) * p.preview / line.ds))
         window = line.v[(i + np.arange(0, k_prev + 1)) % self.n]
         v = float(window.min())
+        if self.join_limit is not None:
+            v = min(v, max(speed, 0.0) + p.join_speed_step)
         excess = abs(lat) - 0.5 * p.max_lateral_error
         if excess > 0.0:
-            v *= max(1.0 - excess / p.max_lateral_error, 0.5)
+            v *= max(1.0 - excess / limit, 0.5)
         base.ok = True
         base.reason = 'raceline'
         base.speed = v

@@ -38,6 +38,8 @@ class LapResult:
 
     ``status`` the referee's (``finished``, ``DNF``, ``timeout``);
     ``lap_time`` the best lap's time or None, ``lap_times`` every lap's;
+    ``hit_laps`` for each cone hit the lap it happened in (1 = the first,
+    counting from the start);
     ``modes`` how many cycles
     each planner mode ran; ``max_plan_ms`` / ``median_plan_ms`` the
     slowest and the median planning cycle (wall ms).
@@ -56,6 +58,7 @@ class LapResult:
     median_plan_ms: float = 0.0
     trace: List[Any] = field(default_factory=list)
     lap_times: List[float] = field(default_factory=list)
+    hit_laps: List[int] = field(default_factory=list)
 
 
 def default_config(mode: str, profile: Any = None, **speed: float
@@ -113,6 +116,7 @@ def run_lap(config: PlannerConfig, scenario: Any = None, seed: int = 0,
     plan_ms: List[float] = []
     distance = 0.0
     trace: List[Any] = []
+    hit_laps: List[int] = []
     try:
         while backend.result.status == 'running':
             t = frame.sim_time
@@ -145,6 +149,8 @@ def run_lap(config: PlannerConfig, scenario: Any = None, seed: int = 0,
             backend.apply_control(control)
             frame = backend.step(dt)
             distance += abs(frame.ego.speed) * dt
+            new_hits = backend.result.cones_hit - len(hit_laps)
+            hit_laps += [backend.result.laps + 1] * new_hits
         r = backend.result
     finally:
         backend.teardown()
@@ -154,7 +160,7 @@ def run_lap(config: PlannerConfig, scenario: Any = None, seed: int = 0,
                      distance=distance, modes=modes,
                      max_plan_ms=max(plan_ms, default=0.0),
                      median_plan_ms=float(np.median(plan_ms)) if plan_ms
-                     else 0.0, trace=trace, lap_times=list(r.lap_times))
+                     else 0.0, trace=trace, lap_times=list(r.lap_times), hit_laps=hit_laps)
 
 
 def main(argv: Optional[List[str]] = None) -> None:

@@ -93,14 +93,17 @@ class RaceResult:
     lap_times: List[float]
     reference: List[float]
     cones_hit: int
+    hit_laps: List[int]
     off_courses: int
     modes: Dict[str, int]
     events: List[str] = field(default_factory=list)
     line_ms: float = 0.0
     line_lap: float = 0.0
     fallbacks: int = 0
+    max_error: float = 0.0
     wall_s: float = 0.0
     planner: Any = None
+    trace: List[Any] = field(default_factory=list)
 
     @property
     def ratios(self) -> List[float]:
@@ -127,10 +130,11 @@ def run_race(scenario: Any, lap1: str = 'auto', seed: int = 0, race: bool = True
         name=scenario.track.name if scenario.track is not None else scenario.name,
         status=res.status, reason=res.reason, lap_times=res.lap_times,
         reference=reference_lap_times(scenario.track, profile, scenario.laps),
-        cones_hit=res.cones_hit, off_courses=res.off_courses, modes=res.modes,
+        cones_hit=res.cones_hit, hit_laps=res.hit_laps, off_courses=res.off_courses, modes=res.modes,
         events=planner.drain_events(), line_ms=st.map_ms,
         line_lap=st.line.lap_time if st.line is not None else 0.0,
-        fallbacks=st.fallbacks, wall_s=wall, planner=planner)
+        fallbacks=st.fallbacks, max_error=st.max_error, wall_s=wall, planner=planner,
+        trace=res.trace)
 
 
 def _seeds(text: str) -> List[int]:
@@ -148,6 +152,7 @@ def summary(results: Sequence[RaceResult]) -> Dict[str, Optional[float]]:
     return {'lap1_median': statistics.median(first) if first else None,
             'laps2_median': statistics.median(later) if later else None,
             'cones': float(sum(r.cones_hit for r in results)),
+            'cones_laps2': float(sum(lap > 1 for r in results for lap in r.hit_laps)),
             'finished': float(sum(r.status == 'finished' for r in results))}
 
 
@@ -164,7 +169,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument('--verbose', action='store_true', help='print the events')
     args = parser.parse_args(argv)
     results = []
-    print(f'{"track":<10} {"status":<9} {"cones":>5} {"OC":>3} {"fb":>3} {"line ms":>8} '
+    print(f'{"track":<10} {"status":<9} {"cones":>5} {"2+":>3} {"OC":>3} {"fb":>3} {"err m":>5} {"line ms":>8} '
           f'{"wall s":>6}  lap times (ratio to reference)')
     for seed in _seeds(args.seeds):
         scn = load_scenario(args.scenario, seed=seed, laps=args.laps,
@@ -172,15 +177,17 @@ def main(argv: Optional[List[str]] = None) -> None:
         res = run_race(scn, args.lap1, race=not args.no_race, lap1_speed=args.lap1_speed)
         results.append(res)
         laps = ' '.join(f'{t:.1f}({r:.2f})' for t, r in zip(res.lap_times, res.ratios))
-        print(f'{res.name:<10} {res.status:<9} {res.cones_hit:>5} {res.off_courses:>3} '
-              f'{res.fallbacks:>3} {res.line_ms:>8.0f} {res.wall_s:>6.1f}  {laps}', flush=True)
+        late = sum(lap > 1 for lap in res.hit_laps)
+        print(f'{res.name:<10} {res.status:<9} {res.cones_hit:>5} {late:>3} {res.off_courses:>3} '
+              f'{res.fallbacks:>3} {res.max_error:>5.2f} {res.line_ms:>8.0f} {res.wall_s:>6.1f}  {laps}', flush=True)
         if args.verbose:
             for line in res.events:
                 print(f'    {line}')
     s = summary(results)
     fmt = (lambda v: '-' if v is None else f'{v:.3f}')
     print(f'median ratio lap 1 {fmt(s["lap1_median"])}, laps 2+ {fmt(s["laps2_median"])}; '
-          f'{int(s["finished"])}/{len(results)} finished, {int(s["cones"])} cones hit')
+          f'{int(s["finished"])}/{len(results)} finished, {int(s["cones"])} cones hit '
+          f'({int(s["cones_laps2"])} on laps 2+)')
 
 
 if __name__ == '__main__':
