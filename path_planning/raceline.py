@@ -35,8 +35,8 @@ import math
 import time
 from typing import Any, Optional, Tuple
 
-from hil_bridge.interface.speed_profile import (closed_speed_profile, path_curvature,
-                                                resample_polyline, segment_times)
+from hil_bridge.interface.speed_profile import (closed_speed_profile, CURVATURE_BASE,
+                                                path_curvature, resample_polyline, segment_times)
 import numpy as np
 from path_planning.track_map import TrackMap
 from scipy import sparse
@@ -62,7 +62,7 @@ class RacelineParams:
     """
 
     step: float = 1.0
-    margin: float = 0.25
+    margin: float = 0.35
     cone_radius: float = 0.114
     smooth: float = 3.0
     max_search: float = 8.0
@@ -188,29 +188,6 @@ def centre_line(track: TrackMap, params: RacelineParams) -> np.ndarray:
     return _smooth_closed(ref, 1)
 
 
-#: The second-difference stencil round a closed loop: offsets and weights.
-SECOND = ((-1, 1.0), (0, -2.0), (1, 1.0))
-
-
-def _difference_matrix(normals: np.ndarray, stencil: Tuple) -> sparse.csr_matrix:
-    """Return A (2N, N): a finite difference of ``a_i n_i`` round the loop (x rows, y rows)."""
-    n = len(normals)
-    i = np.arange(n)
-    rows = np.concatenate([i] * len(stencil))
-    cols = np.concatenate([(i + k) % n for k, _w in stencil])
-    blocks = []
-    for axis in (0, 1):
-        vals = np.concatenate([w * normals[(i + k) % n, axis] for k, w in stencil])
-        blocks.append(sparse.csr_matrix((vals, (rows, cols)), shape=(n, n)))
-    return sparse.vstack(blocks).tocsr()
-
-
-def _difference(ref: np.ndarray, stencil: Tuple) -> np.ndarray:
-    """Return a finite difference (2N,) of closed points (x values, then y)."""
-    d = sum(w * np.roll(ref, -k, axis=0) for k, w in stencil)
-    return np.concatenate([d[:, 0], d[:, 1]])
-
-
 def box_qp(hess: sparse.csr_matrix, grad: np.ndarray, lo: np.ndarray, hi: np.ndarray,
            state: Optional[np.ndarray] = None, max_iter: int = 300
            ) -> Tuple[np.ndarray, np.ndarray, int]:
@@ -228,21 +205,28 @@ def box_qp(hess: sparse.csr_matrix, grad: np.ndarray, lo: np.ndarray, hi: np.nda
     rounds)``.
     """
     n = len(grad)
+    csc = sparse.csc_matrix(hess)
+    csc.sort_indices()
+    rows = csc.indices
+    cols = np.repeat(np.arange(n), np.diff(csc.indptr))
+    on_diag = rows == cols
     if state is None:
-        x = splu(hess.tocsc()).solve(-grad)
+        x = splu(csc).solve(-grad)
         state = np.where(x < lo, -1, np.where(x > hi, 1, 0)).astype(np.int8)
     else:
         state = state.copy()
     best, stall = n + 1, 0
     tol = 1e-9
-    eye = sparse.identity(n, format='csr')
     x = np.zeros(n)
     for rounds in range(1, max_iter + 1):
         free = (state == 0).astype(float)
         bound = np.where(state < 0, lo, np.where(state > 0, hi, 0.0))
-        kkt = sparse.diags(free) @ hess + sparse.diags(1.0 - free) @ eye
-        x = splu(kkt.tocsc()).solve(free * -grad + (1.0 - free) * bound)
-        r = hess @ x + grad
+        # H with the rows of bound variables replaced by x_i = bound_i
+        # (same sparsity: only the stored values change)
+        data = free[rows] * csc.data + np.where(on_diag, 1.0 - free[rows], 0.0)
+        kkt = sparse.csc_matrix((data, rows, csc.indptr), shape=(n, n))
+        x = splu(kkt).solve(free * -grad + (1.0 - free) * bound)
+        r = csc @ x + grad
         is_free = state == 0
         viol = np.flatnonzero((is_free & ((x < lo - tol) | (x > hi + tol)))
                               | ((state < 0) & (r < -tol)) | ((state > 0) & (r > tol)))
@@ -262,32 +246,50 @@ def box_qp(hess: sparse.csr_matrix, grad: np.ndarray, lo: np.ndarray, hi: np.nda
     return np.clip(x, lo, hi), state, max_iter
 
 
-def min_curvature_offsets(ref: np.ndarray, normals: np.ndarray, lo: np.ndarray,
-                          hi: np.ndarray, reg: float = 1e-4,
-                          state: Optional[np.ndarray] = None
+def curvature_matrix(ref: np.ndarray) -> Tuple[sparse.csr_matrix, np.ndarray]:
+    """
+    Return ``(A, k0)``: the line's curvature ``A a + k0`` (1/m), linear in the offsets.
+
+    For stations ``ref`` (N, 2) about ``h`` apart with signed curvature
+    ``k0`` and left normals ``n``, the line ``ref + a n`` has, to first
+    order, ``kappa_i = k0_i + (a_{i-1} - 2 a_i + a_{i+1}) / h^2 + k0_i^2
+    a_i``: the bend of the offsets plus the shorter (inside) or longer
+    (outside) arc, so a ring's curvature falls as the line moves out.
+    """
+    n = len(ref)
+    h = float(np.mean(np.hypot(*(np.roll(ref, -1, axis=0) - ref).T)))
+    k0 = signed_curvature(ref)
+    i = np.arange(n)
+    rows = np.concatenate([i, i, i])
+    cols = np.concatenate([(i - 1) % n, i, (i + 1) % n])
+    vals = np.concatenate([np.full(n, 1.0 / h ** 2), -2.0 / h ** 2 + k0 * k0,
+                           np.full(n, 1.0 / h ** 2)])
+    return sparse.csr_matrix((vals, (rows, cols)), shape=(n, n)), k0
+
+
+def min_curvature_offsets(ref: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                          reg: float = 1e-6, state: Optional[np.ndarray] = None
                           ) -> Tuple[np.ndarray, np.ndarray]:
     """
     Return the offsets ``a`` (N,) of the minimum-curvature line.
 
-    Minimises ``sum |p_{i-1} - 2 p_i + p_{i+1}|^2 + reg step^4 |a|^2``
-    with ``p = ref + a n`` under ``lo <= a <= hi`` (``lo < hi``); the small
-    ``reg`` keeps straights, where the curvature does not care, on the
-    centre line. Without ``state`` (a warm start of :func:`box_qp`) the
-    problem is solved first with ``reg`` 10^4 times larger and relaxed
-    in steps; returns ``(a, state)``.
+    Minimises ``sum kappa_i^2 + reg |a|^2`` (``kappa`` from
+    :func:`curvature_matrix`) under ``lo <= a <= hi`` (``lo < hi``); the
+    small ``reg`` (1/m^4) keeps straights, where the curvature does not
+    care, on the reference. Without ``state`` (a warm start of
+    :func:`box_qp`) the problem is solved first with ``reg`` 10^6 times
+    larger and relaxed in steps; returns ``(a, state)``.
     """
-    mat = _difference_matrix(normals, SECOND)
-    b = _difference(ref, SECOND)
-    step = float(np.mean(np.hypot(*(np.roll(ref, -1, axis=0) - ref).T)))
+    mat, k0 = curvature_matrix(ref)
     base = (mat.T @ mat).tocsr()
-    grad = mat.T @ b
+    grad = mat.T @ k0
     eye = sparse.identity(len(ref), format='csr')
-    # continuation: a strong pull to the centre line first (few active
+    # continuation: a strong pull to the reference first (few active
     # bounds), then weaker, each solve warm-started by the last
-    regs = [reg] if state is not None else [reg * 10.0 ** k for k in (4, 3, 2, 1, 0)]
+    regs = [reg] if state is not None else [reg * 10.0 ** k for k in (6, 4, 2, 0)]
     x = np.zeros(len(ref))
     for weight in regs:
-        x, state, _rounds = box_qp(base + weight * step ** 4 * eye, grad, lo, hi, state)
+        x, state, _rounds = box_qp(base + weight * eye, grad, lo, hi, state)
     return x, state
 
 
@@ -356,7 +358,7 @@ def compute_raceline(track: TrackMap, profile: Any,
         lo = np.where(pinched, mid - 1e-3, lo)
         hi = np.where(pinched, mid + 1e-3, hi)
         n_pinched = int(np.count_nonzero(pinched))
-        alpha, state = min_curvature_offsets(ref, nrm, lo, hi, state=state)
+        alpha, state = min_curvature_offsets(ref, lo, hi, state=state)
         line = ref + alpha[:, None] * nrm
         tang = np.roll(line, -1, axis=0) - np.roll(line, 1, axis=0)
         heading = np.arctan2(tang[:, 1], tang[:, 0])
@@ -374,7 +376,9 @@ def compute_raceline(track: TrackMap, profile: Any,
     dense = resample_polyline(line, True, p.profile_step)
     ds = float(np.hypot(*(np.roll(dense, -1, axis=0) - dense).T).mean())
     kappa_abs = path_curvature(dense, True)
-    kappa = np.sign(signed_curvature(dense)) * kappa_abs
+    kb = max(1, int(round(CURVATURE_BASE / ds)))
+    before, after = dense - np.roll(dense, kb, axis=0), np.roll(dense, -kb, axis=0) - dense
+    kappa = np.sign(before[:, 0] * after[:, 1] - before[:, 1] * after[:, 0]) * kappa_abs
     grip = replace(profile, max_lat_accel=profile.max_lat_accel * p.lat_grip,
                    max_decel=profile.max_decel * p.long_grip,
                    top_speed=min(float(profile.top_speed), p.max_speed))
