@@ -192,6 +192,10 @@ class RacePlanner:
         self._mismatch = 0
         self._near_since: Optional[float] = None
 
+    def stop(self, t: float, reason: str, **extra: Any) -> PlanOutput:
+        """Return (and remember) a safe stop, as :meth:`Planner.stop`."""
+        return self.lap1.stop(t, reason, **extra)
+
     def drain_events(self) -> List[str]:
         """Return and forget the messages since the last call."""
         out, self.events = self.events, []

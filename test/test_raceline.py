@@ -35,7 +35,7 @@ def test_box_qp_matches_scipy_bounded_least_squares() -> None:
 
 
 def _ring(radius: float = 20.0, width: float = 3.0) -> TrackMap:
-    """A ring track driven counter-clockwise (blue inside on the left)."""
+    """Return a ring track driven counter-clockwise (blue inside on the left)."""
     def circle(r: float, n: int) -> np.ndarray:
         t = np.linspace(0.0, 2.0 * math.pi, n, endpoint=False)
         return r * np.column_stack([np.cos(t), np.sin(t)])

@@ -15,7 +15,7 @@ import pytest
 
 @pytest.fixture(scope='module')
 def hard():
-    """A hard generated layout (side-by-side lanes, 9 m hairpins)."""
+    """Return a hard generated layout (side-by-side lanes, 9 m hairpins)."""
     return load_scenario('track_sweep', seed=3).track
 
 
