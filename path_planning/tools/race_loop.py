@@ -101,6 +101,8 @@ class RaceResult:
     line_lap: float = 0.0
     fallbacks: int = 0
     max_error: float = 0.0
+    median_plan_ms: float = 0.0
+    max_plan_ms: float = 0.0
     wall_s: float = 0.0
     planner: Any = None
     trace: List[Any] = field(default_factory=list)
@@ -133,7 +135,8 @@ def run_race(scenario: Any, lap1: str = 'auto', seed: int = 0, race: bool = True
         cones_hit=res.cones_hit, hit_laps=res.hit_laps, off_courses=res.off_courses, modes=res.modes,
         events=planner.drain_events(), line_ms=st.map_ms,
         line_lap=st.line.lap_time if st.line is not None else 0.0,
-        fallbacks=st.fallbacks, max_error=st.max_error, wall_s=wall, planner=planner,
+        fallbacks=st.fallbacks, max_error=st.max_error, median_plan_ms=res.median_plan_ms,
+        max_plan_ms=res.max_plan_ms, wall_s=wall, planner=planner,
         trace=res.trace)
 
 
@@ -181,6 +184,8 @@ def main(argv: Optional[List[str]] = None) -> None:
         print(f'{res.name:<10} {res.status:<9} {res.cones_hit:>5} {late:>3} {res.off_courses:>3} '
               f'{res.fallbacks:>3} {res.max_error:>5.2f} {res.line_ms:>8.0f} {res.wall_s:>6.1f}  {laps}', flush=True)
         if args.verbose:
+            print(f'    planning cycle {res.median_plan_ms:.2f} ms median, '
+                  f'{res.max_plan_ms:.0f} ms slowest')
             for line in res.events:
                 print(f'    {line}')
     s = summary(results)
