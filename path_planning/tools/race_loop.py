@@ -132,7 +132,8 @@ def run_race(scenario: Any, lap1: str = 'auto', seed: int = 0, race: bool = True
         name=scenario.track.name if scenario.track is not None else scenario.name,
         status=res.status, reason=res.reason, lap_times=res.lap_times,
         reference=reference_lap_times(scenario.track, profile, scenario.laps),
-        cones_hit=res.cones_hit, hit_laps=res.hit_laps, off_courses=res.off_courses, modes=res.modes,
+        cones_hit=res.cones_hit, hit_laps=res.hit_laps, off_courses=res.off_courses,
+        modes=res.modes,
         events=planner.drain_events(), line_ms=st.map_ms,
         line_lap=st.line.lap_time if st.line is not None else 0.0,
         fallbacks=st.fallbacks, max_error=st.max_error, median_plan_ms=res.median_plan_ms,
@@ -172,7 +173,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument('--verbose', action='store_true', help='print the events')
     args = parser.parse_args(argv)
     results = []
-    print(f'{"track":<10} {"status":<9} {"cones":>5} {"2+":>3} {"OC":>3} {"fb":>3} {"err m":>5} {"line ms":>8} '
+    print(f'{"track":<10} {"status":<9} {"cones":>5} {"2+":>3} {"OC":>3} {"fb":>3} '
+          f'{"err m":>5} {"line ms":>8} '
           f'{"wall s":>6}  lap times (ratio to reference)')
     for seed in _seeds(args.seeds):
         scn = load_scenario(args.scenario, seed=seed, laps=args.laps,
