@@ -208,13 +208,17 @@ def closed_gaps(poly: np.ndarray) -> np.ndarray:
 
 
 def build_track_map(cone_xy: np.ndarray, cone_class: np.ndarray, path: np.ndarray,
-                    params: TrackMapParams = TrackMapParams()) -> TrackMap:
+                    params: TrackMapParams = TrackMapParams(),
+                    side: Optional[np.ndarray] = None) -> TrackMap:
     """
     Check a lap-1 map and order its boundaries (see the module docstring).
 
     ``cone_xy`` (N, 2) mapped cones and ``cone_class`` (N,) their contract
     classes; ``path`` (K, 2) the driven lap, closed (from
-    :class:`LapRecorder`); all in ``map`` (m). Never raises on bad data:
+    :class:`LapRecorder`); all in ``map`` (m). ``side`` (N,) optional
+    boundary labels from the cone map's walk (+1 left, -1 right, 0 not on
+    a boundary yet): where given they replace the offset's side (the
+    checks still run on the result). Never raises on bad data:
     a map that cannot be used comes back with ``ok`` False and a reason.
     """
     p = params
@@ -223,8 +227,11 @@ def build_track_map(cone_xy: np.ndarray, cone_class: np.ndarray, path: np.ndarra
     drv = np.asarray(path, dtype=float).reshape(-1, 2)
     if cls.shape[0] != xy.shape[0]:
         return TrackMap(False, f'{xy.shape[0]} cones but {cls.shape[0]} classes')
+    lab = np.zeros(xy.shape[0], np.int8) if side is None else np.asarray(side).reshape(-1)
+    if lab.shape[0] != xy.shape[0]:
+        return TrackMap(False, f'{xy.shape[0]} cones but {lab.shape[0]} side labels')
     good = np.isfinite(xy).all(axis=1)
-    xy, cls = xy[good], cls[good]
+    xy, cls, lab = xy[good], cls[good], lab[good]
     drv = drv[np.isfinite(drv).all(axis=1)]
     if drv.shape[0] < 4:
         return TrackMap(False, f'driven path has {drv.shape[0]} points')
@@ -236,7 +243,7 @@ def build_track_map(cone_xy: np.ndarray, cone_class: np.ndarray, path: np.ndarra
     s, off = project_on_path(xy, drv)
     near = np.abs(off) <= p.max_offset
     n_ignored = int(np.count_nonzero(~near))
-    is_left = off > 0.0
+    is_left = np.where(lab != 0, lab > 0, off > 0.0)
     coloured = near & ((cls == CONE_BLUE) | (cls == CONE_YELLOW))
     wrong = coloured & (((cls == CONE_BLUE) & ~is_left) | ((cls == CONE_YELLOW) & is_left))
     n_conf = int(np.count_nonzero(wrong))

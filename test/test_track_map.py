@@ -107,3 +107,16 @@ def test_cones_far_from_the_path_are_ignored() -> None:
     assert m.ok, m.reason
     assert m.n_ignored == 2 and len(m.left) == 40 and len(m.right) == 40
     assert np.allclose(np.hypot(*m.left.T), 18.5)
+
+
+def test_side_labels_of_the_walk_override_the_offset(hard) -> None:
+    xy, cls, path = hard.cones.xy, hard.cones.class_id, hard.centerline
+    ref = build_track_map(xy, cls, path)
+    _s, off = project_on_path(xy, path)
+    side = np.where(off > 0.0, 1, -1).astype(np.int8)
+    same = build_track_map(xy, cls, path, side=side)
+    assert same.ok and len(same.left) == len(ref.left)
+    side[np.argmax(off)] = -1                    # the walk put a left cone on the right
+    wrong = build_track_map(xy, cls, path, side=side)
+    assert len(wrong.right) == len(ref.right) + 1
+    assert not build_track_map(xy, cls, path, side=side[:-1]).ok
