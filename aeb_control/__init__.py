@@ -1,3 +1,3 @@
 # Copyright 2026 carla_hil developers
 # SPDX-License-Identifier: Apache-2.0
-"""carla_hil aeb_control package."""
+"""Onboard time-to-collision emergency brake (tools/ is not deployed)."""

@@ -29,7 +29,7 @@ from aeb_control.corridor import (closest_in_corridor, Corridor, mount_transform
 from aeb_control.fixed_ttc import fixed_ttc_brake, FixedTtcParams, ground_truth_ttc
 from aeb_control.obstacle import (last_point_to_brake, ObstacleTracker, predict_after,
                                   required_deceleration, time_to_collision)
-from aeb_control.staging import Stage, StagingInput, StagingMachine, StagingParams
+from aeb_control.staging import StagingInput, StagingMachine, StagingParams
 import numpy as np
 
 STRATEGIES = ('ttc_staged', 'fixed_ttc')
@@ -41,6 +41,10 @@ class AebParams:
     """
     Every tunable of the pipeline (names match ``config/aeb_controller``).
 
+    Defaults equal ``config/aeb_controller.yaml`` (test_param_defaults)
+    except for what the node derives (:func:`resolve_params`): vehicle
+    geometry, ``dead_time`` and ``max_decel`` default to the passenger
+    car's profile, the lidar mount to a roof lidar above the rear axle.
     Geometry in the vehicle frame (m): ``front`` bumper ahead of the rear
     axle, ``vehicle_width``, ``width_margin`` per side; lidar mount
     ``mount_*`` (m, rad). Times s, speeds m/s, decelerations m/s^2.
@@ -54,7 +58,7 @@ class AebParams:
     horizon_time: float = 4.0
     min_length: float = 5.0
     max_length: float = 100.0
-    z_min: float = 0.3
+    z_min: float = 0.55
     z_max: float = 2.5
     min_points: int = 3
     cluster_depth: float = 1.0
@@ -109,10 +113,11 @@ class AebParams:
         kwargs = {k: v for k, v in values.items() if k in own}
         staging = StagingParams(**{k: float(v) for k, v in values.items()
                                    if k in stage_names})
+        base = FixedTtcParams()
         fixed = FixedTtcParams(
-            ttc_threshold=float(values.get('fixed_ttc_threshold', 3.0)),
+            ttc_threshold=float(values.get('fixed_ttc_threshold', base.ttc_threshold)),
             decel=float(values.get('fixed_ttc_decel', staging.max_decel)),
-            lateral_gate=float(values.get('fixed_ttc_lateral_gate', 0.0)))
+            lateral_gate=float(values.get('fixed_ttc_lateral_gate', base.lateral_gate)))
         for key in ('min_points', 'speed_window', 'min_samples',
                     'decel_window'):
             if key in kwargs:
@@ -372,7 +377,7 @@ class AebCore:
             return self._fixed(t, ttc, corridor)
         c, s = math.cos(ego_yaw), math.sin(ego_yaw)
         rot = np.array([[c, s], [-s, c]])
-        outline = _box_outlines(xy, yaw, size)          # (N, K, 2)
+        outline = box_outlines(xy, yaw, size)          # (N, K, 2)
         local = (outline - np.asarray(ego_xy, dtype=np.float64)[:2]) @ rot.T
         z = np.broadcast_to(
             np.clip(0.5 * size[:, 2], corridor.z_min + 1e-3,
@@ -525,8 +530,10 @@ def resolve_params(values: Dict[str, Any]) -> AebParams:
     from hil_bridge.interface.rig import load_rig
     from hil_bridge.interface.vehicle_profile import load_vehicle_profile
     vals = dict(values)
-    profile = load_vehicle_profile(str(vals.get('vehicle_profile',
-                                                'passenger_car')))
+    if 'vehicle_profile' not in vals:
+        raise ValueError('aeb_controller: parameter vehicle_profile is missing '
+                         '(config/aeb_controller.yaml)')
+    profile = load_vehicle_profile(str(vals['vehicle_profile']))
     vals['vehicle_width'] = profile.width
     vals['front'] = profile.length - profile.rear_overhang
     if float(vals.get('max_decel', 0.0)) <= 0.0:
@@ -538,7 +545,7 @@ def resolve_params(values: Dict[str, Any]) -> AebParams:
         vals['fixed_ttc_decel'] = vals['max_decel']
     rig_name = str(vals.get('rig', ''))
     if rig_name:
-        lidar_id = str(vals.get('lidar_id', 'lidar'))
+        lidar_id = str(vals['lidar_id'])
         specs = [s for s in load_rig(rig_name) if s.sensor_id == lidar_id]
         if not specs:
             raise ValueError(f'rig {rig_name!r} has no sensor {lidar_id!r}')
@@ -556,8 +563,8 @@ def _restamp(decision: BrakeDecision, t: float) -> BrakeDecision:
     return out
 
 
-def _box_outlines(xy: np.ndarray, yaw: np.ndarray, size: np.ndarray,
-                  step: float = 0.2) -> np.ndarray:
+def box_outlines(xy: np.ndarray, yaw: np.ndarray, size: np.ndarray,
+                 step: float = 0.2) -> np.ndarray:
     """
     Return points along each box's outline in map (N, K, 2), m.
 
@@ -579,8 +586,3 @@ def _box_outlines(xy: np.ndarray, yaw: np.ndarray, size: np.ndarray,
     x = c * local[..., 0] - s * local[..., 1] + xy[:, None, 0]
     y = s * local[..., 0] + c * local[..., 1] + xy[:, None, 1]
     return np.stack([x, y], axis=-1)
-
-
-def staged_stage_names() -> Sequence[str]:
-    """Return the state names the staged strategy can report."""
-    return [s.name.lower() for s in Stage]

@@ -38,6 +38,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import AccelStamped, Point
 from hil_bridge.interface.codecs import clouds, stamps
 from hil_bridge.interface.contract import create_publisher, create_subscription, frame
+from hil_bridge.interface.frames import quaternion_yaw
 from hil_bridge.interface.joy import JOY_PRESETS
 from hil_bridge.interface.node_main import run_node
 from hil_bridge.interface.params import declare_params, ParamSpec
@@ -133,12 +134,6 @@ PARAMS: List[ParamSpec] = [
 ]
 
 
-def _quat_yaw(q: Any) -> float:
-    """Return the yaw (rad) of a geometry_msgs Quaternion."""
-    return math.atan2(2.0 * (q.w * q.z + q.x * q.y),
-                      1.0 - 2.0 * (q.y * q.y + q.z * q.z))
-
-
 class AebNode(Node):
     """The AEB node; see the module docstring."""
 
@@ -201,7 +196,7 @@ class AebNode(Node):
         yaw_rate = tw.angular.z if self.imu_yaw_rate is None \
             else self.imu_yaw_rate
         p = msg.pose.pose
-        pose = (p.position.x, p.position.y, _quat_yaw(p.orientation))
+        pose = (p.position.x, p.position.y, quaternion_yaw(p.orientation))
         if not self.core.update_odometry(t, tw.linear.x, yaw_rate, pose):
             self._warn_bad('odometry with NaN/inf speed or stamp ignored')
             return
@@ -260,7 +255,7 @@ class AebNode(Node):
     def _on_actor(self, role: str, msg: Any) -> None:
         t = stamps.sec_from_stamp(msg.header.stamp)
         p = msg.pose.pose
-        yaw = _quat_yaw(p.orientation)
+        yaw = quaternion_yaw(p.orientation)
         tw = msg.twist.twist.linear
         c, s = math.cos(yaw), math.sin(yaw)
         vel = np.array([c * tw.x - s * tw.y, s * tw.x + c * tw.y])

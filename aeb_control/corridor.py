@@ -90,7 +90,7 @@ def predict_corridor(speed: float, yaw_rate: float, *, half_width: float,
                      front: float, horizon_time: float = 4.0,
                      min_length: float = 5.0, max_length: float = 100.0,
                      min_speed_for_curvature: float = 1.0,
-                     max_curvature: float = 0.25, z_min: float = 0.3,
+                     max_curvature: float = 0.25, z_min: float = 0.55,
                      z_max: float = 2.5) -> Corridor:
     """
     Predict the corridor from speed (m/s) and yaw rate (rad/s).

@@ -168,7 +168,7 @@ def time_to_collision(distance: float, ego_speed: float,
 
 def required_deceleration(distance: float, ego_speed: float,
                           obj_speed: float, obj_decel: float = 0.0,
-                          margin: float = 1.0) -> float:
+                          margin: float = 0.5) -> float:
     """
     Return the constant ego deceleration (m/s^2) that just keeps ``margin``.
 

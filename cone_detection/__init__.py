@@ -1,3 +1,3 @@
 # Copyright 2026 carla_hil developers
 # SPDX-License-Identifier: Apache-2.0
-"""carla_hil cone_detection package."""
+"""Onboard cone detection: lidar, vision, fusion, cloud_to_scan (tools/ is not deployed)."""

@@ -10,7 +10,9 @@ Like upstream the subscription is lazy: the node subscribes to the cloud
 only while ``scan`` has subscribers (polled on a wall-clock timer every
 0.2 s). Parameters and their semantics are upstream's
 (``cone_detection.cloud_to_scan``); ``config/cloud_to_scan.yaml`` sets them for
-our rig. Remap the topics the ROS way, as ``config/graph.yaml`` does::
+our rig; run bare (no params file) the node has upstream's defaults
+(:data:`UPSTREAM_DEFAULTS`: 360 bins of 1 deg). Remap the topics the ROS
+way, as ``config/graph.yaml`` does::
 
     python -m cone_detection.cloud_to_scan_node --ros-args \
         --params-file config/cloud_to_scan.yaml \
@@ -23,9 +25,10 @@ A ``queue_size`` of 0 means the number of CPU threads (upstream's
 default).
 """
 
+from dataclasses import asdict
 import os
 import sys
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 from cone_detection.cloud_to_scan import points_to_ranges, ScanParams
 from hil_bridge.interface.codecs import clouds, scans
@@ -59,12 +62,19 @@ PARAMS = [
 ]
 
 
+#: pointcloud_to_laserscan's own defaults (upstream's node declares them so;
+#: queue_size 0 = its hardware_concurrency()).
+UPSTREAM_DEFAULTS: Dict[str, Any] = dict(asdict(ScanParams()), target_frame='',
+                                         transform_tolerance=0.01, queue_size=0)
+
+
 class CloudToScanNode(Node):
     """PointCloud2 -> LaserScan with pointcloud_to_laserscan semantics."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-        values = declare_params(self, PARAMS, NODE_NAME, 'cloud_to_scan.yaml')
+        values = declare_params(self, PARAMS, NODE_NAME, 'cloud_to_scan.yaml',
+                                UPSTREAM_DEFAULTS)
         self.params = ScanParams.from_mapping(values)
         self.target_frame = str(values['target_frame'])
         depth = int(values['queue_size']) or (os.cpu_count() or 1)

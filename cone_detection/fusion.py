@@ -28,9 +28,10 @@ in ``map`` (x, y, yaw in metres/radians).
 from collections import deque
 from dataclasses import dataclass, field
 import math
-from typing import Deque, Optional, Tuple
+from typing import Any, Deque, Mapping, Optional, Tuple
 
 from hil_bridge.interface.cones import CONE_BIG_ORANGE, CONE_UNKNOWN
+from hil_bridge.interface.frames import se2, transform_xy
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist
@@ -129,6 +130,14 @@ class FusionParams:
     vision_only_scale: float = 0.5
     max_vision_age: float = 0.15
 
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> 'FusionParams':
+        """Build from node parameters (``config/cone_fusion.yaml``)."""
+        return cls(gate=float(values['gate']),
+                   keep_vision_only=bool(values['keep_vision_only']),
+                   vision_only_scale=float(values['vision_only_scale']),
+                   max_vision_age=float(values['max_vision_age']))
+
     def __post_init__(self) -> None:
         """Check the ranges; raise ``ValueError`` naming a bad field."""
         if not (self.gate > 0.0 and math.isfinite(self.gate)):
@@ -167,19 +176,6 @@ def fuse(lidar: ConeSet, vision: Optional[ConeSet],
         conf = np.concatenate((conf, params.vision_only_scale
                                * vision.confidence[un_v]))
     return ConeSet(xyz, cls, conf)
-
-
-def se2(x: float, y: float, yaw: float) -> np.ndarray:
-    """Return the 3x3 homogeneous matrix of a 2D pose (m, rad)."""
-    c, s = math.cos(yaw), math.sin(yaw)
-    return np.array([[c, -s, x], [s, c, y], [0.0, 0.0, 1.0]])
-
-
-def transform_xy(T: np.ndarray, xyz: np.ndarray) -> np.ndarray:
-    """Apply a 3x3 SE(2) matrix to the x, y columns of (N, 3) points."""
-    out = np.array(xyz, dtype=np.float64, copy=True)
-    out[:, :2] = xyz[:, :2] @ T[:2, :2].T + T[:2, 2]
-    return out
 
 
 class PoseHistory:

@@ -33,7 +33,7 @@ from cone_detection.markers import cone_markers
 from hil_bridge.interface import contract
 from hil_bridge.interface.codecs import clouds, stamps
 from hil_bridge.interface.frames import quaternion_to_euler
-from hil_bridge.interface.node_main import run_node
+from hil_bridge.interface.node_main import DropLog, run_node
 from hil_bridge.interface.params import declare_params, ParamSpec
 import numpy as np
 from rclpy.node import Node
@@ -75,12 +75,7 @@ class ConeFusionNode(Node):
         role = str(v['role_name'])
         self.vehicle_frame = contract.frame('vehicle', role)
         self.map_frame = contract.frame('map', role)
-        self.params = FusionParams(gate=float(v['gate']),
-                                   keep_vision_only=bool(
-                                       v['keep_vision_only']),
-                                   vision_only_scale=float(
-                                       v['vision_only_scale']),
-                                   max_vision_age=float(v['max_vision_age']))
+        self.params = FusionParams.from_mapping(v)
         self.vision = VisionBuffer()
         self.poses = PoseHistory()
         self.map: Optional[ConeMap] = (
@@ -98,21 +93,13 @@ class ConeFusionNode(Node):
                                          self._on_vision, role)
         contract.create_subscription(self, 'odometry', self._on_odom, role)
         self._last_lidar = -1e18
-        self._logged: Dict[str, float] = {}
+        self._bad = DropLog(self.get_logger())
         self._markers: Dict[str, int] = {}
         self.published = 0
         self.get_logger().info(
             f'fusing {"lidar + vision" if v["use_vision"] else "lidar only"}'
             f', map {"off" if self.map is None else "on"}, publishing '
             f'{self.pub.topic_name} in {self.vehicle_frame}')
-
-    def _bad(self, what: str, err: Exception) -> None:
-        """Log a dropped message, each kind of error at most every 5 s."""
-        key = f'{what}: {str(err)[:40]}'
-        now = time.monotonic()
-        if now - self._logged.get(key, -1e9) >= 5.0:
-            self._logged[key] = now
-            self.get_logger().error(f'bad {what} dropped: {err}')
 
     def _decode(self, msg: Any, what: str) -> Optional[ConeSet]:
         if msg.header.frame_id and msg.header.frame_id != self.vehicle_frame:

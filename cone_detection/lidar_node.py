@@ -22,7 +22,6 @@ Run::
 """
 
 import sys
-import time
 from typing import Any, Dict, List, Optional
 
 from cone_detection.fusion import ConeSet
@@ -32,7 +31,7 @@ from cone_detection.markers import cone_markers
 from hil_bridge.interface import contract
 from hil_bridge.interface.codecs import clouds, stamps
 from hil_bridge.interface.frames import pose_to_matrix, transform_points
-from hil_bridge.interface.node_main import run_node
+from hil_bridge.interface.node_main import DropLog, run_node
 from hil_bridge.interface.params import declare_params, ParamSpec
 from hil_bridge.interface.rig import load_rig
 import numpy as np
@@ -45,7 +44,7 @@ PARAMS: List[ParamSpec] = [
     ParamSpec('mode', 'scan: LaserScan + Algorithm 1; cloud: 3D detector',
               choices=('scan', 'cloud')),
     ParamSpec('rig', 'sensor rig file (config/sensors or a path)'),
-    ParamSpec('sensor_id', 'the lidar in the rig (mount pose)'),
+    ParamSpec('lidar_id', 'sensor id of the lidar in the rig (mount pose)'),
     ParamSpec('role_name', 'ego role name: topic and frame names'),
     ParamSpec('publish_markers', 'publish cone markers (namespace lidar)'),
     ParamSpec('angle_min', 'scan crop start (rad)', lo=-PI, hi=PI),
@@ -132,15 +131,15 @@ class LidarConeNode(Node):
         v = declare_params(self, PARAMS, NODE_NAME)
         self.mode = str(v['mode'])
         role = str(v['role_name'])
-        sensor_id = str(v['sensor_id'])
+        lidar_id = str(v['lidar_id'])
         spec = next((s for s in load_rig(str(v['rig']))
-                     if s.sensor_id == sensor_id), None)
+                     if s.sensor_id == lidar_id), None)
         if spec is None:
-            raise ValueError(f'rig {v["rig"]!r} has no sensor {sensor_id!r}')
+            raise ValueError(f'rig {v["rig"]!r} has no sensor {lidar_id!r}')
         self.mount = spec.mount
         self.T_vehicle_lidar = pose_to_matrix(spec.mount)
         self.vehicle_frame = contract.frame('vehicle', role)
-        self.sensor_frame = contract.frame('sensor', role, sensor_id)
+        self.sensor_frame = contract.frame('sensor', role, lidar_id)
         if self.mode == 'scan':
             self.scan_params = scan_params(v, spec.mount.z)
             self.sub = contract.create_subscription(self, 'scan',
@@ -155,12 +154,11 @@ class LidarConeNode(Node):
                                                      role)
                            if v['publish_markers'] else None)
         self._frame_warned = False
-        self._logged: Dict[str, float] = {}
         self._markers = 0
         self.published = 0
-        self.errors = 0
+        self._bad = DropLog(self.get_logger())
         self.get_logger().info(
-            f'mode {self.mode}, lidar {sensor_id} at ({self.mount.x:.2f}, '
+            f'mode {self.mode}, lidar {lidar_id} at ({self.mount.x:.2f}, '
             f'{self.mount.y:.2f}, {self.mount.z:.2f}) m, publishing '
             f'{self.pub.topic_name} in {self.vehicle_frame}')
 
@@ -171,15 +169,6 @@ class LidarConeNode(Node):
             self.get_logger().warning(
                 f'input frame {frame_id!r} is not {self.sensor_frame!r}: '
                 'using the rig mount pose of the configured sensor anyway')
-
-    def _bad(self, what: str, err: Exception) -> None:
-        """Log a dropped message, each kind of error at most every 5 s."""
-        self.errors += 1
-        key = f'{what}: {str(err)[:40]}'
-        now = time.monotonic()
-        if now - self._logged.get(key, -1e9) >= 5.0:
-            self._logged[key] = now
-            self.get_logger().error(f'bad {what} dropped: {err}')
 
     def _on_scan(self, msg: Any) -> None:
         self._check_frame(msg.header.frame_id)

@@ -75,7 +75,7 @@ class FastParams:
     proposal_blur: int = 3
     roi_margin: int = 8
     max_proposals: int = 80
-    max_range: float = math.inf
+    max_range: float = 20.0
     nms_iou: float = 0.3
     contain: float = 0.7
     merge_distance: float = 0.4

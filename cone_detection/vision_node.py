@@ -39,7 +39,7 @@ start-up with an error naming the file and exit status 1::
 
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 from cone_detection.ground_projection import pose_to_matrix
 from cone_detection.svm_model import DEFAULT_MODEL_PATH
@@ -95,11 +95,26 @@ PARAMS = [
 ]
 
 
+def detector_options(p: Mapping[str, Any]) -> Dict[str, Any]:
+    """Return the :class:`VisionConeDetector` keywords of the node parameters."""
+    hues = {}
+    for name in ('blue', 'yellow', 'orange'):
+        value = list(p[f'{name}_hue'])
+        if len(value) != 2:
+            raise ValueError(f'parameter {name}_hue must be [lo, hi], got {value}')
+        hues[name] = (int(value[0]), int(value[1]))
+    return dict(mode=p['mode'], score_offset=float(p['score_offset']),
+                max_range=float(p['max_range']), stereo_gate=float(p['stereo_gate']),
+                sat_min=int(p['sat_min']), val_min=int(p['val_min']),
+                image_reduce=int(p['image_reduce']), **hues)
+
+
 class _Camera:
     """State of one subscribed camera."""
 
-    def __init__(self, sensor_id: str, T_vehicle_camera: np.ndarray) -> None:
+    def __init__(self, sensor_id: str, T_vehicle_camera: np.ndarray, log: Any) -> None:
         self.sensor_id = sensor_id
+        self.log = log  # its own logger: its throttled errors do not hide another camera's
         self.T = T_vehicle_camera
         self.K: Optional[np.ndarray] = None
         self.size = (0, 0)
@@ -115,21 +130,10 @@ class VisionConeNode(Node):
         super().__init__(NODE_NAME, **kwargs)
         p = declare_params(self, PARAMS, NODE_NAME)
         self.p = p
+        self.throttle = float(p['error_throttle'])  # s between repeated input errors
         model_path = p['model_path'] or DEFAULT_MODEL_PATH
         # Raises FileNotFoundError / ValueError naming the file.
-        hues = {}
-        for name in ('blue', 'yellow', 'orange'):
-            value = list(p[f'{name}_hue'])
-            if len(value) != 2:
-                raise ValueError(f'parameter {name}_hue must be [lo, hi], got {value}')
-            hues[name] = (int(value[0]), int(value[1]))
-        self.detector = VisionConeDetector(model_path, mode=p['mode'],
-                                           score_offset=float(p['score_offset']),
-                                           max_range=float(p['max_range']),
-                                           stereo_gate=float(p['stereo_gate']),
-                                           sat_min=int(p['sat_min']),
-                                           val_min=int(p['val_min']),
-                                           image_reduce=int(p['image_reduce']), **hues)
+        self.detector = VisionConeDetector(model_path, **detector_options(p))
         self.reduce = int(p['image_reduce'])
         from hil_bridge.interface.rig import load_rig
         rig = {s.sensor_id: s for s in load_rig(p['rig'])}
@@ -139,14 +143,13 @@ class VisionConeNode(Node):
         role = p['role_name']
         self.frame_id = frame('vehicle', role)
         self.cameras: List[_Camera] = []
-        self._last_error: Dict[str, float] = {}
         for cid in cam_ids:
             if cid not in CAMERA_KEYS:
                 raise ValueError(f'camera {cid!r} has no contract topics; known: '
                                  f'{sorted(CAMERA_KEYS)}')
             if cid not in rig:
                 raise ValueError(f'camera {cid!r} is not in rig {p["rig"]!r}')
-            cam = _Camera(cid, pose_to_matrix(rig[cid].mount))
+            cam = _Camera(cid, pose_to_matrix(rig[cid].mount), self.get_logger().get_child(cid))
             self.cameras.append(cam)
             key = CAMERA_KEYS[cid]
             image_key = key + '_compressed' if p['use_compressed'] else key
@@ -173,20 +176,14 @@ class VisionConeNode(Node):
             if p['camera_schedule'] == 'all' and len(self.cameras) > 1 else None
         self.get_logger().info(f'model {model_path}, mode {p["mode"]}, cameras {cam_ids}')
 
-    def _error(self, key: str, text: str) -> None:
-        """Log an input error at most once per ``error_throttle`` seconds per key."""
-        now = time.monotonic()
-        if now - self._last_error.get(key, -1e18) >= float(self.p['error_throttle']):
-            self._last_error[key] = now
-            self.get_logger().error(text)
-
     def _on_info(self, cam: _Camera, msg: Any) -> None:
         if cam.K is not None:
             return  # static: read once, re-read after a size mismatch
         try:
             k, width, height = images.camera_info_to_k(msg)
         except ValueError as err:
-            self._error(f'info/{cam.sensor_id}', f'{cam.sensor_id}: bad CameraInfo: {err}')
+            cam.log.error(f'{cam.sensor_id}: bad CameraInfo: {err}',
+                          throttle_duration_sec=self.throttle)
             return
         r = self.reduce
         cam.K = images.reduce_intrinsics(k, r)
@@ -202,7 +199,7 @@ class VisionConeNode(Node):
                 text = (f'{due.sensor_id}: no usable image for {SILENT_CAMERA} s; '
                         f'taking {cam.sensor_id} instead')
                 if self.frames:
-                    self._error(f'silent/{due.sensor_id}', text)
+                    due.log.error(text, throttle_duration_sec=self.throttle)
                 else:  # start-up (CameraInfo not in yet): expected, not an error
                     self.get_logger().info(text, once=True)
                 self._turn = self.cameras.index(cam)
@@ -240,13 +237,13 @@ class VisionConeNode(Node):
             else:
                 img = images.reduce_image(images.msg_to_image(msg, 'bgr8'), self.reduce)
         except ValueError as err:
-            self._error(f'image/{cam.sensor_id}', f'{cam.sensor_id}: image dropped: {err}')
+            cam.log.error(f'{cam.sensor_id}: image dropped: {err}',
+                          throttle_duration_sec=self.throttle)
             return None
         if (img.shape[1], img.shape[0]) != cam.size:
-            self._error(f'size/{cam.sensor_id}',
-                        f'{cam.sensor_id}: image {img.shape[1]}x{img.shape[0]} does not '
-                        f'match CameraInfo {cam.size[0]}x{cam.size[1]}; dropped, '
-                        'waiting for a new CameraInfo')
+            cam.log.error(f'{cam.sensor_id}: image {img.shape[1]}x{img.shape[0]} does not '
+                          f'match CameraInfo {cam.size[0]}x{cam.size[1]}; dropped, '
+                          'waiting for a new CameraInfo', throttle_duration_sec=self.throttle)
             cam.K = None
             return None
         return img
@@ -288,7 +285,8 @@ class VisionConeNode(Node):
                 if oimg is not None:
                     results.append(self.detector.detect(oimg, cam.K, cam.T))
         except ValueError as err:
-            self._error('detect', f'detection failed: {err}')
+            self.get_logger().error(f'detection failed: {err}',
+                                    throttle_duration_sec=self.throttle)
             return
         xyz, cls, conf = merge_cameras(results, self.detector.stereo_gate)
         ok = np.isfinite(xyz).all(axis=1)

@@ -1,3 +1,3 @@
 # Copyright 2026 carla_hil developers
 # SPDX-License-Identifier: Apache-2.0
-"""Simulator-PC side of carla_hil: bridge, backends, codecs and frames."""
+"""hil_bridge: shared interface layer, link monitor, bridge, backends, simulator, tools."""

@@ -7,7 +7,7 @@ Ego Tesla Model 3 behind a stopped Lincoln MKZ 50 m ahead, ego at 5.5 m/s
 (config/scenarios/aeb_tutorial.yaml).
 """
 
-from hil_bridge.tools.launch_common import description
+from hil_bridge.interface.launch_common import description
 
 
 def generate_launch_description():

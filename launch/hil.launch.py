@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Both machines' graphs on one computer (profiles sim_pc + onboard)."""
 
-from hil_bridge.tools.launch_common import description
+from hil_bridge.interface.launch_common import description
 
 
 def generate_launch_description():

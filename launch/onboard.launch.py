@@ -8,7 +8,7 @@ ours with the same interface), lidar and vision cone detectors, fusion,
 planner and AEB.
 """
 
-from hil_bridge.tools.launch_common import description
+from hil_bridge.interface.launch_common import description
 
 
 def generate_launch_description():

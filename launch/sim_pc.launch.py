@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Simulator PC: the bridge (profile ``sim_pc`` of config/graph.yaml)."""
 
-from hil_bridge.tools.launch_common import description
+from hil_bridge.interface.launch_common import description
 
 
 def generate_launch_description():

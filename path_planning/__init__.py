@@ -1,3 +1,3 @@
 # Copyright 2026 carla_hil developers
 # SPDX-License-Identifier: Apache-2.0
-"""carla_hil path_planning package."""
+"""Onboard path planning: CONEDRIVE, midline, pure pursuit (tools/ is not deployed)."""

@@ -61,7 +61,7 @@ class MidlineParams:
 
     max_width: float = 7.0
     min_width: float = 1.5
-    max_range: float = 25.0
+    max_range: float = 20.0
     behind: float = 3.0
     max_length: float = 25.0
     min_points: int = 2

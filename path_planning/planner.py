@@ -87,7 +87,7 @@ class PlannerConfig:
     max_dt: float = 0.5
     use_colours: bool = True
     pursuit_check: bool = True
-    memory: float = 0.0
+    memory: float = 0.5
     memory_radius: float = 0.5
     ramp_lead: float = 0.5
 

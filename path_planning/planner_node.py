@@ -47,6 +47,7 @@ from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import Point, PoseStamped, TwistStamped
 from hil_bridge.interface.codecs import clouds, stamps
 from hil_bridge.interface.contract import create_publisher, create_subscription, frame
+from hil_bridge.interface.frames import quaternion_yaw
 from hil_bridge.interface.node_main import run_node
 from hil_bridge.interface.params import declare_params, ParamSpec
 from hil_bridge.interface.vehicle_profile import load_vehicle_profile
@@ -71,7 +72,7 @@ PARAMS = [
     ParamSpec('role_name', 'ego role name in the contract topics'),
     ParamSpec('mode', 'cone_drive | midline | auto | skidpad (known route '
               'followed on odometry)', choices=NODE_MODES),
-    ParamSpec('vehicle', 'vehicle profile name (config/vehicles) or path'),
+    ParamSpec('vehicle_profile', 'vehicle profile name (config/vehicles) or path'),
     ParamSpec('lookahead', 'CONEDRIVE look-ahead arc length (m)', lo=1.0,
               hi=50.0),
     ParamSpec('margin', 'clearance added each side of the car (m)', lo=0.0,
@@ -254,7 +255,7 @@ class ConeDrivePlannerNode(Node):
         super().__init__(NODE_NAME, **kwargs)
         values = declare_params(self, PARAMS, NODE_NAME)
         self.role = str(values['role_name'])
-        self.profile = load_vehicle_profile(str(values['vehicle']))
+        self.profile = load_vehicle_profile(str(values['vehicle_profile']))
         self.route_mode = str(values['mode']) if values['mode'] in \
             ROUTE_MODES else ''
         cone_values = dict(values, mode='cone_drive') if self.route_mode \
@@ -310,8 +311,7 @@ class ConeDrivePlannerNode(Node):
         self.yaw_rate = w
         self.odom_stamp = stamps.sec_from_stamp(msg.header.stamp)
         p, q = msg.pose.pose.position, msg.pose.pose.orientation
-        yaw = math.atan2(2.0 * (q.w * q.z + q.x * q.y),
-                         1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+        yaw = quaternion_yaw(q)
         if all(math.isfinite(c) for c in (p.x, p.y, yaw)):
             self.pose = (float(p.x), float(p.y), yaw)
 

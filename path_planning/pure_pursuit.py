@@ -127,6 +127,32 @@ def goal_point(path: Any, lookahead: float) -> np.ndarray:
     return p0[i] + t[i] * d[i]
 
 
+def arc_curvature(goal: Any) -> float:
+    """
+    Return the pure-pursuit curvature (1/m, + left) of the arc to ``goal``.
+
+    ``goal`` (x, y) in the vehicle frame (m, rear-axle origin): the circle
+    tangent to the heading through the origin and the goal,
+    ``kappa = 2 y / (x^2 + y^2)`` (0 at the origin).
+    """
+    gx, gy = float(goal[0]), float(goal[1])
+    d2 = gx * gx + gy * gy
+    return 0.0 if d2 < 1e-12 else 2.0 * gy / d2
+
+
+def curvature_to(goal: Any, x: float, y: float, yaw: float) -> float:
+    """
+    Return :func:`arc_curvature` to a ``goal`` given in the pose's frame.
+
+    ``goal`` (x, y) and the rear-axle pose (``x``, ``y`` m, ``yaw`` rad) in
+    one world frame (e.g. ``map``); the in-process drivers of the tools
+    steer with it.
+    """
+    dx, dy = float(goal[0]) - x, float(goal[1]) - y
+    c, s = math.cos(yaw), math.sin(yaw)
+    return arc_curvature((c * dx + s * dy, -s * dx + c * dy))
+
+
 def pure_pursuit(path: Any, speed: float, params: PursuitParams
                  ) -> PursuitResult:
     """
@@ -141,8 +167,7 @@ def pure_pursuit(path: Any, speed: float, params: PursuitParams
     if pts.shape[0] == 0:
         return PursuitResult(STATUS_NO_PATH, 0.0, 0.0, np.zeros(2), ld)
     goal = goal_point(pts, ld)
-    d2 = float(goal @ goal)
-    kappa = 0.0 if d2 < 1e-12 else 2.0 * float(goal[1]) / d2
+    kappa = arc_curvature(goal)
     delta = math.atan(params.wheelbase * kappa)
     delta = min(max(delta, -params.max_steer), params.max_steer)
     return PursuitResult(STATUS_OK, delta, math.tan(delta) / params.wheelbase,

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import math
 from typing import Tuple
 
+from hil_bridge.interface.frames import se2
 from hil_bridge.interface.track import skidpad_route, SKIDPAD_START_AFTER_ENTRY
 import numpy as np
 from path_planning.pure_pursuit import profile_speed, pure_pursuit, PursuitParams
@@ -40,11 +41,6 @@ class RouteCommand:
     path: np.ndarray
     progress: float
     done: bool
-
-
-def _pose_matrix(x: float, y: float, yaw: float) -> np.ndarray:
-    c, s = math.cos(yaw), math.sin(yaw)
-    return np.array([[c, -s, x], [s, c, y], [0.0, 0.0, 1.0]])
 
 
 class RouteFollower:
@@ -99,8 +95,8 @@ class RouteFollower:
         """
         entry = 15.0
         cl = skidpad_route(entry, laps_per_side=laps_per_side)
-        to_map = _pose_matrix(*start) @ np.linalg.inv(
-            _pose_matrix(-entry + SKIDPAD_START_AFTER_ENTRY, 0.0, 0.0))
+        to_map = se2(*start) @ np.linalg.inv(
+            se2(-entry + SKIDPAD_START_AFTER_ENTRY, 0.0, 0.0))
         route = (to_map[:2, :2] @ cl.T).T + to_map[:2, 2]
         # the route begins where the car stands
         first = int(np.argmin(np.hypot(*(route - start[:2]).T)))

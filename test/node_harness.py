@@ -55,13 +55,21 @@ class Harness:
 
 def stop_process(proc: subprocess.Popen, signum: int = signal.SIGTERM,
                  timeout: float = 10.0) -> str:
-    """Send ``signum``, wait ``timeout`` s (then kill); return the output."""
-    proc.send_signal(signum)
+    """
+    Stop a test's child process; return its output (text, '' if not piped).
+
+    Sends ``signum`` unless it has ended, waits ``timeout`` s, then kills
+    it; ``proc.returncode`` holds the exit status (negative when killed).
+    """
+    if proc.poll() is None:
+        proc.send_signal(signum)
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         out, _ = proc.communicate()
+    if isinstance(out, bytes):
+        return out.decode(errors='replace')
     return out or ''
 
 

@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Tuple
 from aeb_control.tools.ncap import build_case, Case, forward_lidar, scenario_dict
 from hil_bridge.interface.rig import load_rig
 from hil_bridge.interface.vehicle_profile import load_vehicle_profile
+from node_harness import stop_process
 import pytest
 import yaml
 
@@ -67,14 +68,7 @@ def _start(module: str, params: List[str], extra: Dict[str, Any]
 
 
 def _stop(proc: subprocess.Popen, timeout: float = 10.0) -> str:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, _ = proc.communicate()
-    return out or ''
+    return stop_process(proc, signal.SIGINT, timeout)
 
 
 def _run(context: Any, tmp_path: Path, case: Case, gap: float

@@ -3,6 +3,7 @@
 """The tutorial's fixed-TTC baseline."""
 
 import math
+from typing import Any
 
 from aeb_control.aeb_core import AebCore, AebParams
 from aeb_control.fixed_ttc import fixed_ttc_brake, FixedTtcParams, ground_truth_ttc, tutorial_ttc
@@ -44,11 +45,8 @@ def test_ground_truth_projection_and_gate() -> None:
         FixedTtcParams(ttc_threshold=0.0)
 
 
-def test_core_fixed_strategy_brakes_at_3s_ground_truth() -> None:
-    """Through AebCore: brakes at TTC < 3 s, which is far too early at 30."""
-    core = AebCore(AebParams(strategy='fixed_ttc', mode='ground_truth'))
-    v = 30 / 3.6
-    onset = None
+def _brake_onset(core: AebCore, v: float) -> Any:
+    """Drive at ``v`` m/s towards a car stopped 40 m ahead; return the first braking."""
     for k in range(200):
         t = 0.05 * k
         core.update_odometry(t, v, 0.0)
@@ -56,9 +54,15 @@ def test_core_fixed_strategy_brakes_at_3s_ground_truth() -> None:
                                      np.array([[40.0, 0.0]]), [0.0],
                                      np.zeros((1, 2)), [[4.7, 1.9, 1.5]])
         if d.decel > 0.0:
-            onset = d
-            break
-    assert onset is not None
+            return d
+    raise AssertionError('no braking')
+
+
+def test_core_fixed_strategy_brakes_at_3s_ground_truth() -> None:
+    """Through AebCore: brakes at TTC < 3 s, which is far too early at 30."""
+    core = AebCore(AebParams(strategy='fixed_ttc', mode='ground_truth'))
+    v = 30 / 3.6
+    onset = _brake_onset(core, v)
     assert 2.8 < onset.ttc < 3.0
     assert onset.ttc > 2.0 * core.last_point_ttc(v)
 
@@ -67,17 +71,7 @@ def test_core_staged_ground_truth_mode() -> None:
     """ttc_staged on ground truth: brakes later than fixed, before impact."""
     core = AebCore(AebParams(mode='ground_truth'))
     v = 30 / 3.6
-    onset = None
-    for k in range(200):
-        t = 0.05 * k
-        core.update_odometry(t, v, 0.0)
-        d = core.update_ground_truth(t, [v * t, 0.0], 0.0,
-                                     np.array([[40.0, 0.0]]), [0.0],
-                                     np.zeros((1, 2)), [[4.7, 1.9, 1.5]])
-        if d.decel > 0.0:
-            onset = d
-            break
-    assert onset is not None
+    onset = _brake_onset(core, v)
     lp = core.last_point_ttc(v)
     assert lp <= onset.ttc <= 1.5 * lp
     assert onset.distance > 0.0

@@ -10,6 +10,7 @@ import time
 from typing import Any, Callable, List
 
 from hil_bridge.interface.codecs import clouds, stamps
+from node_harness import stop_process
 import numpy as np
 import pytest
 
@@ -34,13 +35,7 @@ def _start_node(*overrides: str, passenger: bool = True
 
 
 def _stop(proc: subprocess.Popen) -> str:
-    proc.terminate()
-    try:
-        out, _ = proc.communicate(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, _ = proc.communicate()
-    return out.decode(errors='replace')
+    return stop_process(proc)
 
 
 class _Harness:

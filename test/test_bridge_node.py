@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from hil_bridge.interface import contract
 from hil_bridge.interface.codecs import stamps
+from node_harness import stop_process
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,12 +67,7 @@ def finish(proc: subprocess.Popen, timeout: float = 30.0) -> Tuple[int, str]:
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGINT)
-        try:
-            out, _ = proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, _ = proc.communicate()
+        out = stop_process(proc, signal.SIGINT)
     return proc.returncode, out
 
 

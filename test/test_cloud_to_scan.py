@@ -165,6 +165,19 @@ def test_node_params_match_config() -> None:
     assert np.isfinite(r).sum() == 1
 
 
+def test_bare_node_has_upstream_defaults(rclpy_context) -> None:
+    """Run without a params file the node declares upstream's values (360 bins)."""
+    from cone_detection.cloud_to_scan_node import CloudToScanNode, UPSTREAM_DEFAULTS
+    node = CloudToScanNode(context=rclpy_context)
+    try:
+        declared = {k: node.get_parameter(k).value for k in UPSTREAM_DEFAULTS}
+        assert declared == UPSTREAM_DEFAULTS
+        assert node.params.n_bins == 360 and node.params.min_height == sys.float_info.min
+        assert declared['queue_size'] == 0 and declared['target_frame'] == ''
+    finally:
+        node.destroy_node()
+
+
 @pytest.mark.dds
 def test_node_over_dds_lazy(rclpy_context) -> None:
     """The node subscribes lazily and turns a cloud into the expected scan."""
@@ -175,6 +188,7 @@ def test_node_over_dds_lazy(rclpy_context) -> None:
     import time
 
     from hil_bridge.interface.codecs import clouds, stamps
+    from node_harness import stop_process
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import qos_profile_sensor_data
@@ -214,12 +228,8 @@ def test_node_over_dds_lazy(rclpy_context) -> None:
             executor.spin_once(timeout_sec=0.1)
         assert child.poll() is None, 'cloud_to_scan died'
     finally:
-        child.send_signal(signal.SIGINT)
-        try:
-            rc = child.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            rc = None
+        stop_process(child, signal.SIGINT)
+        rc = child.returncode
         executor.shutdown()
         node.destroy_node()
     assert scans, 'no scan received'

@@ -11,6 +11,7 @@ import time
 
 import codec_publisher
 from hil_bridge.interface.codecs import clouds, images, stamps
+from node_harness import stop_process
 import numpy as np
 import pytest
 
@@ -49,11 +50,7 @@ def test_image_and_cloud_over_dds(rclpy_context) -> None:
             executor.spin_once(timeout_sec=0.1)
             assert child.poll() is None, 'publisher process died'
     finally:
-        child.send_signal(signal.SIGINT)
-        try:
-            child.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            child.kill()
+        stop_process(child, signal.SIGINT)
         executor.shutdown()
         node.destroy_node()
     assert set(got) == {'image', 'cloud'}, f'received only {sorted(got)}'

@@ -5,8 +5,9 @@
 import math
 
 from cone_detection.fusion import (align, associate, ConeMap, ConeSet, fuse, FusionParams,
-                                   PoseHistory, se2, transform_xy, VisionBuffer)
+                                   PoseHistory, VisionBuffer)
 from hil_bridge.interface.cones import CONE_BLUE, CONE_UNKNOWN, CONE_YELLOW
+from hil_bridge.interface.frames import se2, transform_xy
 import numpy as np
 import pytest
 

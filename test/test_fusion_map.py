@@ -12,9 +12,10 @@ with ``map_enabled`` on.
 
 from typing import Any, List, Optional, Tuple
 
-from cone_detection.fusion import ConeMap, ConeSet, fuse, FusionParams, se2, transform_xy
+from cone_detection.fusion import ConeMap, ConeSet, fuse, FusionParams
 from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_UNKNOWN,
                                         CONE_YELLOW)
+from hil_bridge.interface.frames import se2, transform_xy
 import numpy as np
 import pytest
 

@@ -17,8 +17,8 @@ import sys
 import types
 from typing import Dict, List
 
+from hil_bridge.interface import graph
 from hil_bridge.interface.config import node_params
-from hil_bridge.tools import graph
 import pytest
 import yaml
 
@@ -58,7 +58,7 @@ def _fake_modules() -> Dict[str, types.ModuleType]:
 def _run_launch_file(name: str, monkeypatch: pytest.MonkeyPatch) -> List:
     for mod_name, mod in _fake_modules().items():
         monkeypatch.setitem(sys.modules, mod_name, mod)
-    monkeypatch.delitem(sys.modules, 'hil_bridge.tools.launch_common',
+    monkeypatch.delitem(sys.modules, 'hil_bridge.interface.launch_common',
                         raising=False)
     spec = importlib.util.spec_from_file_location(name, LAUNCH / name)
     module = importlib.util.module_from_spec(spec)

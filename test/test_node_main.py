@@ -117,3 +117,23 @@ def test_run_node_serves_messages_and_stops_cleanly(
     assert child.returncode == 0, out
     count = int(out.split('COUNT')[-1].split()[0])
     assert len(echoes) <= count <= sent
+
+
+def test_drop_log_shows_each_kind_once_per_period() -> None:
+    """A new kind of bad input is logged at once; repeats wait for the period."""
+    lines = []
+
+    class Logger:
+
+        def error(self, text: str) -> None:
+            lines.append(text)
+
+    log = node_main.DropLog(Logger(), period=60.0)
+    log('scan', ValueError('angle_increment must be finite'))
+    log('scan', ValueError('angle_increment must be finite'))
+    log('scan', ValueError('intensities has 3 values, ranges 4'))
+    log('cloud', ValueError('angle_increment must be finite'))
+    assert log.count == 4
+    assert lines == ['bad scan dropped: angle_increment must be finite',
+                     'bad scan dropped: intensities has 3 values, ranges 4',
+                     'bad cloud dropped: angle_increment must be finite']

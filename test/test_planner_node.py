@@ -12,6 +12,7 @@ import time
 
 from hil_bridge.interface.codecs import clouds, stamps
 from hil_bridge.interface.params import check_specs
+from node_harness import stop_process
 import numpy as np
 from path_planning.planner_node import NODE_NAME, PARAMS
 import pytest
@@ -143,12 +144,8 @@ def test_planner_node_stamps_and_stops(rclpy_context) -> None:
         late = [c for c in cmds if stamps.sec_from_stamp(c.header.stamp) == 200.0]
         assert late[-1].twist.linear.x == 0.0
     finally:
-        child.send_signal(signal.SIGINT)
-        try:
-            rc = child.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            rc = None
+        stop_process(child, signal.SIGINT)
+        rc = child.returncode
         executor.shutdown()
         node.destroy_node()
     assert rc == 0, f'planner exited with {rc}'

@@ -5,9 +5,9 @@
 import math
 
 import numpy as np
-from path_planning.pure_pursuit import (goal_point, lookahead_distance, path_curvature,
-                                        profile_speed, pure_pursuit, PursuitParams, STATUS_NO_PATH,
-                                        STATUS_OK)
+from path_planning.pure_pursuit import (arc_curvature, curvature_to, goal_point,
+                                        lookahead_distance, path_curvature, profile_speed,
+                                        pure_pursuit, PursuitParams, STATUS_NO_PATH, STATUS_OK)
 import pytest
 
 P = PursuitParams(wheelbase=1.53, max_steer=math.radians(25.0), ld_min=3.0,
@@ -109,3 +109,16 @@ def test_closed_loop_converges_to_line() -> None:
         yaw += v * math.tan(res.delta) / P.wheelbase * dt
     assert abs(y) < 0.05
     assert abs(yaw) < 0.02
+
+
+@pytest.mark.parametrize('radius', [5.0, -12.0, 40.0])
+def test_curvature_to_a_goal_on_a_circle(radius: float) -> None:
+    """A goal on the circle tangent to the heading gives 1 / radius, any pose."""
+    th = 0.7
+    goal = np.array([abs(radius) * math.sin(th), radius * (1 - math.cos(th))])
+    assert arc_curvature(goal) == pytest.approx(1.0 / radius)
+    x, y, yaw = 3.0, -2.0, 2.1
+    c, s = math.cos(yaw), math.sin(yaw)
+    in_map = (x + c * goal[0] - s * goal[1], y + s * goal[0] + c * goal[1])
+    assert curvature_to(in_map, x, y, yaw) == pytest.approx(1.0 / radius)
+    assert arc_curvature((0.0, 0.0)) == 0.0

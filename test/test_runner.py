@@ -10,9 +10,9 @@ import subprocess
 import sys
 import time
 
-from hil_bridge.interface import contract
+from hil_bridge.interface import contract, graph
 from hil_bridge.interface.codecs import clouds, stamps
-from hil_bridge.tools import cli, graph
+from hil_bridge.tools import cli
 from hil_bridge.tools.msg_definitions import dependencies, full_definition
 from hil_bridge.tools.report import write_report
 from hil_bridge.tools.supervisor import ProcessSpec, Supervisor

@@ -14,6 +14,7 @@ from hil_bridge.sim import tracks as T
 from hil_bridge.sim.builtin_backend import BuiltinBackend
 from hil_bridge.sim.reference_lap import reference_lap_times
 import numpy as np
+from path_planning.pure_pursuit import curvature_to
 import pytest
 
 
@@ -199,17 +200,13 @@ def test_closed_loop_lap_of_ci_track() -> None:
     sc = load_scenario('ci_trackdrive')
     be = BuiltinBackend()
     f = be.setup(sc, [])
-    cl = T._resample(sc.track.centerline, True, 0.25)
+    cl = T.resample(sc.track.centerline, True, 0.25)
     wb = be.profile.wheelbase
     while not be.referee.finished:
         p = f.ego.pose
-        rear = np.array([p.x, p.y])
-        i = int(np.argmin(np.hypot(*(cl - rear).T)))
-        goal = cl[(i + 16) % len(cl)]          # 4 m look-ahead
-        rel = goal - rear
-        alpha = math.atan2(rel[1], rel[0]) - p.yaw
-        delta = math.atan2(2.0 * wb * math.sin(alpha), 4.0)
-        steer = -delta / be.profile.max_steer   # CARLA: > 0 is right
+        i = int(np.argmin(np.hypot(cl[:, 0] - p.x, cl[:, 1] - p.y)))
+        kappa = curvature_to(cl[(i + 16) % len(cl)], p.x, p.y, p.yaw)  # 4 m ahead
+        steer = -math.atan(wb * kappa) / be.profile.max_steer   # CARLA: > 0 is right
         thr = 0.3 if f.ego.speed < 6.0 else 0.0
         be.apply_control(VehicleControl(throttle=thr, steer=steer))
         f = be.step(0.02)

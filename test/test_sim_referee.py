@@ -73,7 +73,7 @@ def _drive_centerline(track: Track, ref: Referee, speed: float,
                       loops: float, dt: float = 0.02,
                       lateral=None) -> list:
     """Move an fs_car-sized box along the centre line; return events."""
-    cl = T._resample(track.centerline, track.closed, 0.05)
+    cl = T.resample(track.centerline, track.closed, 0.05)
     s = arc_length(cl, track.closed)
     ext = np.vstack([cl, cl[:1]]) if track.closed else cl
     total = s[-1]

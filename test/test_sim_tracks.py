@@ -103,7 +103,7 @@ def test_rule_check_finds_violations() -> None:
     """Narrow track, large gaps, swapped colours, overlaps, short laps."""
     track = T.random_track(3)
     xy, cls = track.cones.xy.copy(), track.cones.class_id.copy()
-    _s, lat, _d = T._lateral(track, xy)
+    _s, lat, _d = T.lateral_position(track, xy)
     narrow = xy.copy()
     idx = np.flatnonzero(cls == CONE_YELLOW)[5]
     # pull one yellow cone to 1.0 m from the centre line
@@ -135,7 +135,7 @@ def test_rule_check_finds_violations() -> None:
 def test_width_is_judged_per_cone_pair() -> None:
     """A centre line 0.3 m off (an estimate) flags nothing; a pinch does."""
     track = T.random_track(3)
-    tan = T._tangents(track.centerline, True)
+    tan = T.tangents(track.centerline, True)
     nrm = np.column_stack([-tan[:, 1], tan[:, 0]])
     shifted = track.centerline + 0.3 * nrm
     off = T.Track(track.name, track.cones, track.car_start, shifted, True,
@@ -145,7 +145,7 @@ def test_width_is_judged_per_cone_pair() -> None:
     assert np.nanmin(widths) > 2.95 and np.nanmax(widths) < 3.1
     # pinch one yellow cone to 2.5 m from its blue partner
     xy, cls = track.cones.xy.copy(), track.cones.class_id
-    _s, lat, _d = T._lateral(track, xy)
+    _s, lat, _d = T.lateral_position(track, xy)
     idx = np.flatnonzero(cls == CONE_YELLOW)[7]
     cl = track.centerline
     j = int(np.argmin(np.hypot(*(cl - xy[idx]).T)))

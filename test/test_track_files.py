@@ -77,7 +77,7 @@ def test_midpoints_are_the_centre_line_not_cones() -> None:
     assert len(tf.midpoints) == 43
     assert len(tf.xy) == len(REFERENCE.xy)
     track = F.build_track(tf)
-    d, _i = cKDTree(T._resample(track.centerline, True, 0.05)).query(
+    d, _i = cKDTree(T.resample(track.centerline, True, 0.05)).query(
         tf.midpoints)
     assert d.max() < 0.1
     # unordered midpoints are not a line: the cones rebuild it instead
@@ -226,7 +226,7 @@ def test_csv_round_trip_closed(tmp_path: Path) -> None:
     assert back.closed
     assert back.width == pytest.approx(3.0, abs=0.05)
     assert back.length == pytest.approx(track.length, rel=0.03)
-    d, _i = cKDTree(T._resample(track.centerline, True, 0.1)).query(
+    d, _i = cKDTree(T.resample(track.centerline, True, 0.1)).query(
         back.centerline)
     assert d.max() < 0.3 and np.median(d) < 0.1
     assert T.check_track_rules(back) == []

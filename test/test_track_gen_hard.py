@@ -65,7 +65,7 @@ def test_hairpins_have_nine_metre_outside_diameter() -> None:
         pins = _of('hairpin', lay.features)
         assert pins, seed
         s = arc_length(track.centerline, True)[:-1]
-        kappa = path_curvature(T._resample(track.centerline, True, 0.25),
+        kappa = path_curvature(T.resample(track.centerline, True, 0.25),
                                True)
         assert 1.0 / kappa.max() == pytest.approx(HAIRPIN_RADIUS, abs=0.03)
         for pin in pins:
@@ -77,8 +77,7 @@ def test_hairpins_have_nine_metre_outside_diameter() -> None:
             ring = (near > 4.5) & (near < 4.6)
             assert ring.sum() >= 2, seed
             # no cone of the outer side nearer than that
-            _s, lat, _d = T._lateral(track, np.vstack([centre,
-                                                       track.cones.xy]))
+            _s, lat, _d = T.lateral_position(track, np.vstack([centre, track.cones.xy]))
             outer = (lat[1:] * lat[0] < 0.0) & (near < 6.0)
             assert near[outer].min() > 4.5 - 1e-6, seed
             assert 9.0 <= 2.0 * near[ring].max() <= 9.2
@@ -103,8 +102,8 @@ def test_long_straight_leads_into_a_hairpin() -> None:
 
 
 def _boundaries(track: T.Track) -> tuple:
-    cl = T._resample(track.centerline, True, 0.25)
-    tan = T._tangents(cl, True)
+    cl = T.resample(track.centerline, True, 0.25)
+    tan = T.tangents(cl, True)
     nrm = np.column_stack([-tan[:, 1], tan[:, 0]])
     s = arc_length(cl, True)[:-1]
     h = track.width / 2.0
@@ -169,7 +168,7 @@ def test_cone_gaps_reach_five_metres_in_turns() -> None:
     widest = []
     for seed, lay in LAYOUTS.items():
         track = lay.track
-        s, lat, _d = T._lateral(track, track.cones.xy)
+        s, lat, _d = T.lateral_position(track, track.cones.xy)
         for sign in (1.0, -1.0):
             idx = np.flatnonzero(lat * sign > 0)
             order = idx[np.argsort(s[idx])]

@@ -83,9 +83,10 @@ def test_vision_node_detects_and_survives_bad_input(rclpy_context) -> None:
                 t = round(t + 0.1, 3)
             return t
 
-        # Wait for discovery: the node subscribes the camera topics.
-        assert h.spin_until(lambda: h.node.count_subscribers(
-            pubs['camera_left'].topic_name) > 0, 20.0), 'node never subscribed'
+        # Wait for discovery: the node subscribes every camera topic (the
+        # 'all' schedule needs both images before it looks at one).
+        assert h.spin_until(lambda: all(p.get_subscription_count() > 0 for p in pubs.values()),
+                            20.0), 'node never subscribed'
         # Images without CameraInfo are dropped (one warning), no output.
         for i in range(3):
             send(1.0 + 0.1 * i, info=False)

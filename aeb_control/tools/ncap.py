@@ -41,7 +41,7 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from aeb_control.aeb_core import _box_outlines, AebCore, resolve_params
+from aeb_control.aeb_core import AebCore, box_outlines, resolve_params
 from hil_bridge.bridge.low_level_control import LLCParams, LowLevelController
 from hil_bridge.bridge.scenario import ActorSpec, Scenario
 from hil_bridge.interface.config import node_params
@@ -50,6 +50,7 @@ from hil_bridge.interface.rig import load_rig, SensorSpec
 from hil_bridge.interface.vehicle_profile import load_vehicle_profile, VehicleProfile
 from hil_bridge.sim.builtin_backend import BuiltinBackend
 import numpy as np
+from path_planning.pure_pursuit import curvature_to
 
 KMH = 1.0 / 3.6
 LANE = 3.5
@@ -212,12 +213,7 @@ class PathFollower:
         self._i = lo + int(np.argmin(d))
         s_here = self.s[self._i]
         look = min(max(self.k_look * abs(v), self.min_look), self.max_look)
-        target = self._point_at(s_here + look)
-        dx, dy = target[0] - x, target[1] - y
-        alpha = math.atan2(dy, dx) - yaw
-        alpha = math.atan2(math.sin(alpha), math.cos(alpha))
-        dist = max(math.hypot(dx, dy), 1e-3)
-        kappa_cmd = 2.0 * math.sin(alpha) / dist
+        kappa_cmd = curvature_to(self._point_at(s_here + look), x, y, yaw)
         ahead = (self.s >= s_here) & (self.s <= s_here + 2.0 * look + 10.0)
         k_ahead = float(self.kappa[ahead].max()) if np.any(ahead) else 0.0
         speed = v_max
@@ -545,7 +541,7 @@ def _outlines(frame: Any) -> Tuple[np.ndarray, np.ndarray]:
                    for a in states])
     yaw = np.array([a.pose.yaw for a in states])
     size = np.array([a.size for a in states])
-    return _box_outlines(xy, yaw, size, step=0.1), xy
+    return box_outlines(xy, yaw, size, step=0.1), xy
 
 
 def _min_gap(frame: Any) -> float:

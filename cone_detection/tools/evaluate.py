@@ -63,9 +63,10 @@ from cone_detection.fusion import ConeSet, fuse, FusionParams
 from cone_detection.lidar_scan import cone_radii_at, detect_cones_scan, ScanConeParams
 from hil_bridge.bridge.backend import Frame, VehicleControl
 from hil_bridge.interface.config import node_params
-from hil_bridge.interface.frames import Pose, pose_to_matrix, transform_points
+from hil_bridge.interface.frames import Pose, pose_to_matrix, quaternion_yaw, transform_points
 from hil_bridge.interface.rig import SensorSpec
 import numpy as np
+from path_planning.pure_pursuit import curvature_to
 from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist
 
@@ -282,10 +283,7 @@ class PurePursuit:
         look = max(3.0, 0.6 * abs(v))
         s_t = (s_i + look) % self.length
         j = int(np.searchsorted(self.s, s_t)) % self.cl.shape[0]
-        dx, dy = self.cl[j, 0] - x, self.cl[j, 1] - y
-        local_y = -math.sin(yaw) * dx + math.cos(yaw) * dy
-        dist2 = max(dx * dx + dy * dy, 1e-6)
-        delta = math.atan(2.0 * self.wheelbase * local_y / dist2)
+        delta = math.atan(self.wheelbase * curvature_to(self.cl[j], x, y, yaw))
         dv = self.speed - v
         return VehicleControl(throttle=min(max(0.4 * dv, 0.0), 1.0),
                               brake=min(max(-0.4 * dv, 0.0), 1.0),
@@ -588,12 +586,6 @@ def _points_on_cones(xy: np.ndarray, truth_s: np.ndarray,
     return np.bincount(j[hit], minlength=truth_s.shape[0])
 
 
-def _yaw_from_quaternion(q: Any) -> float:
-    """Return the yaw (rad) of a geometry_msgs Quaternion-like object."""
-    return math.atan2(2.0 * (q.w * q.z + q.x * q.y),
-                      1.0 - 2.0 * (q.y * q.y + q.z * q.z))
-
-
 def evaluate_recording(path: str, cfg: EvalConfig,
                        role: str = 'ego_vehicle',
                        rig_name: str = 'hil_rig.yaml',
@@ -646,7 +638,7 @@ def evaluate_recording(path: str, cfg: EvalConfig,
         if topic == names['odometry']:
             p = msg.pose.pose
             poses.add(stamps.sec_from_stamp(msg.header.stamp), p.position.x,
-                      p.position.y, _yaw_from_quaternion(p.orientation))
+                      p.position.y, quaternion_yaw(p.orientation))
         else:
             truth = clouds.cloud_to_cones(msg)
     if truth is None or len(poses) == 0:

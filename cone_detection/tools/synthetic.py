@@ -23,18 +23,21 @@ def ray_circle_ranges(angles: np.ndarray, centres: np.ndarray,
     ``angles`` (B,) ray directions; ``centres`` (C, 2); ``radii`` (C,) or a
     scalar. Rays that miss every circle (or start inside one) get ``inf``.
     """
+    t = _circle_hits(angles, centres, radii)
+    return t.min(axis=1) if t.shape[1] else np.full(t.shape[0], np.inf)
+
+
+def _circle_hits(angles: np.ndarray, centres: np.ndarray, radii: np.ndarray) -> np.ndarray:
+    """Return (B, C) hit distance of each ray on each circle (``inf`` = miss)."""
     a = np.asarray(angles, dtype=np.float64).ravel()
     c = np.asarray(centres, dtype=np.float64).reshape(-1, 2)
-    if c.shape[0] == 0:
-        return np.full(a.shape, np.inf)
     r = np.broadcast_to(np.asarray(radii, dtype=np.float64), c.shape[:1])
     u = np.column_stack((np.cos(a), np.sin(a)))
     proj = u @ c.T
     disc = proj * proj - (np.sum(c * c, axis=1) - r * r)[None, :]
     with np.errstate(invalid='ignore'):
         t = proj - np.sqrt(disc)
-    t = np.where((disc >= 0.0) & (t > 0.0), t, np.inf)
-    return t.min(axis=1)
+    return np.where((disc >= 0.0) & (t > 0.0), t, np.inf)
 
 
 def first_hit_counts(angles: np.ndarray, centres: np.ndarray,
@@ -47,22 +50,15 @@ def first_hit_counts(angles: np.ndarray, centres: np.ndarray,
     hits beyond ``range_max`` do not count.
     """
     a = np.asarray(angles, dtype=np.float64).ravel()
-    c = np.asarray(centres, dtype=np.float64).reshape(-1, 2)
-    if c.shape[0] == 0 or a.size == 0:
-        return np.zeros(c.shape[0], dtype=np.int64)
-    r = np.broadcast_to(np.asarray(radii, dtype=np.float64), c.shape[:1])
-    u = np.column_stack((np.cos(a), np.sin(a)))
-    proj = u @ c.T
-    disc = proj * proj - (np.sum(c * c, axis=1) - r * r)[None, :]
-    with np.errstate(invalid='ignore'):
-        t = proj - np.sqrt(disc)
-    t = np.where((disc >= 0.0) & (t > 0.0), t, np.inf)
+    t = _circle_hits(a, centres, radii)
+    if t.shape[1] == 0 or a.size == 0:
+        return np.zeros(t.shape[1], dtype=np.int64)
     first = np.argmin(t, axis=1)
     best = t[np.arange(a.size), first]
     if segments is not None:
         best = np.where(ray_segment_ranges(a, segments) < best, np.inf, best)
     hit = np.isfinite(best) & (best <= range_max)
-    return np.bincount(first[hit], minlength=c.shape[0]).astype(np.int64)
+    return np.bincount(first[hit], minlength=t.shape[1]).astype(np.int64)
 
 
 def ray_segment_ranges(angles: np.ndarray,

@@ -329,24 +329,6 @@ def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return inter / np.maximum(area_a[:, None] + area_b[None, :] - inter, 1e-9)
 
 
-def holds_cone(windows: np.ndarray, boxes: np.ndarray, cone_height: int,
-               win: int = 64) -> np.ndarray:
-    """
-    Return which windows (N, 4) frame one of the cone boxes (M, 4) well.
-
-    Well: the cone's centre within 20 % of the window side from the
-    window's centre and its height 0.6..1.6 times the trained height.
-    """
-    if boxes.shape[0] == 0 or windows.shape[0] == 0:
-        return np.zeros(windows.shape[0], bool)
-    side = windows[:, 2] - windows[:, 0]
-    wc = 0.5 * (windows[:, :2] + windows[:, 2:])
-    bc = 0.5 * (boxes[:, :2] + boxes[:, 2:])
-    off = np.abs(wc[:, None, :] - bc[None, :, :]).max(axis=2) / side[:, None]
-    rel = (boxes[None, :, 3] - boxes[None, :, 1]) * (win / cone_height) / side[:, None]
-    return ((off < 0.2) & (rel > 0.6) & (rel < 1.6)).any(axis=1)
-
-
 def near_cone(windows: np.ndarray, boxes: np.ndarray, cone_height: int,
               win: int = 64) -> np.ndarray:
     """Return windows ambiguous for training (close to holding a cone)."""

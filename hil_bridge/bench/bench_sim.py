@@ -27,8 +27,9 @@ from hil_bridge.bridge.backend import VehicleControl
 from hil_bridge.bridge.scenario import load_scenario
 from hil_bridge.interface.rig import load_rig, SensorSpec
 from hil_bridge.sim.builtin_backend import BuiltinBackend
-from hil_bridge.sim.tracks import _resample
+from hil_bridge.sim.tracks import resample
 import numpy as np
+from path_planning.pure_pursuit import curvature_to
 
 GOAL_NO_CAMERA = 500.0
 GOAL_TWO_CAMERAS = 30.0
@@ -51,8 +52,8 @@ def run(scenario: str, rig: List[SensorSpec], steps: int, dt: float
     sc = load_scenario(scenario)
     be = BuiltinBackend(seed=0)
     f = be.setup(sc, rig)
-    cl = None if sc.track is None else _resample(sc.track.centerline,
-                                                 sc.track.closed, 0.25)
+    cl = None if sc.track is None else resample(sc.track.centerline,
+                                                sc.track.closed, 0.25)
     wb = be.profile.wheelbase
     rays_per_step = sum(float(s.attributes.get('points_per_second', 0.0))
                         * dt for s in rig
@@ -62,12 +63,9 @@ def run(scenario: str, rig: List[SensorSpec], steps: int, dt: float
         steer = 0.0
         if cl is not None:
             p = f.ego.pose
-            rear = np.array([p.x, p.y])
-            i = int(np.argmin(np.hypot(*(cl - rear).T)))
-            rel = cl[(i + 16) % len(cl)] - rear
-            alpha = math.atan2(rel[1], rel[0]) - p.yaw
-            steer = -math.atan2(2.0 * wb * math.sin(alpha), 4.0) / \
-                be.profile.max_steer
+            i = int(np.argmin(np.hypot(cl[:, 0] - p.x, cl[:, 1] - p.y)))
+            kappa = curvature_to(cl[(i + 16) % len(cl)], p.x, p.y, p.yaw)  # 4 m ahead
+            steer = -math.atan(wb * kappa) / be.profile.max_steer   # CARLA: > 0 right
         thr = 0.3 if f.ego.speed < 6.0 else 0.0
         be.apply_control(VehicleControl(throttle=thr, steer=steer))
         f = be.step(dt)

@@ -71,6 +71,11 @@ def topic(key: str) -> Topic:
     return table[key]
 
 
+def frame_patterns() -> Dict[str, str]:
+    """Return the frame id patterns of the contract by kind (``{role}`` ...)."""
+    return dict(_contract()['frames'])
+
+
 def frame(kind: str, role: str = DEFAULT_ROLE, sensor_id: str = '') -> str:
     """Return a frame id of the contract (map, vehicle, sensor, optical)."""
     return _contract()['frames'][kind].format(role=role, sensor_id=sensor_id)

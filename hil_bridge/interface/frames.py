@@ -135,6 +135,16 @@ def quaternion_to_euler(x: Any, y: Any, z: Any, w: Any
     return roll.reshape(shape), pitch.reshape(shape), yaw.reshape(shape)
 
 
+def quaternion_yaw(q: Any) -> float:
+    """
+    Return the yaw (rad) of a quaternion-like ``q`` (``.x .y .z .w``).
+
+    For one message (e.g. ``geometry_msgs/Quaternion`` of an odometry), in
+    plain floats: no normalisation, NaN in gives NaN out (callers check).
+    """
+    return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+
+
 def rotation_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
     """Return the 3x3 REP-103 rotation ``Rz(yaw) Ry(pitch) Rx(roll)`` (rad)."""
     angles = [finite_float(roll, 'roll'), finite_float(pitch, 'pitch'),
@@ -160,6 +170,26 @@ def pose_to_matrix(x: Any = 0.0, y: float = 0.0, z: float = 0.0,
     T[:3, :3] = rotation_matrix(roll, pitch, yaw)
     T[:3, 3] = [finite_float(x, 'x'), finite_float(y, 'y'), finite_float(z, 'z')]
     return T
+
+
+def se2(x: float, y: float, yaw: float) -> np.ndarray:
+    """Return the 3x3 homogeneous matrix of a 2D pose (m, rad): child -> parent."""
+    c, s = math.cos(yaw), math.sin(yaw)
+    return np.array([[c, -s, x], [s, c, y], [0.0, 0.0, 1.0]])
+
+
+def yaw_matrix(x: float, y: float, yaw: float, z: float = 0.0) -> np.ndarray:
+    """Return the 4x4 transform of a pose with only a yaw (m, rad), without scipy."""
+    c, s = math.cos(yaw), math.sin(yaw)
+    return np.array([[c, -s, 0.0, x], [s, c, 0.0, y], [0.0, 0.0, 1.0, z],
+                     [0.0, 0.0, 0.0, 1.0]])
+
+
+def transform_xy(T: np.ndarray, xyz: np.ndarray) -> np.ndarray:
+    """Apply a 3x3 SE(2) matrix to the x, y columns of (N, >=2) points (a copy)."""
+    out = np.array(xyz, dtype=np.float64, copy=True)
+    out[:, :2] = xyz[:, :2] @ T[:2, :2].T + T[:2, 2]
+    return out
 
 
 def _check_matrix(T: Any, name: str = 'T') -> np.ndarray:

@@ -1,10 +1,11 @@
 # Copyright 2026 carla_hil developers
 # SPDX-License-Identifier: Apache-2.0
-"""The one ``main`` body every carla_hil node shares."""
+"""The one ``main`` body every carla_hil node shares, and its dropped-input log."""
 
 import os
 import signal
 import sys
+import time
 from typing import Any, Callable, Dict, List, Optional, Tuple, Type
 
 import rclpy
@@ -44,6 +45,33 @@ class StopRequest:
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
         self._previous.clear()
+
+
+class DropLog:
+    """
+    Count dropped inputs and log each kind of error at most every ``period`` s.
+
+    rclpy's ``throttle_duration_sec`` throttles per call site, so one bad
+    input would hide a different one for the whole period; here the kind
+    is the input and the first 40 characters of the error, so a new kind
+    shows at once and repeats are held back (wall clock).
+    """
+
+    def __init__(self, logger: Any, period: float = 5.0) -> None:
+        """Log through ``logger`` (a node's ``get_logger()``)."""
+        self.logger = logger
+        self.period = float(period)
+        self.count = 0
+        self._last: Dict[str, float] = {}
+
+    def __call__(self, what: str, err: Exception) -> None:
+        """Count one dropped ``what`` and log ``bad <what> dropped: <err>``."""
+        self.count += 1
+        key = f'{what}: {str(err)[:40]}'
+        now = time.monotonic()
+        if now - self._last.get(key, -1e18) >= self.period:
+            self._last[key] = now
+            self.logger.error(f'bad {what} dropped: {err}')
 
 
 #: Environment variable choosing the executor of :func:`run_node`.

@@ -69,16 +69,24 @@ def check_specs(specs: List[ParamSpec], node_name: str,
 
 
 def declare_params(node: Any, specs: List[ParamSpec], node_name: str,
-                   file_name: str = '') -> Dict[str, Any]:
+                   file_name: str = '',
+                   defaults: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """
     Declare ``specs`` on an rclpy node with defaults from config.
 
     Returns the effective values (overrides from ``--params-file`` or launch
     files applied by rclpy). A value outside its range raises ``ValueError``
-    at start-up, with the parameter's name.
+    at start-up, with the parameter's name. ``defaults`` replaces the
+    config file's values as declared defaults (a mirrored upstream node:
+    its own defaults bare, the config file's when passed as params file);
+    the file must still list the same names.
     """
     from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
-    defaults = check_specs(specs, node_name, file_name)
+    from_file = check_specs(specs, node_name, file_name)
+    if defaults is not None and set(defaults) != set(from_file):
+        raise ValueError(f'{node_name}: defaults {sorted(defaults)} do not name the '
+                         f'parameters {sorted(from_file)}')
+    defaults = from_file if defaults is None else defaults
     values: Dict[str, Any] = {}
     for spec in specs:
         default = defaults[spec.name]

@@ -25,6 +25,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from hil_bridge.bridge.backend import (ActorState, Backend, BackendError, Frame, SensorReading,
                                        VehicleControl)
+from hil_bridge.interface.frames import yaw_matrix
 from hil_bridge.interface.rig import SensorSpec
 from hil_bridge.interface.track import ConeArray
 from hil_bridge.interface.vehicle_profile import load_vehicle_profile
@@ -45,12 +46,6 @@ _EPS = 1e-9
 def _default_factory() -> Callable[[SensorSpec], Any]:
     from hil_bridge.sim.sensors import make_sensor
     return make_sensor
-
-
-def _yaw_matrix(x: float, y: float, yaw: float) -> np.ndarray:
-    c, s = math.cos(yaw), math.sin(yaw)
-    return np.array([[c, -s, 0.0, x], [s, c, 0.0, y], [0.0, 0.0, 1.0, 0.0],
-                     [0.0, 0.0, 0.0, 1.0]])
 
 
 class _SensorSlot:
@@ -282,7 +277,7 @@ class BuiltinBackend(Backend):
         readings: Dict[str, SensorReading] = {}
         if self.sensors:
             st = self.ego.state
-            body = _yaw_matrix(st.x, st.y, st.yaw)
+            body = yaw_matrix(st.x, st.y, st.yaw)
             for slot in self.sensors:
                 if not measure_all and t < slot.next_time - _EPS:
                     continue

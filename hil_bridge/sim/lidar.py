@@ -26,7 +26,8 @@ What one step of ``dt`` seconds does (as CARLA 0.9.16's ``RayCastLidar``):
 
 Output: float32 (N, 4) x, y, z, intensity in the sensor frame (REP-103:
 x forward, y left, z up; metres), channel-major, each channel in sweep
-order. Only hits are returned.
+order. Only hits are returned; ``last_points_per_channel`` holds how many
+of them each channel gave (CARLA's lidar header).
 """
 
 import math
@@ -75,6 +76,7 @@ class RayCastLidar:
         self._cos_e = np.cos(elev)[:, None]
         self._sin_e = np.sin(elev)[:, None]
         self.phase_deg = 0.0
+        self.last_points_per_channel = np.zeros(self.channels, np.int64)
 
     def reset(self) -> None:
         """Restart the sweep at the left edge of the field of view."""
@@ -119,15 +121,20 @@ class RayCastLidar:
         if T.shape != (4, 4) or not np.all(np.isfinite(T)):
             raise ValueError('lidar scan: sensor_pose_world must be a finite '
                              '4x4 matrix')
-        dirs = self.directions(dt).reshape(-1, 3)
+        dirs = self.directions(dt)
+        chan = np.repeat(np.arange(self.channels), dirs.shape[1])
+        dirs = dirs.reshape(-1, 3)
         if self.dropoff_general_rate > 0.0 and dirs.shape[0]:
-            dirs = dirs[rng.random(dirs.shape[0]) >= self.dropoff_general_rate]
+            keep = rng.random(dirs.shape[0]) >= self.dropoff_general_rate
+            dirs, chan = dirs[keep], chan[keep]
         if dirs.shape[0] == 0:
+            self.last_points_per_channel = np.zeros(self.channels, np.int64)
             return np.zeros((0, 4), dtype=np.float32)
         t, _, _ = cast_rays(world, T[:3, 3], dirs @ T[:3, :3].T, self.range)
         hit = np.isfinite(t)
         t = t[hit]
         dirs = dirs[hit]
+        chan = chan[hit]
         intensity = np.exp(-self.atmosphere_attenuation_rate * t)
         if self.noise_stddev > 0.0:
             t = t + rng.normal(0.0, self.noise_stddev, t.shape[0])
@@ -137,6 +144,8 @@ class RayCastLidar:
                 1.0 - intensity / limit)
             keep = (intensity > limit) | (rng.random(t.shape[0]) < p_keep)
             t, dirs, intensity = t[keep], dirs[keep], intensity[keep]
+            chan = chan[keep]
+        self.last_points_per_channel = np.bincount(chan, minlength=self.channels)
         out = np.empty((t.shape[0], 4), dtype=np.float32)
         out[:, :3] = dirs * t[:, None]
         out[:, 3] = intensity

@@ -203,8 +203,8 @@ class Referee:
                                  [wheelbase, -track_width / 2.0]])
         self._tree = None
         if track is not None and len(track.centerline) >= 2:
-            from hil_bridge.sim.tracks import _resample
-            self._cl = _resample(track.centerline, track.closed, 0.1)
+            from hil_bridge.sim.tracks import resample
+            self._cl = resample(track.centerline, track.closed, 0.1)
             self._tree = cKDTree(self._cl)
             self._half_width = track.width / 2.0
         self.min_lap_distance = self._min_lap(track) \

@@ -37,8 +37,8 @@ from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_NAMES, 
                                         CONE_SIZE, CONE_UNKNOWN, CONE_YELLOW)
 from hil_bridge.interface.frames import Pose
 from hil_bridge.interface.track import arc_length, ConeArray, MIN_WIDTH, TimingLine, Track
-from hil_bridge.sim.tracks import (_lateral, _resample, _tangents, _timing_line, local_widths,
-                                   MAX_CONE_SPACING, rule_findings, skidpad_track)
+from hil_bridge.sim.tracks import (lateral_position, local_widths, MAX_CONE_SPACING, resample,
+                                   rule_findings, skidpad_track, tangents, timing_line)
 import numpy as np
 from scipy.interpolate import splev, splprep
 from scipy.spatial import cKDTree
@@ -562,7 +562,7 @@ def build_track(tf: TrackFile, mission: str = '', width: float = 0.0
         w = local_widths(probe)
         w = w[np.isfinite(w)]
         width = round(float(np.median(w)), 2) if w.size else MIN_WIDTH
-    tan = _tangents(cl, closed)
+    tan = tangents(cl, closed)
     timing = _timing_from_sensors(tf.timing, cl, closed, tan, width)
     if timing is None:
         timing = _timing_from_big_orange(cones, cl, closed, tan, width)
@@ -669,7 +669,7 @@ def _centerline_from_midpoints(mids: np.ndarray, car_start: Pose
     origin = np.array([car_start.x, car_start.y])
     heading = np.array([math.cos(car_start.yaw), math.sin(car_start.yaw)])
     i = int(np.argmin(np.hypot(*(pts - origin).T)))
-    tan = _tangents(pts, closed)[i]
+    tan = tangents(pts, closed)[i]
     if float(tan @ heading) < 0.0:
         pts = pts[::-1].copy()
     if not closed:
@@ -705,7 +705,7 @@ def _centerline_from_cones(cones: ConeArray, side: np.ndarray,
     other = ~(left | right)
     if other.any():
         probe = Track('', cones, car_start, cl, closed)
-        _s, lat, _d = _lateral(probe, cones.xy[other])
+        _s, lat, _d = lateral_position(probe, cones.xy[other])
         idx = np.flatnonzero(other)
         left = left.copy()
         right = right.copy()
@@ -728,7 +728,7 @@ def _centerline_pass(left: np.ndarray, right: np.ndarray, origin: np.ndarray,
                   and np.hypot(*(lo[-1] - lo[0])) < CHAIN_GAP)
     # centre points: each ordered left cone with the nearest point of the
     # right boundary polyline (densified), then a smoothing spline
-    dense_right = _resample(ro, closed, 0.1)
+    dense_right = resample(ro, closed, 0.1)
     _d, j = cKDTree(dense_right).query(lo)
     mids = (lo + dense_right[j]) / 2.0
     keep = np.concatenate([[True], np.hypot(*np.diff(mids, axis=0).T) > 0.3])
@@ -744,17 +744,17 @@ def _centerline_pass(left: np.ndarray, right: np.ndarray, origin: np.ndarray,
 def _smooth(pts: np.ndarray, closed: bool) -> np.ndarray:
     """Fit a smoothing cubic spline (about 5 cm RMS) and resample it."""
     if len(pts) < 4:
-        return _resample(pts, closed, 0.5)
+        return resample(pts, closed, 0.5)
     xs = np.append(pts[:, 0], pts[0, 0]) if closed else pts[:, 0]
     ys = np.append(pts[:, 1], pts[0, 1]) if closed else pts[:, 1]
     try:
         tck, _u = splprep([xs, ys], s=len(xs) * 0.05 ** 2, per=int(closed))
     except (ValueError, TypeError):
-        return _resample(pts, closed, 0.5)
+        return resample(pts, closed, 0.5)
     n = max(int(arc_length(pts, closed)[-1] / 0.1), 10)
     dense = np.column_stack(splev(np.linspace(0.0, 1.0, n,
                                               endpoint=not closed), tck))
-    return _resample(dense, closed, 0.5)
+    return resample(dense, closed, 0.5)
 
 
 # ----------------------------------------------------------- timing lines
@@ -765,7 +765,7 @@ def _line_at(name: str, centre: np.ndarray, cl: np.ndarray, tan: np.ndarray,
     if after >= 0:
         d[:after] = np.inf
     i = int(np.argmin(d))
-    return _timing_line(name, cl[i], tan[i], width / 2.0 + 0.5), i
+    return timing_line(name, cl[i], tan[i], width / 2.0 + 0.5), i
 
 
 def _timing_from_sensors(points: np.ndarray, cl: np.ndarray, closed: bool,
@@ -789,7 +789,7 @@ def _timing_from_big_orange(cones: ConeArray, cl: np.ndarray, closed: bool,
     """Return timing lines at the big orange cone groups (first, last)."""
     big = cones.xy[cones.class_id == CONE_BIG_ORANGE]
     if len(big) == 0:
-        line = _timing_line('start', cl[0], tan[0], width / 2.0 + 0.5)
+        line = timing_line('start', cl[0], tan[0], width / 2.0 + 0.5)
         return {'start': line, 'finish': line}
     pairs = cKDTree(big).query_pairs(width + 2.0, output_type='ndarray')
     label = np.arange(len(big))
@@ -800,10 +800,10 @@ def _timing_from_big_orange(cones: ConeArray, cl: np.ndarray, closed: bool,
     groups = sorted(int(cl_tree.query(big[label == k].mean(axis=0))[1])
                     for k in np.unique(label))
     first, last = groups[0], groups[-1]
-    start = _timing_line('start', cl[first], tan[first], width / 2.0 + 0.5)
+    start = timing_line('start', cl[first], tan[first], width / 2.0 + 0.5)
     if closed or first == last:
         return {'start': start, 'finish': start}
-    finish = _timing_line('finish', cl[last], tan[last], width / 2.0 + 0.5)
+    finish = timing_line('finish', cl[last], tan[last], width / 2.0 + 0.5)
     return {'start': start, 'finish': finish}
 
 

@@ -28,12 +28,9 @@ from dataclasses import dataclass, field
 import math
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from hil_bridge.interface.cones import CONE_BIG_ORANGE, CONE_BLUE, CONE_YELLOW
-from hil_bridge.interface.frames import Pose
 from hil_bridge.interface.track import arc_length, MIN_WIDTH, Track
 from hil_bridge.sim.reference_lap import path_curvature
-from hil_bridge.sim.tracks import (_cone_array, _resample, _tangents, _timing_line,
-                                   check_track_rules, MAX_LAP, MIN_LAP)
+from hil_bridge.sim.tracks import check_track_rules, closed_track, MAX_LAP, MIN_LAP, resample
 import numpy as np
 from scipy.spatial import cKDTree
 
@@ -381,33 +378,10 @@ def _place_cones(line: np.ndarray, kappa: np.ndarray, gaps: Tuple[float,
 
 def _make_track(cl: np.ndarray, plan: Dict[str, Any], width: float,
                 car_start_offset: float, mission: str, name: str) -> Track:
-    tan = _tangents(cl, True)
-    nrm = np.column_stack([-tan[:, 1], tan[:, 0]])
     kappa = path_curvature(cl, True)
-    h = width / 2.0
-    xy, cls = [], []
-    for sign, colour in ((1.0, CONE_BLUE), (-1.0, CONE_YELLOW)):
-        line = cl + sign * h * nrm
-        pts = _place_cones(line, kappa, (plan['straight_gap'],
-                                         plan['turn_gap'],
-                                         plan['tight_gap']))
-        big = np.array([line[0] - 0.4 * tan[0], line[0] + 0.4 * tan[0]])
-        xy.append(pts[1:])
-        cls.append(np.full(len(pts) - 1, colour))
-        xy.append(big)
-        cls.append(np.full(2, CONE_BIG_ORANGE))
-    s = arc_length(cl, True)
-    back = s[-1] - car_start_offset
-    ext = np.vstack([cl, cl[:1]])
-    sx, sy = np.interp(back, s, ext[:, 0]), np.interp(back, s, ext[:, 1])
-    i = int(np.searchsorted(s, back)) % len(cl)
-    line = _timing_line('start', cl[0], tan[0], h + 0.5)
-    return Track(name=name, cones=_cone_array(xy, cls),
-                 car_start=Pose(x=float(sx), y=float(sy),
-                                yaw=math.atan2(tan[i, 1], tan[i, 0])),
-                 centerline=cl, closed=True, width=width,
-                 timing_lines={'start': line, 'finish': line},
-                 mission=mission)
+    gaps = (plan['straight_gap'], plan['turn_gap'], plan['tight_gap'])
+    return closed_track(cl, width, car_start_offset, mission, name,
+                        lambda line: _place_cones(line, kappa, gaps))
 
 
 def hard_layout(seed: int, width: float = MIN_WIDTH,
@@ -465,7 +439,7 @@ def _finish(pts: np.ndarray, marks: List[Tuple[str, int, int, Dict]],
         (plan['start_straight'] - 3.0) / STEP))
     world = pts @ rot.T
     ordered = np.roll(world, -start_idx, axis=0)
-    cl = _resample(ordered, True, STEP)
+    cl = resample(ordered, True, STEP)
     total = float(arc_length(cl, True)[-1])
     if not MIN_LAP + 10.0 <= total <= MAX_LAP - 10.0:
         return None

@@ -14,7 +14,7 @@ hard layouts come from :mod:`hil_bridge.sim.track_gen_hard`.
 from dataclasses import dataclass
 import math
 import os
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_SIZE,
                                         CONE_YELLOW)
@@ -43,8 +43,8 @@ _GENERATED_MISSIONS = ('trackdrive', 'autocross')
 
 
 # --------------------------------------------------------------- geometry
-def _tangents(pts: np.ndarray, closed: bool) -> np.ndarray:
-    """Return unit tangents (K, 2) of a polyline (central differences)."""
+def tangents(pts: np.ndarray, closed: bool) -> np.ndarray:
+    """Return the unit tangent vectors (K, 2) of a polyline (central differences)."""
     if closed:
         d = np.roll(pts, -1, axis=0) - np.roll(pts, 1, axis=0)
     else:
@@ -74,7 +74,7 @@ def _curvature(pts: np.ndarray, closed: bool) -> np.ndarray:
     return out
 
 
-def _resample(pts: np.ndarray, closed: bool, step: float) -> np.ndarray:
+def resample(pts: np.ndarray, closed: bool, step: float) -> np.ndarray:
     """Resample a polyline at (about) uniform arc length ``step`` (m)."""
     s = arc_length(pts, closed)
     ext = np.vstack([pts, pts[:1]]) if closed else pts
@@ -104,14 +104,14 @@ def _segments_intersect(p: np.ndarray, closed: bool) -> bool:
     return bool(np.any((o1 * o2 < 0.0) & (o3 * o4 < 0.0)))
 
 
-def _timing_line(name: str, centre: np.ndarray, direction: np.ndarray,
-                 half_width: float) -> TimingLine:
+def timing_line(name: str, centre: np.ndarray, direction: np.ndarray,
+                half_width: float) -> TimingLine:
     n = np.array([-direction[1], direction[0]])
     return TimingLine(name=name, a=centre + n * half_width,
                       b=centre - n * half_width, direction=direction.copy())
 
 
-def _cone_array(xy: List[np.ndarray], cls: List[np.ndarray]) -> ConeArray:
+def cone_array(xy: List[np.ndarray], cls: List[np.ndarray]) -> ConeArray:
     xy_all = np.vstack(xy).astype(np.float64) if xy else np.zeros((0, 2))
     cls_all = np.concatenate(cls).astype(np.uint8) if cls else \
         np.zeros(0, np.uint8)
@@ -167,10 +167,10 @@ def acceleration_track(length: float = 75.0, width: float = 3.0,
     cx = np.arange(x0, length + braking_zone + 1e-9, 0.5)
     cl = np.column_stack([cx, np.zeros(len(cx))])
     ex = np.array([1.0, 0.0])
-    lines = {'start': _timing_line('start', np.zeros(2), ex, h + 0.5),
-             'finish': _timing_line('finish', np.array([length, 0.0]), ex,
-                                    h + 0.5)}
-    return Track(name='acceleration', cones=_cone_array(xy, cls),
+    lines = {'start': timing_line('start', np.zeros(2), ex, h + 0.5),
+             'finish': timing_line('finish', np.array([length, 0.0]), ex,
+                                   h + 0.5)}
+    return Track(name='acceleration', cones=cone_array(xy, cls),
                  car_start=Pose(x=-car_start_offset), centerline=cl,
                  closed=False, width=width, timing_lines=lines,
                  mission='acceleration')
@@ -219,9 +219,9 @@ def skidpad_track(entry_length: float = 15.0, exit_length: float = 20.0,
             cls.append(np.full(len(xs), CONE_ORANGE))
     cl = skidpad_route(entry_length, exit_length, laps_per_side)
     ex = np.array([1.0, 0.0])
-    gate = _timing_line('start', np.zeros(2), ex, hw + 0.5)
-    finish = _timing_line('finish', np.zeros(2), ex, hw + 0.5)
-    return Track(name='skidpad', cones=_cone_array(xy, cls),
+    gate = timing_line('start', np.zeros(2), ex, hw + 0.5)
+    finish = timing_line('finish', np.zeros(2), ex, hw + 0.5)
+    return Track(name='skidpad', cones=cone_array(xy, cls),
                  car_start=Pose(x=-entry_length + SKIDPAD_START_AFTER_ENTRY), centerline=cl,
                  closed=False, width=ro - ri,
                  timing_lines={'start': gate, 'finish': finish},
@@ -293,7 +293,7 @@ def _random_centerline(rng: np.random.Generator, lo: float, hi: float,
     dense *= target / arc_length(dense, True)[-1]
     if rng.random() < 0.5:
         dense = dense[::-1].copy()
-    return _resample(dense, True, 0.5)
+    return resample(dense, True, 0.5)
 
 
 def _build_closed_track(cl: np.ndarray, width: float, spacing: float,
@@ -306,15 +306,27 @@ def _build_closed_track(cl: np.ndarray, width: float, spacing: float,
     smooth = np.convolve(np.concatenate([np.abs(kappa), np.abs(kappa[:win])]),
                          np.ones(win) / win, mode='valid')[:len(cl)]
     start = (int(np.argmin(smooth)) + win // 2) % len(cl)
-    cl = np.roll(cl, -start, axis=0)
-    tan = _tangents(cl, True)
+    return closed_track(np.roll(cl, -start, axis=0), width, car_start_offset, mission, name,
+                        lambda line: _boundary_cones(line, True, spacing))
+
+
+def closed_track(cl: np.ndarray, width: float, car_start_offset: float, mission: str,
+                 name: str, place: Callable[[np.ndarray], np.ndarray]) -> Track:
+    """
+    Return the closed track around ``cl`` (K, 2), start line at ``cl[0]``.
+
+    ``place(line)`` returns the cones (N, 2) along one boundary (``width``
+    / 2 to each side, blue left, yellow right), the first at ``line[0]``:
+    a big orange pair at the start line replaces it. The car starts
+    ``car_start_offset`` m behind the start line, along the centre line.
+    """
+    tan = tangents(cl, True)
     nrm = np.column_stack([-tan[:, 1], tan[:, 0]])
     h = width / 2.0
     xy, cls = [], []
     for sign, colour in ((1.0, CONE_BLUE), (-1.0, CONE_YELLOW)):
         line = cl + sign * h * nrm
-        pts = _boundary_cones(line, True, spacing)
-        # big orange pair at the start line replaces the first cone
+        pts = place(line)
         big = np.array([line[0] - 0.4 * tan[0], line[0] + 0.4 * tan[0]])
         xy.append(pts[1:])
         cls.append(np.full(len(pts) - 1, colour))
@@ -326,8 +338,8 @@ def _build_closed_track(cl: np.ndarray, width: float, spacing: float,
     sx, sy = np.interp(back, s, ext[:, 0]), np.interp(back, s, ext[:, 1])
     i = int(np.searchsorted(s, back)) % len(cl)
     yaw = math.atan2(tan[i, 1], tan[i, 0])
-    line = _timing_line('start', cl[0], tan[0], h + 0.5)
-    return Track(name=name, cones=_cone_array(xy, cls),
+    line = timing_line('start', cl[0], tan[0], h + 0.5)
+    return Track(name=name, cones=cone_array(xy, cls),
                  car_start=Pose(x=float(sx), y=float(sy), yaw=yaw),
                  centerline=cl, closed=True, width=width,
                  timing_lines={'start': line, 'finish': line},
@@ -346,13 +358,13 @@ def _centerline_problems(cl: np.ndarray, closed: bool, width: float,
     return out
 
 
-def _lateral(track: Track, xy: np.ndarray
-             ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+def lateral_position(track: Track, xy: np.ndarray
+                     ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return (arc position, signed lateral offset, distance) per point."""
-    cl = _resample(track.centerline, track.closed, 0.1)
+    cl = resample(track.centerline, track.closed, 0.1)
     tree = cKDTree(cl)
     dist, idx = tree.query(xy)
-    tan = _tangents(cl, track.closed)
+    tan = tangents(cl, track.closed)
     rel = xy - cl[idx]
     lat = tan[idx, 0] * rel[:, 1] - tan[idx, 1] * rel[:, 0]
     s = arc_length(cl, track.closed)[idx]
@@ -394,7 +406,7 @@ def local_widths(track: Track) -> np.ndarray:
     out = np.full(len(xy), np.nan)
     if len(xy) < 2 or len(track.centerline) < 2:
         return out
-    s, lat, _dist = _lateral(track, xy)
+    s, lat, _dist = lateral_position(track, xy)
     near = boundary_mask(track, lat)
     total = track.length
     win = MAX_CONE_SPACING + 1.0
@@ -468,10 +480,10 @@ def rule_findings(track: Track, tolerance: float = 0.1
         if not MIN_LAP <= length <= MAX_LAP:
             warn(f'lap length {length:.1f} m outside [{MIN_LAP}, '
                  f'{MAX_LAP}] m')
-        coarse = _resample(cl, track.closed, 1.0)
+        coarse = resample(cl, track.closed, 1.0)
         if _segments_intersect(coarse, track.closed):
             warn('centre line intersects itself')
-        fine = _resample(cl, track.closed, 0.5)
+        fine = resample(cl, track.closed, 0.5)
         kappa = path_curvature(fine, track.closed)
         outer_d = 2.0 * (1.0 / max(kappa.max(), 1e-9) + track.width / 2.0)
         if outer_d < MIN_HAIRPIN_OUTER_DIAMETER:
@@ -483,7 +495,7 @@ def rule_findings(track: Track, tolerance: float = 0.1
             warn(f'straight of {longest:.1f} m > {MAX_STRAIGHT} m')
     if track.width < MIN_WIDTH - tolerance:
         warn(f'track width {track.width} m < {MIN_WIDTH} m')
-    s, lat, _dist = _lateral(track, cones.xy)
+    s, lat, _dist = lateral_position(track, cones.xy)
     widths = local_widths(track)
     narrow = np.flatnonzero(widths < MIN_WIDTH - tolerance)
     if narrow.size:

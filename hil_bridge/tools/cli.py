@@ -47,9 +47,9 @@ import threading
 import time
 from typing import Any, Dict, List, Optional
 
+from hil_bridge.interface import graph
 from hil_bridge.interface.config import dds_environment, node_params
 from hil_bridge.interface.params import coerce_text
-from hil_bridge.tools import graph
 from hil_bridge.tools.supervisor import ProcessSpec, Supervisor
 
 RESULT_PREFIX = 'REFEREE_RESULT '
@@ -328,7 +328,11 @@ class _Output:
         self.live = live
         self.bar = None
         if live:
-            from tqdm import tqdm
+            try:
+                from tqdm import tqdm
+            except ImportError:  # a tools dependency (package.xml test_depend)
+                self.live = False
+                return
             self.bar = tqdm(total=0, bar_format='{desc}', dynamic_ncols=True,
                             file=sys.stdout, leave=False)
 
@@ -593,6 +597,9 @@ def _finish(args: argparse.Namespace, lines: _Lines, bags: Dict[str, str],
             print(f'[carla-hil] report: {path}')
         except (OSError, ValueError) as err:
             print(f'[carla-hil] no report: {err}')
+        except ImportError as err:  # matplotlib: a tools dependency
+            print(f'[carla-hil] no report: {err.name or err} is not installed '
+                  '(pip install matplotlib, or apt install python3-matplotlib)')
     print(f'[carla-hil] exit code {code}')
     return code
 
@@ -652,6 +659,7 @@ def make_parser() -> argparse.ArgumentParser:
                          ('report', 'hil_bridge.tools.report'),
                          ('scenarios', 'hil_bridge.tools.suites'),
                          ('track', 'hil_bridge.tools.track_cli'),
+                         ('serve', 'hil_bridge.carla_server.server'),
                          ('train-vision', 'cone_detection.tools.train_vision'),
                          ('evaluate', 'cone_detection.tools.evaluate'),
                          ('ncap', 'aeb_control.tools.ncap')):

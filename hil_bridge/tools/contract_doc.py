@@ -10,7 +10,7 @@ README.md; a test checks both are up to date.
 
 from typing import List
 
-from hil_bridge.interface.contract import _contract, topics
+from hil_bridge.interface.contract import frame_patterns, topics
 
 QOS_TEXT = {
     'sensor': 'SensorDataQoS (best effort, keep last 5)',
@@ -68,7 +68,7 @@ def render() -> str:
     for kind, text in QOS_TEXT.items():
         lines.append(f'- `{kind}`: {text}')
     lines += ['', '## Frames (REP-103 / REP-105)', '']
-    for kind, name in _contract()['frames'].items():
+    for kind, name in frame_patterns().items():
         lines.append(f'- {kind}: `{name}`')
     lines += [
         '',

@@ -43,6 +43,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from hil_bridge.interface import contract
 from hil_bridge.interface.codecs import clouds, stamps
 from hil_bridge.interface.cones import CONE_NAMES
+from hil_bridge.interface.frames import quaternion_yaw, se2, transform_xy
 from hil_bridge.tools.mcap_io import iter_raw
 from hil_bridge.tools.recorder import msg_class
 import numpy as np
@@ -128,8 +129,7 @@ def load_run(path: str, role: str = contract.DEFAULT_ROLE) -> Dict[str, Any]:
         t = stamps.sec_from_stamp(msg.header.stamp)
         if key == 'odometry':
             p, q = msg.pose.pose.position, msg.pose.pose.orientation
-            yaw = math.atan2(2 * (q.w * q.z + q.x * q.y),
-                             1 - 2 * (q.y * q.y + q.z * q.z))
+            yaw = quaternion_yaw(q)
             odo.append((t, p.x, p.y, yaw, msg.twist.twist.linear.x,
                         msg.twist.twist.angular.z))
         elif key == 'applied_control':
@@ -170,10 +170,7 @@ def load_run(path: str, role: str = contract.DEFAULT_ROLE) -> Dict[str, Any]:
 # ------------------------------------------------------------- geometry
 def to_map(xyz: np.ndarray, pose: Sequence[float]) -> np.ndarray:
     """Return vehicle-frame points (N, >=2) in map for pose (x, y, yaw)."""
-    x, y, yaw = pose[0], pose[1], pose[2]
-    c, s = math.cos(yaw), math.sin(yaw)
-    return np.column_stack([x + c * xyz[:, 0] - s * xyz[:, 1],
-                            y + s * xyz[:, 0] + c * xyz[:, 1]])
+    return transform_xy(se2(pose[0], pose[1], pose[2]), xyz)[:, :2]
 
 
 def _pose_at(odo: np.ndarray, t: float) -> Optional[np.ndarray]:

@@ -19,12 +19,12 @@ one lap for each mode on ``ci_trackdrive``.
 
 import argparse
 from dataclasses import dataclass, field, replace
-import math
 from typing import Any, Dict, List, Optional
 
 from hil_bridge.bridge.low_level_control import LLCParams, LowLevelController
 from hil_bridge.bridge.scenario import load_scenario
 from hil_bridge.interface.config import node_params
+from hil_bridge.interface.frames import se2, transform_xy
 from hil_bridge.interface.vehicle_profile import load_vehicle_profile
 from hil_bridge.sim.builtin_backend import BuiltinBackend
 import numpy as np
@@ -67,7 +67,7 @@ def default_config(mode: str, profile: Any = None, **speed: float
     values = node_params('cone_drive_planner')
     values['mode'] = mode
     prof = profile if profile is not None else load_vehicle_profile(
-        str(values['vehicle']))
+        str(values['vehicle_profile']))
     cfg = PlannerConfig.from_mapping(values, prof)
     if speed:
         cfg = replace(cfg, speed=replace(cfg.speed, **speed))
@@ -77,10 +77,7 @@ def default_config(mode: str, profile: Any = None, **speed: float
 def cones_in_vehicle_frame(cone_xy: np.ndarray, x: float, y: float,
                            yaw: float) -> np.ndarray:
     """Return map cones (N, 2) in the frame of a pose at (x, y, yaw)."""
-    c, s = math.cos(yaw), math.sin(yaw)
-    rel = cone_xy - np.array([x, y])
-    return np.stack([c * rel[:, 0] + s * rel[:, 1],
-                     -s * rel[:, 0] + c * rel[:, 1]], axis=1)
+    return transform_xy(np.linalg.inv(se2(x, y, yaw)), cone_xy)
 
 
 def run_lap(config: PlannerConfig, scenario: Any = None, seed: int = 0,

@@ -10,7 +10,7 @@ runner passes, so both start the same graph.
 
 from typing import Dict, List
 
-from hil_bridge.tools import graph
+from hil_bridge.interface import graph
 
 #: launch arguments: name -> (default, description)
 ARGUMENTS: Dict[str, tuple] = {
