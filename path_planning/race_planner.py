@@ -7,9 +7,10 @@ Lap 1 maps the track, lap 2 and after drive an optimised line (no rclpy).
 :class:`path_planning.planner.Planner` interface) and adds, per cycle:
 
 * mapping (state ``mapping``): the cones that count (the lap-1 planner's
-  range and field-of-view filter) go into a cone map in ``map`` (moved by
-  the odometry pose; :class:`cone_detection.fusion.ConeMap`), and the pose
-  into a :class:`path_planning.track_map.LapRecorder`;
+  range and field-of-view filter) go into the cone map in ``map`` (moved
+  by the odometry pose; :class:`path_planning.cone_map.ConeMap`, whose
+  boundary walk labels each cone left or right), and the pose into a
+  :class:`path_planning.track_map.LapRecorder`;
 * on loop closure: :func:`path_planning.track_map.build_track_map` checks
   the map; a complete one gets a minimum-curvature line and speed profile
   (:func:`path_planning.raceline.compute_raceline`) and the state becomes
@@ -38,8 +39,8 @@ import math
 import time
 from typing import Any, List, Mapping, Optional, Tuple
 
-from cone_detection.fusion import ConeMap, ConeSet
 import numpy as np
+from path_planning.cone_map import ConeMap, ConeMapParams, to_map
 from path_planning.planner import PlanOutput
 from path_planning.pure_pursuit import PursuitParams
 from path_planning.raceline import compute_raceline, Raceline, RacelineParams
@@ -160,13 +161,6 @@ class RaceStatus:
     reasons: List[str] = field(default_factory=list)
 
 
-def to_map(xy: np.ndarray, pose: Tuple[float, float, float]) -> np.ndarray:
-    """Return vehicle-frame points (N, 2) in ``map`` for the pose (x, y, yaw)."""
-    x, y, yaw = pose
-    c, s = math.cos(yaw), math.sin(yaw)
-    return np.column_stack([x + c * xy[:, 0] - s * xy[:, 1], y + s * xy[:, 0] + c * xy[:, 1]])
-
-
 class RacePlanner:
     """The lap-1 planner plus the whole-track map and the optimised line."""
 
@@ -184,7 +178,8 @@ class RacePlanner:
         """Forget the map, the line and the lap-1 planner's state."""
         cfg = self.config
         self.lap1.reset()
-        self.cone_map = ConeMap(cfg.map_merge_radius, cfg.map_min_observations)
+        self.cone_map = ConeMap(ConeMapParams(merge_radius=cfg.map_merge_radius,
+                                              min_observations=cfg.map_min_observations))
         self.recorder = LapRecorder(cfg.track)
         self.status = RaceStatus()
         self.follower: Optional[RacelineFollower] = None
@@ -203,10 +198,7 @@ class RacePlanner:
 
     # ------------------------------------------------------------ mapping
     def _map(self, xy: np.ndarray, cls: np.ndarray, pose: Tuple[float, float, float]) -> None:
-        if xy.shape[0]:
-            self.cone_map.update(ConeSet(np.column_stack([to_map(xy, pose),
-                                                          np.zeros(xy.shape[0])]),
-                                         cls.astype(np.uint8), np.ones(xy.shape[0])))
+        self.cone_map.update(xy, cls, pose)
         if self.recorder.update(*pose):
             self._try_line()
 
@@ -214,9 +206,10 @@ class RacePlanner:
         st = self.status
         st.attempts += 1
         t0 = time.perf_counter()
-        cones = self.cone_map.cones()
-        track = build_track_map(cones.xyz[:, :2], cones.class_id, self.recorder.path,
-                                self.config.track)
+        mc = self.cone_map.cones()
+        ok = mc.confirmed
+        track = build_track_map(mc.xy[ok], mc.class_id[ok], self.recorder.path,
+                                self.config.track, side=mc.side[ok])
         st.track = track
         line = None
         reason = track.reason
@@ -235,7 +228,7 @@ class RacePlanner:
         st.line = line
         st.state = 'join'
         self.follower = RacelineFollower(line, self.config.follow)
-        self._tree = cKDTree(cones.xyz[:, :2])
+        self._tree = cKDTree(mc.xy[ok])
         self.events.append(
             f'lap-2+ mode: map complete ({len(track.left)} left, {len(track.right)} right '
             f'cones, widest gap {max(track.max_gap_left, track.max_gap_right):.1f} m); line '
