@@ -62,7 +62,7 @@ class RacelineParams:
     """
 
     step: float = 1.0
-    margin: float = 0.25
+    margin: float = 0.35
     cone_radius: float = 0.114
     smooth: float = 3.0
     max_search: float = 8.0
