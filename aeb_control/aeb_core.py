@@ -79,6 +79,9 @@ class AebParams:
     use_obstacle_decel: bool = True
     odom_timeout: float = 0.3
     empty_cloud_is_blind: bool = False
+    #: the lidar's lowest beam meets the ground within its range (from the
+    #: rig): a healthy sweep always has points, so an empty cloud is blind
+    lidar_sees_ground: bool = False
     use_steering: bool = True
     steering_timeout: float = 0.3
     steering_preview: float = 1.5
@@ -187,6 +190,10 @@ class AebCore:
         self.odom_t: Optional[float] = None
         self.pose: Tuple[float, float, float] = (0.0, 0.0, 0.0)
         self.cloud_t: Optional[float] = None
+        #: arrival times (node clock, s) of the last usable cloud / odometry:
+        #: freshness is judged by them, never by header stamps
+        self.cloud_arrival: Optional[float] = None
+        self.odom_arrival: Optional[float] = None
         self.first_t: Optional[float] = None
         self.driver_throttle = 0.0
         self.driver_brake = 0.0
@@ -198,7 +205,8 @@ class AebCore:
 
     # Inputs -------------------------------------------------------------
     def update_odometry(self, t: float, speed: float, yaw_rate: float,
-                        pose: Optional[Sequence[float]] = None) -> bool:
+                        pose: Optional[Sequence[float]] = None,
+                        arrival: Optional[float] = None) -> bool:
         """
         Store the ego state: time (s), speed (m/s), yaw rate (rad/s).
 
@@ -206,9 +214,13 @@ class AebCore:
         ``map``) when known; otherwise it is dead-reckoned from speed and
         yaw rate. Returns False (and keeps the previous state) for
         non-finite input, so a NaN speed never reaches the decision; a
-        lasting lack of valid odometry ends in the stale state.
+        lasting lack of valid odometry ends in the stale state. ``arrival``
+        (node clock, s; default ``t``) is what freshness is judged by.
         """
         if not all(math.isfinite(v) for v in (t, speed, yaw_rate)):
+            return False
+        arrival = float(t) if arrival is None else float(arrival)
+        if not math.isfinite(arrival):
             return False
         if pose is not None and not all(math.isfinite(float(v))
                                         for v in pose):
@@ -219,6 +231,7 @@ class AebCore:
         elif self.odom_t is not None and t > self.odom_t:
             self.pose = self._pose_at(t)
         self.odom_t = float(t)
+        self.odom_arrival = arrival
         self.speed = float(speed)
         self.yaw_rate = float(yaw_rate)
         return True
@@ -298,18 +311,23 @@ class AebCore:
         return replace(base, kappa_rate=self.steering_rate() / v,
                        preview=v * p.steering_preview)
 
-    def update_cloud(self, t: float, points: np.ndarray) -> BrakeDecision:
+    def update_cloud(self, t: float, points: np.ndarray,
+                     arrival: Optional[float] = None) -> BrakeDecision:
         """
         Decide from one lidar cloud at stamp ``t`` (s).
 
-        ``points`` (N, >=3) x, y, z (m) in the lidar frame; NaN/inf rows are
-        dropped. A cloud whose points are all invalid never counts as
-        fresh input (after ``stale_timeout`` the AEB requests a stop); an
-        empty cloud does not either when ``empty_cloud_is_blind``. Raises
-        ``ValueError`` for a wrongly shaped array.
+        ``points`` (N, >=3) x, y, z (m) in the lidar frame; rows with any
+        NaN/inf coordinate are invalid. A cloud without one valid point
+        never counts as fresh input (after ``stale_timeout`` the AEB
+        requests a stop); an empty cloud does not either when
+        ``empty_cloud_is_blind`` or when the lidar sees the ground
+        (``lidar_sees_ground``: a healthy sweep then always has points).
+        ``arrival`` (node clock, s; default ``t``) is what freshness is
+        judged by. Raises ``ValueError`` for a wrongly shaped array.
         """
         if not math.isfinite(t):
             raise ValueError(f'update_cloud: stamp is not finite: {t}')
+        arrival = float(t) if arrival is None else float(arrival)
         self._seen(t)
         raw = np.asarray(points)
         if raw.ndim != 2 or raw.shape[1] < 3:
@@ -321,18 +339,22 @@ class AebCore:
             pts, offset = to_vehicle_frame(raw, self.rot, self.trans), None
         corridor = self.corridor()
         x, y = pts[:, 0], pts[:, 1]
-        # A cloud with points but none finite is a broken lidar; a cloud
-        # without points may just mean nothing in range.
-        usable = bool(np.isfinite(x).any()) or (
-            pts.shape[0] == 0 and not self.params.empty_cloud_is_blind)
+        # A cloud with points but none valid (all three coordinates finite)
+        # is a broken lidar; a cloud without points may just mean nothing
+        # in range, unless the lidar sees the ground.
+        empty_blind = self.params.empty_cloud_is_blind or self.params.lidar_sees_ground
+        usable = bool(np.isfinite(raw[:, :3]).all(axis=1).any()) or (
+            pts.shape[0] == 0 and not empty_blind)
         if usable and self.last is not None and self.cloud_t is not None \
                 and not bool(np.any((x > 0.0) & (np.abs(y) < x))):
             # A partial sweep (lidar rotating slower than the frame rate)
             # that missed the front: no news about the corridor.
             self.cloud_t = float(t)
+            self.cloud_arrival = arrival
             return self._record(_restamp(self.last, t))
         if usable:
             self.cloud_t = float(t)
+            self.cloud_arrival = arrival
         hit = closest_in_corridor(pts, corridor, self.params.min_points,
                                   self.params.cluster_depth,
                                   self.params.voxel_size,
@@ -344,7 +366,8 @@ class AebCore:
                             ego_yaw: float, actors_xy: np.ndarray,
                             actors_yaw: np.ndarray, actors_vel: np.ndarray,
                             actors_size: np.ndarray,
-                            actors_decel: Optional[np.ndarray] = None
+                            actors_decel: Optional[np.ndarray] = None,
+                            arrival: Optional[float] = None
                             ) -> BrakeDecision:
         """
         Decide from other actors' ground truth at stamp ``t`` (s).
@@ -370,6 +393,7 @@ class AebCore:
                  np.nan_to_num(np.asarray(actors_decel,
                                           dtype=np.float64)[good]))
         self.cloud_t = float(t)
+        self.cloud_arrival = float(t) if arrival is None else float(arrival)
         corridor = self.corridor()
         if self.params.strategy == 'fixed_ttc':
             ttc = ground_truth_ttc(ego_xy, ego_yaw, self.speed, xy, vel,
@@ -399,11 +423,16 @@ class AebCore:
 
     # Decisions ----------------------------------------------------------
     def input_age(self, t: float) -> float:
-        """Return the age (s) of the stalest input the decision needs."""
+        """
+        Return the age (s) of the stalest input the decision needs at ``t``.
+
+        Ages count from the inputs' arrival (node clock), so an input
+        stamped in the future cannot keep the AEB from going stale.
+        """
         if self.first_t is None:
             self.first_t = float(t)
-        cloud_t = self.first_t if self.cloud_t is None else self.cloud_t
-        odom_t = self.first_t if self.odom_t is None else self.odom_t
+        cloud_t = self.first_t if self.cloud_arrival is None else self.cloud_arrival
+        odom_t = self.first_t if self.odom_arrival is None else self.odom_arrival
         odom_age = t - odom_t
         if odom_age <= self.params.odom_timeout:
             odom_age = 0.0
@@ -552,7 +581,29 @@ def resolve_params(values: Dict[str, Any]) -> AebParams:
         m = specs[0].mount
         vals.update(mount_x=m.x, mount_y=m.y, mount_z=m.z,
                     mount_roll=m.roll, mount_pitch=m.pitch, mount_yaw=m.yaw)
+        attrs = specs[0].attributes
+        vals['lidar_sees_ground'] = lidar_sees_ground(
+            m.z, m.roll, m.pitch, float(attrs.get('lower_fov', -30.0)),
+            float(attrs.get('range', 10.0)))
     return AebParams.from_dict(vals)
+
+
+def lidar_sees_ground(height: float, roll: float, pitch: float, lower_fov_deg: float,
+                      max_range: float) -> bool:
+    """
+    Return True when the lidar's lowest forward beam hits flat ground in range.
+
+    ``height`` (m above the ground) and roll/pitch (rad, REP-103) of the
+    mount; ``lower_fov_deg`` the lowest beam's elevation in the sensor frame
+    (CARLA's attribute, degrees); ``max_range`` (m). Such a lidar returns
+    ground points on every healthy sweep.
+    """
+    rot, _ = mount_transform(0.0, 0.0, 0.0, roll, pitch, 0.0)
+    elev = math.radians(lower_fov_deg)
+    beam = rot @ np.array([math.cos(elev), 0.0, math.sin(elev)])
+    if beam[2] >= -1e-6 or height <= 0.0:
+        return False
+    return height / -beam[2] <= 0.95 * max_range
 
 
 def _restamp(decision: BrakeDecision, t: float) -> BrakeDecision:

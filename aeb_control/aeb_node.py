@@ -23,6 +23,16 @@ throttle kick-down while the takeover button is held, releases the AEB.
 The commanded steering (``applied_control`` angular.z, CARLA sign) gives
 a second corridor the obstacle must also lie in.
 
+Stamp policy (:mod:`hil_bridge.interface.freshness`): an input stamped
+ahead of the node clock, or more than its timeout behind it (lidar
+``stale_timeout``, odometry ``odom_timeout``, applied control
+``steering_timeout``), is dropped with a throttled warning; decisions carry
+only accepted stamps. Staleness counts from the inputs' arrival on the node
+clock, so no stamp can keep the stale stop away. A cloud with more than
+``max_points`` points is dropped undecoded (no fresh input); the clock
+jumping back (a replay restarted) resets tracks and actors with one info
+line.
+
 Run::
 
     python -m aeb_control.aeb_node --ros-args \
@@ -40,6 +50,7 @@ from hil_bridge.interface.codecs import clouds, stamps
 from hil_bridge.interface.contract import create_publisher, create_subscription, frame
 from hil_bridge.interface.frames import quaternion_yaw
 from hil_bridge.interface.joy import JOY_PRESETS
+from hil_bridge.interface.node_inputs import check_cloud_size, InputPolicy
 from hil_bridge.interface.node_main import run_node
 from hil_bridge.interface.params import declare_params, ParamSpec
 from hil_bridge.interface.vehicle_profile import load_vehicle_profile
@@ -131,6 +142,8 @@ PARAMS: List[ParamSpec] = [
        0.01, 60.0),
     _R('check_period', 'stale-input check period (s, sim time)', 0.01, 5.0),
     _R('publish_markers', 'publish the corridor markers'),
+    _R('max_points', 'lidar clouds with more points are dropped undecoded '
+       '(no fresh input)', 1, 2**31 - 1),
 ]
 
 
@@ -144,7 +157,14 @@ class AebNode(Node):
         v = self.values
         self.role = str(v['role_name'])
         self.params = resolve_params(v)
-        self.core = AebCore(self.params)
+        self.max_points = int(v['max_points'])
+        self._reset()
+        self.inputs = InputPolicy(self, on_reset=self._reset)
+        p = self.params
+        self.gates = {
+            'odometry': self.inputs.gate('odometry', p.odom_timeout),
+            'lidar': self.inputs.gate('lidar', p.staging.stale_timeout),
+            'applied_control': self.inputs.gate('applied_control', p.steering_timeout)}
         profile = load_vehicle_profile(str(v['vehicle_profile']))
         self.max_steer = profile.max_steer
         self.wheelbase = profile.wheelbase
@@ -153,8 +173,6 @@ class AebNode(Node):
         self.pub_brake = create_publisher(self, 'brake_request', self.role)
         self.pub_status = create_publisher(self, 'aeb_status', self.role)
         self.pub_markers = create_publisher(self, 'aeb_markers', self.role)
-        self.actors: Dict[str, Dict[str, Any]] = {}
-        self.ego_pose = None
         self.imu_yaw_rate: Optional[float] = None
         self.joy_t: Optional[float] = None
         self.bad_inputs = 0
@@ -170,6 +188,7 @@ class AebNode(Node):
             create_subscription(self, 'lidar', self._on_lidar, self.role)
         else:
             for role in list(v['actor_roles'] or []):
+                self.gates[role] = self.inputs.gate(f'{role}/odometry', p.odom_timeout)
                 create_subscription(
                     self, 'actor_odometry',
                     lambda msg, r=role: self._on_actor(r, msg),
@@ -183,21 +202,30 @@ class AebNode(Node):
             f'{self.params.dead_time:g} s')
 
     # inputs ----------------------------------------------------------
+    def _reset(self) -> None:
+        """Start over: no tracks, poses or actors (also after a clock jump back)."""
+        self.core = AebCore(self.params)
+        self.actors: Dict[str, Dict[str, Any]] = {}
+        self.ego_pose = None
+
     def _now(self) -> float:
-        return self.get_clock().now().nanoseconds * 1e-9
+        return self.inputs.now()
 
     def _warn_bad(self, what: str) -> None:
         self.bad_inputs += 1
         self.get_logger().warning(what, throttle_duration_sec=2.0)
 
     def _on_odometry(self, msg: Any) -> None:
-        t = stamps.sec_from_stamp(msg.header.stamp)
+        t = self.inputs.admit(self.gates['odometry'], msg.header.stamp)
+        if t is None:
+            return
         tw = msg.twist.twist
         yaw_rate = tw.angular.z if self.imu_yaw_rate is None \
             else self.imu_yaw_rate
         p = msg.pose.pose
         pose = (p.position.x, p.position.y, quaternion_yaw(p.orientation))
-        if not self.core.update_odometry(t, tw.linear.x, yaw_rate, pose):
+        if not self.core.update_odometry(t, tw.linear.x, yaw_rate, pose,
+                                         arrival=self.gates['odometry'].arrival):
             self._warn_bad('odometry with NaN/inf speed or stamp ignored')
             return
         self.ego_pose = pose
@@ -209,10 +237,12 @@ class AebNode(Node):
         self.imu_yaw_rate = float(w) if math.isfinite(w) else None
 
     def _on_applied(self, msg: Any) -> None:
+        t = self.inputs.admit(self.gates['applied_control'], msg.header.stamp)
+        if t is None:
+            return
         steer = msg.twist.angular.z
         delta = -steer * self.max_steer
-        self.core.set_steering(stamps.sec_from_stamp(msg.header.stamp),
-                               math.tan(delta) / self.wheelbase
+        self.core.set_steering(t, math.tan(delta) / self.wheelbase
                                if math.isfinite(delta) else math.nan)
 
     def _on_joy(self, msg: Any) -> None:
@@ -223,8 +253,15 @@ class AebNode(Node):
         self.joy_t = self._now()
 
     def _on_lidar(self, msg: Any) -> None:
-        t = stamps.sec_from_stamp(msg.header.stamp)
+        # A cloud stamped ahead of the node clock, or older than
+        # stale_timeout, is dropped: no decision carries its stamp, and the
+        # stale check (arrival based) stops the car if nothing usable follows.
+        t = self.inputs.admit(self.gates['lidar'], msg.header.stamp)
+        if t is None:
+            return
+        arrival = self.gates['lidar'].arrival
         try:
+            check_cloud_size(msg, self.max_points, 'lidar cloud')
             pts = clouds.cloud_to_xyz(msg, skip_nans=False)
         except ValueError as exc:
             # a malformed cloud is no usable input (never refreshes it)
@@ -233,10 +270,10 @@ class AebNode(Node):
         if self.clouds_checked < 20 and pts is not _BLIND:
             self._check_mount(pts)
         try:
-            decision = self.core.update_cloud(t, pts)
+            decision = self.core.update_cloud(t, pts, arrival=arrival)
         except ValueError as exc:
             self._warn_bad(f'lidar cloud rejected: {exc}')
-            decision = self.core.update_cloud(t, _BLIND)
+            decision = self.core.update_cloud(t, _BLIND, arrival=arrival)
         self._publish(decision, msg.header.stamp)
 
     def _check_mount(self, pts: np.ndarray) -> None:
@@ -253,7 +290,9 @@ class AebNode(Node):
                 f'set rig / vehicle_profile to the car being driven')
 
     def _on_actor(self, role: str, msg: Any) -> None:
-        t = stamps.sec_from_stamp(msg.header.stamp)
+        t = self.inputs.admit(self.gates[role], msg.header.stamp)
+        if t is None:
+            return
         p = msg.pose.pose
         yaw = quaternion_yaw(p.orientation)
         tw = msg.twist.twist.linear
@@ -266,13 +305,15 @@ class AebNode(Node):
             decel = 0.7 * prev['decel'] + 0.3 * raw
         off = float(self.values['actor_box_offset'])
         self.actors[role] = {
-            't': t, 'speed': float(tw.x), 'decel': decel, 'yaw': yaw,
+            't': t, 'arrival': self.gates[role].arrival,
+            'speed': float(tw.x), 'decel': decel, 'yaw': yaw,
             'xy': np.array([p.position.x + off * c,
                             p.position.y + off * s]), 'vel': vel}
 
     def _decide_ground_truth(self, t: float) -> None:
+        now = self._now()
         fresh = [a for a in self.actors.values()
-                 if t - a['t'] <= self.params.odom_timeout]
+                 if 0.0 <= now - a['arrival'] <= self.params.odom_timeout]
         size = np.asarray(self.values['actor_size'], dtype=np.float64)
         x, y, yaw = self.ego_pose
         decision = self.core.update_ground_truth(
@@ -281,7 +322,8 @@ class AebNode(Node):
             np.array([a['yaw'] for a in fresh]),
             np.array([a['vel'] for a in fresh]).reshape(-1, 2),
             np.tile(size.reshape(1, 3), (len(fresh), 1)),
-            np.array([max(a['decel'], 0.0) for a in fresh]))
+            np.array([max(a['decel'], 0.0) for a in fresh]),
+            arrival=self.gates['odometry'].arrival)
         self._publish(decision, stamps.stamp_from_sec(t))
 
     def _on_timer(self) -> None:

@@ -22,7 +22,11 @@ Without tf2 only ``target_frame`` "" (or equal to the cloud's own frame)
 is supported; another frame is reported once and those clouds are
 dropped. ``transform_tolerance`` is declared for compatibility and unused.
 A ``queue_size`` of 0 means the number of CPU threads (upstream's
-default).
+default). Two parameters are ours, not upstream's: ``max_points`` (larger
+clouds are dropped before decoding) and ``input_timeout`` (the stamp
+policy of :mod:`hil_bridge.interface.freshness`: clouds stamped ahead of
+the node clock or more than ``input_timeout`` behind it are dropped with a
+throttled warning).
 """
 
 from dataclasses import asdict
@@ -32,6 +36,7 @@ from typing import Any, Dict, Optional
 
 from cone_detection.cloud_to_scan import points_to_ranges, ScanParams
 from hil_bridge.interface.codecs import clouds, scans
+from hil_bridge.interface.node_inputs import check_cloud_size, InputPolicy
 from hil_bridge.interface.node_main import run_node
 from hil_bridge.interface.params import declare_params, ParamSpec
 from rclpy.clock import Clock, ClockType
@@ -59,6 +64,10 @@ PARAMS = [
               'use_inf is false (m)', lo=0.0),
     ParamSpec('queue_size', 'cloud subscription depth; 0 = CPU threads',
               lo=0, hi=1000),
+    ParamSpec('input_timeout', 'ours, not upstream: clouds stamped more than this behind the '
+              'node clock are dropped (s)', lo=0.01, hi=60.0),
+    ParamSpec('max_points', 'ours, not upstream: clouds with more points are dropped '
+              'before decoding', lo=1, hi=2**31 - 1),
 ]
 
 
@@ -84,6 +93,9 @@ class CloudToScanNode(Node):
                                    history=qos_profile_sensor_data.history)
         self.pub = self.create_publisher(LaserScan, 'scan', qos_profile_sensor_data)
         self.sub: Optional[Any] = None
+        self.max_points = int(values['max_points'])
+        self.inputs = InputPolicy(self)
+        self.gate = self.inputs.gate('cloud_in', float(values['input_timeout']))
         self._frame_error = False
         self.scans = 0
         self._timer = self.create_timer(0.2, self._poll_subscribers,
@@ -112,7 +124,10 @@ class CloudToScanNode(Node):
                     'does not use; dropping such clouds (set target_frame "")')
                 self._frame_error = True
             return
+        if self.inputs.admit(self.gate, cloud.header.stamp) is None:
+            return
         try:
+            check_cloud_size(cloud, self.max_points)
             xyz = clouds.cloud_to_xyz(cloud, skip_nans=False)
         except ValueError as err:
             self.get_logger().error(f'bad cloud dropped: {err}',

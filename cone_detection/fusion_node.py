@@ -17,7 +17,12 @@ for ``lidar_timeout`` seconds (wall clock): vision cones are published
 instead, with their own stamp. With ``map_enabled`` the fused cones are
 accumulated in ``map`` (:class:`path_planning.cone_map.ConeMap`) and the
 confirmed map cones within ``map_publish_range`` are published instead.
-Malformed messages are reported and dropped. Run::
+Malformed messages and cone clouds of more than ``max_cones`` points are
+reported and dropped. Stamp policy (:mod:`hil_bridge.interface.freshness`):
+inputs stamped ahead of the node clock or more than ``input_timeout``
+behind it are dropped with a throttled warning; the clock jumping back (a
+replay restarted) clears the vision buffer, the pose history and the cone
+map with one info line. Run::
 
     python -m cone_detection.fusion_node --ros-args \
         --params-file config/cone_fusion.yaml
@@ -32,6 +37,7 @@ from cone_detection.markers import cone_markers
 from hil_bridge.interface import contract
 from hil_bridge.interface.codecs import clouds, stamps
 from hil_bridge.interface.frames import quaternion_to_euler
+from hil_bridge.interface.node_inputs import check_cloud_size, InputPolicy
 from hil_bridge.interface.node_main import DropLog, run_node
 from hil_bridge.interface.params import declare_params, ParamSpec
 import numpy as np
@@ -61,6 +67,10 @@ PARAMS: List[ParamSpec] = [
     ParamSpec('map_publish_range', 'map cones published within (m)',
               lo=0.1, hi=1000.0),
     ParamSpec('publish_markers', 'publish cone markers'),
+    ParamSpec('input_timeout', 'inputs stamped more than this behind the node clock are '
+              'dropped (s)', lo=0.01, hi=60.0),
+    ParamSpec('max_cones', 'cone clouds with more points are dropped before decoding',
+              lo=1, hi=10000000),
 ]
 
 
@@ -76,12 +86,12 @@ class ConeFusionNode(Node):
         self.vehicle_frame = contract.frame('vehicle', role)
         self.map_frame = contract.frame('map', role)
         self.params = FusionParams.from_mapping(v)
-        self.vision = VisionBuffer()
-        self.poses = PoseHistory()
-        self.map: Optional[ConeMap] = (
-            ConeMap(ConeMapParams(merge_radius=float(v['map_merge_radius']),
-                                  min_observations=int(v['map_min_observations'])))
-            if v['map_enabled'] else None)
+        self._reset()
+        self.max_cones = int(v['max_cones'])
+        self.inputs = InputPolicy(self, on_reset=self._reset)
+        timeout = float(v['input_timeout'])
+        self.gates = {k: self.inputs.gate(k, timeout)
+                      for k in ('cones_lidar', 'cones_vision', 'odometry')}
         self.pub = contract.create_publisher(self, 'cones', role)
         self.marker_pub = (contract.create_publisher(self, 'cone_markers',
                                                      role)
@@ -101,6 +111,16 @@ class ConeFusionNode(Node):
             f', map {"off" if self.map is None else "on"}, publishing '
             f'{self.pub.topic_name} in {self.vehicle_frame}')
 
+    def _reset(self) -> None:
+        """Start without vision history, poses and cone map (also after a clock jump back)."""
+        v = self.v
+        self.vision = VisionBuffer()
+        self.poses = PoseHistory()
+        self.map: Optional[ConeMap] = (
+            ConeMap(ConeMapParams(merge_radius=float(v['map_merge_radius']),
+                                  min_observations=int(v['map_min_observations'])))
+            if v['map_enabled'] else None)
+
     def _decode(self, msg: Any, what: str) -> Optional[ConeSet]:
         if msg.header.frame_id and msg.header.frame_id != self.vehicle_frame:
             self._bad(what, ValueError(
@@ -108,6 +128,7 @@ class ConeFusionNode(Node):
                 f'{self.vehicle_frame!r}'))
             return None
         try:
+            check_cloud_size(msg, self.max_cones, what)
             xyz, cls, conf = clouds.cloud_to_cones(msg)
             return ConeSet(xyz, cls, conf)
         except ValueError as err:
@@ -115,6 +136,8 @@ class ConeFusionNode(Node):
             return None
 
     def _on_odom(self, msg: Any) -> None:
+        if self.inputs.admit(self.gates['odometry'], msg.header.stamp) is None:
+            return
         p = msg.pose.pose
         q = p.orientation
         try:
@@ -126,6 +149,8 @@ class ConeFusionNode(Node):
                        p.position.x, p.position.y, float(yaw))
 
     def _on_vision(self, msg: Any) -> None:
+        if self.inputs.admit(self.gates['cones_vision'], msg.header.stamp) is None:
+            return
         cones = self._decode(msg, 'vision cones')
         if cones is None:
             return
@@ -138,6 +163,8 @@ class ConeFusionNode(Node):
             self._publish(scaled, msg.header.stamp, t)
 
     def _on_lidar(self, msg: Any) -> None:
+        if self.inputs.admit(self.gates['cones_lidar'], msg.header.stamp) is None:
+            return
         lidar = self._decode(msg, 'lidar cones')
         if lidar is None:
             return

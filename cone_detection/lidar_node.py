@@ -15,6 +15,12 @@ input's stamp. Markers (namespace ``lidar``) go to ``cone_markers``.
 
 Bad input (malformed messages, zero angle_increment, mismatched
 intensities) is reported (throttled) and dropped; the node keeps running.
+Inputs with more than ``max_points`` points (beams) are dropped before
+decoding; the subscription keeps only the newest message (depth 1), so a
+slow cycle skips to the latest input. Stamp policy
+(:mod:`hil_bridge.interface.freshness`): inputs stamped ahead of the node
+clock or more than ``input_timeout`` behind it are dropped with a
+throttled warning; outputs carry the accepted input's stamp.
 Run::
 
     python -m cone_detection.lidar_node --ros-args \
@@ -31,6 +37,7 @@ from cone_detection.markers import cone_markers
 from hil_bridge.interface import contract
 from hil_bridge.interface.codecs import clouds, stamps
 from hil_bridge.interface.frames import pose_to_matrix, transform_points
+from hil_bridge.interface.node_inputs import check_cloud_size, InputPolicy
 from hil_bridge.interface.node_main import DropLog, run_node
 from hil_bridge.interface.params import declare_params, ParamSpec
 from hil_bridge.interface.rig import load_rig
@@ -101,6 +108,10 @@ PARAMS: List[ParamSpec] = [
               lo=0.0, hi=10.0),
     ParamSpec('cloud_count_hi', 'most points, times the big cone count',
               lo=0.1, hi=20.0),
+    ParamSpec('input_timeout', 'scans/clouds stamped more than this behind the node clock '
+              'are dropped (s)', lo=0.01, hi=60.0),
+    ParamSpec('max_points', 'clouds (cloud mode) or scans with more points are dropped '
+              'before decoding', lo=1, hi=2**31 - 1),
 ]
 
 _CLOUD_KEYS = {'cloud_range_max': 'range_max',
@@ -140,15 +151,20 @@ class LidarConeNode(Node):
         self.T_vehicle_lidar = pose_to_matrix(spec.mount)
         self.vehicle_frame = contract.frame('vehicle', role)
         self.sensor_frame = contract.frame('sensor', role, lidar_id)
+        self.max_points = int(v['max_points'])
+        self.inputs = InputPolicy(self)
+        self.gate = self.inputs.gate(self.mode, float(v['input_timeout']))
+        # depth 1: a message that waited while the previous one was being
+        # processed is replaced by the newest (drop what cannot be done in time)
         if self.mode == 'scan':
             self.scan_params = scan_params(v, spec.mount.z)
             self.sub = contract.create_subscription(self, 'scan',
-                                                    self._on_scan, role)
+                                                    self._on_scan, role, depth=1)
         else:
             self.cloud = CloudConeDetector.for_lidar(
                 spec.mount, spec.attributes, cloud_params(v))
             self.sub = contract.create_subscription(self, 'lidar',
-                                                    self._on_cloud, role)
+                                                    self._on_cloud, role, depth=1)
         self.pub = contract.create_publisher(self, 'cones_lidar', role)
         self.marker_pub = (contract.create_publisher(self, 'cone_markers',
                                                      role)
@@ -172,7 +188,12 @@ class LidarConeNode(Node):
 
     def _on_scan(self, msg: Any) -> None:
         self._check_frame(msg.header.frame_id)
+        if self.inputs.admit(self.gate, msg.header.stamp) is None:
+            return
         try:
+            if len(msg.ranges) > self.max_points:
+                raise ValueError(f'{len(msg.ranges)} ranges exceed max_points '
+                                 f'{self.max_points}')
             res = detect_cones_laserscan(msg, self.scan_params)
         except ValueError as err:
             self._bad('scan', err)
@@ -185,7 +206,10 @@ class LidarConeNode(Node):
 
     def _on_cloud(self, msg: Any) -> None:
         self._check_frame(msg.header.frame_id)
+        if self.inputs.admit(self.gate, msg.header.stamp) is None:
+            return
         try:
+            check_cloud_size(msg, self.max_points)
             pts = clouds.cloud_to_xyz(msg, skip_nans=True)
             cones = self.cloud.detect(pts)
         except ValueError as err:

@@ -30,8 +30,15 @@ subscription stays: destroying it from a callback could crash rclpy).
 Images before their CameraInfo are dropped with one warning; images in
 an unsupported encoding or of a size that differs from CameraInfo are
 dropped with an error (throttled), and the node keeps
-running. A missing or corrupt model file stops the node at
-start-up with an error naming the file and exit status 1::
+running. Limits: an image (raw, or the width x height of its JPEG/PNG
+header, read before decoding) with more than ``max_pixels`` pixels, or a
+JPEG whose header differs from CameraInfo, is dropped undecoded. Stamp
+policy (:mod:`hil_bridge.interface.freshness`): images stamped ahead of
+the node clock or more than ``input_timeout`` behind it are dropped with
+a throttled warning; the clock jumping back (a replay restarted) resets
+the pending images and the out-of-order guard with one info line.
+A missing or corrupt model file stops the node at start-up with an error
+naming the file and exit status 2 (bad configuration)::
 
     python -m cone_detection.vision_node --ros-args \
         --params-file config/vision_cone_detector.yaml
@@ -46,6 +53,7 @@ from cone_detection.svm_model import DEFAULT_MODEL_PATH
 from cone_detection.vision_pipeline import merge_cameras, VisionConeDetector
 from hil_bridge.interface.codecs import clouds, images, stamps
 from hil_bridge.interface.contract import create_publisher, create_subscription, frame
+from hil_bridge.interface.node_inputs import InputPolicy
 from hil_bridge.interface.node_main import run_node
 from hil_bridge.interface.params import declare_params, ParamSpec
 import numpy as np
@@ -92,6 +100,10 @@ PARAMS = [
     ParamSpec('publish_markers', 'publish the MarkerArray'),
     ParamSpec('error_throttle', 'seconds between repeated input error messages',
               lo=0.0, hi=3600.0),
+    ParamSpec('input_timeout', 'images stamped more than this behind the node clock are '
+              'dropped (s)', lo=0.01, hi=60.0),
+    ParamSpec('max_pixels', 'images (raw, or JPEG/PNG header) with more pixels are dropped '
+              'before decoding', lo=1, hi=2**31 - 1),
 ]
 
 
@@ -118,6 +130,7 @@ class _Camera:
         self.T = T_vehicle_camera
         self.K: Optional[np.ndarray] = None
         self.size = (0, 0)
+        self.full_size = (0, 0)
         self.pending: Any = None
         self.arrived = 0.0
         self.warned_info = False
@@ -143,6 +156,9 @@ class VisionConeNode(Node):
         role = p['role_name']
         self.frame_id = frame('vehicle', role)
         self.cameras: List[_Camera] = []
+        self.max_pixels = int(p['max_pixels'])
+        self.inputs = InputPolicy(self, on_reset=self._reset)
+        self.gates = {cid: self.inputs.gate(cid, float(p['input_timeout'])) for cid in cam_ids}
         for cid in cam_ids:
             if cid not in CAMERA_KEYS:
                 raise ValueError(f'camera {cid!r} has no contract topics; known: '
@@ -185,11 +201,26 @@ class VisionConeNode(Node):
             cam.log.error(f'{cam.sensor_id}: bad CameraInfo: {err}',
                           throttle_duration_sec=self.throttle)
             return
+        if int(width) * int(height) > self.max_pixels or width <= 0 or height <= 0:
+            cam.log.error(f'{cam.sensor_id}: CameraInfo {width}x{height} is empty or exceeds '
+                          f'max_pixels {self.max_pixels}; ignored',
+                          throttle_duration_sec=self.throttle)
+            return
         r = self.reduce
         cam.K = images.reduce_intrinsics(k, r)
+        cam.full_size = (int(width), int(height))
         cam.size = (-(-int(width) // r), -(-int(height) // r))
 
+    def _reset(self) -> None:
+        """Clock jumped back: forget pending images and the out-of-order guard."""
+        self._last_stamp = -1.0
+        for cam in self.cameras:
+            cam.pending = None
+        self._due_since = time.monotonic()
+
     def _on_image(self, cam: _Camera, msg: Any) -> None:
+        if self.inputs.admit(self.gates[cam.sensor_id], msg.header.stamp) is None:
+            return  # future, stale or non-finite stamp (warned, throttled)
         cam.pending = msg
         cam.arrived = time.monotonic()
         if self.p['camera_schedule'] == 'alternate':
@@ -233,8 +264,10 @@ class VisionConeNode(Node):
             return None
         try:
             if self.p['use_compressed']:
-                img = images.compressed_to_image(msg, self.reduce)
+                img = images.compressed_to_image(msg, self.reduce, max_pixels=self.max_pixels,
+                                                 expected_size=cam.full_size)
             else:
+                images.check_image_size(msg, self.max_pixels)
                 img = images.reduce_image(images.msg_to_image(msg, 'bgr8'), self.reduce)
         except ValueError as err:
             cam.log.error(f'{cam.sensor_id}: image dropped: {err}',
@@ -302,7 +335,7 @@ class VisionConeNode(Node):
 
 
 def main(args: Optional[List[str]] = None) -> int:
-    """Run the node until SIGINT/SIGTERM; exit 1 when it cannot start."""
+    """Run the node until SIGINT/SIGTERM; exit 2 when it cannot start."""
     return run_node(VisionConeNode, args,
                     startup_errors=(FileNotFoundError, ValueError),
                     name=NODE_NAME)

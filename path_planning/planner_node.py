@@ -33,6 +33,15 @@ look-ahead. A steady-clock timer (10 Hz) commands a stop, stamped with the
 node's time, and warns while no cones arrived for more than
 ``cone_timeout`` seconds of (sim) time, or none at all yet.
 
+Stamp policy (:mod:`hil_bridge.interface.freshness`): a cone cloud or an
+odometry stamped ahead of the node clock, or more than ``cone_timeout`` /
+``odom_timeout`` behind it, is dropped with a throttled warning; only an
+accepted cloud's stamp goes onto ``cmd_vel``. Freshness is the arrival on
+the node clock, so no stamp can silence the stop timer. Cone clouds of more
+than ``max_cones`` points are dropped before decoding. The clock jumping
+back (a replay restarted) resets the cone memory, the route and the
+odometry with one info line.
+
 Run::
 
     python -m path_planning.planner_node --ros-args \
@@ -48,6 +57,7 @@ from geometry_msgs.msg import Point, PoseStamped, TwistStamped
 from hil_bridge.interface.codecs import clouds, stamps
 from hil_bridge.interface.contract import create_publisher, create_subscription, frame
 from hil_bridge.interface.frames import quaternion_yaw
+from hil_bridge.interface.node_inputs import check_cloud_size, InputPolicy
 from hil_bridge.interface.node_main import run_node
 from hil_bridge.interface.params import declare_params, ParamSpec
 from hil_bridge.interface.vehicle_profile import load_vehicle_profile
@@ -133,6 +143,8 @@ PARAMS = [
     ParamSpec('odom_timeout', 'odometry older than this (s) is not used',
               lo=0.01, hi=60.0),
     ParamSpec('publish_markers', 'publish planning_markers'),
+    ParamSpec('max_cones', 'cone clouds with more points are dropped before decoding',
+              lo=1, hi=10000000),
     # lap 2 and after (path_planning/race_planner.py)
     ParamSpec('race_enabled', 'map lap 1, then drive a minimum-curvature line'),
     ParamSpec('race_margin', 'line: clearance to the cones beside the half width (m)',
@@ -261,14 +273,15 @@ class ConeDrivePlannerNode(Node):
         cone_values = dict(values, mode='cone_drive') if self.route_mode \
             else values
         self.config = PlannerConfig.from_mapping(cone_values, self.profile)
-        lap1 = Planner(self.config)
-        race = race_config_from_mapping(values, self.profile)
-        # lap 2+: the whole-track map and the optimised line wrap the planner
-        self.planner = RacePlanner(lap1, race, self.profile) if race.enabled else lap1
-        self.route: Optional[RouteFollower] = None
-        self.pose: Optional[tuple] = None
         self.cone_timeout = float(values['cone_timeout'])
         self.odom_timeout = float(values['odom_timeout'])
+        self.max_cones = int(values['max_cones'])
+        #: lap 2+: the whole-track map and the optimised line wrap the planner
+        self.race = race_config_from_mapping(values, self.profile)
+        self._reset()
+        self.inputs = InputPolicy(self, on_reset=self._reset)
+        self.cones_gate = self.inputs.gate('cones', self.cone_timeout)
+        self.odom_gate = self.inputs.gate('odometry', self.odom_timeout)
         self.markers_on = bool(values['publish_markers'])
         self.vehicle_frame = frame('vehicle', self.role)
         self.cmd_pub = create_publisher(self, 'cmd_vel', self.role)
@@ -278,10 +291,6 @@ class ConeDrivePlannerNode(Node):
             self, 'cones', self._on_cones, self.role)
         self.odom_sub = create_subscription(self, 'odometry', self._on_odom,
                                             self.role)
-        self.speed: Optional[float] = None
-        self.yaw_rate: Optional[float] = None
-        self.odom_stamp: Optional[float] = None
-        self.last_cones: Optional[float] = None  # sim time of the last cloud
         self.counts = {'cycles': 0, 'stops': 0, 'nan_cones': 0,
                        'out_of_range': 0, 'bad_clouds': 0, 'bad_odom': 0,
                        'stale_stops': 0}
@@ -294,10 +303,23 @@ class ConeDrivePlannerNode(Node):
             f'{self.config.speed.max_speed} m/s')
 
     # ------------------------------------------------------------ inputs
+    def _reset(self) -> None:
+        """Start over: no cone memory, route or odometry (also after a clock jump back)."""
+        lap1 = Planner(self.config)
+        self.planner = RacePlanner(lap1, self.race, self.profile) if self.race.enabled \
+            else lap1
+        self.route: Optional[RouteFollower] = None
+        self.pose: Optional[tuple] = None
+        self.speed: Optional[float] = None
+        self.yaw_rate: Optional[float] = None
+        self.odom_stamp: Optional[float] = None
+
     def _now(self) -> float:
-        return self.get_clock().now().nanoseconds * 1e-9
+        return self.inputs.now()
 
     def _on_odom(self, msg: Odometry) -> None:
+        if self.inputs.admit(self.odom_gate, msg.header.stamp) is None:
+            return
         v = float(msg.twist.twist.linear.x)
         w = float(msg.twist.twist.angular.z)
         if not (math.isfinite(v) and math.isfinite(w)):
@@ -316,25 +338,28 @@ class ConeDrivePlannerNode(Node):
             self.pose = (float(p.x), float(p.y), yaw)
 
     def _measured_speed(self, t: float) -> Optional[float]:
-        if self.odom_stamp is None or self.speed is None:
+        if self.odom_stamp is None or self.speed is None \
+                or not self.odom_gate.fresh(self._now()):
             return None
         if abs(t - self.odom_stamp) > self.odom_timeout:
             return None
         return self.speed
 
     def _on_cones(self, cloud: PointCloud2) -> None:
+        t = self.inputs.admit(self.cones_gate, cloud.header.stamp)
+        if t is None:
+            return  # future/stale stamp: warned; the watchdog stops the car
         try:
+            check_cloud_size(cloud, self.max_cones, 'cone cloud')
             xyz, cls, _conf = clouds.cloud_to_cones(cloud)
         except ValueError as err:
             self.counts['bad_clouds'] += 1
             self.get_logger().error(f'bad cone cloud dropped: {err}',
                                     throttle_duration_sec=5.0)
             return
-        t = stamps.sec_from_stamp(cloud.header.stamp)
         # cloud_to_cones drops non-finite rows already: count them here.
         n_rows = cloud.width * cloud.height
         self.counts['nan_cones'] += max(int(n_rows) - int(xyz.shape[0]), 0)
-        self.last_cones = t
         speed = self._measured_speed(t)
         if self.route_mode:
             self._follow_route(cloud.header, t, speed)
@@ -402,13 +427,12 @@ class ConeDrivePlannerNode(Node):
         self.cmd_pub.publish(msg)
 
     def _watchdog(self) -> None:
-        """Command a stop while the cones are missing or stale."""
+        """Command a stop while no cones arrived (node clock) for ``cone_timeout``."""
         now = self._now()
-        if self.last_cones is not None and (
-                now - self.last_cones <= self.cone_timeout):
+        if self.cones_gate.fresh(now):
             return
-        what = ('no cones received yet' if self.last_cones is None else
-                f'no cones for {now - self.last_cones:.2f} s')
+        what = ('no cones received yet' if self.cones_gate.arrival is None else
+                f'no usable cones for {self.cones_gate.age(now):.2f} s')
         self.get_logger().warning(
             f'{what}: commanding a stop', throttle_duration_sec=5.0)
         self.counts['stale_stops'] += 1

@@ -4,10 +4,14 @@
 Test helper: one node under test in its own process, one probe node here.
 
 ``with node_under_test(module, params_file, context) as h:`` starts
-``python -m module --ros-args --params-file ...`` (wall-clock time), creates
-a probe node ``h.node`` with an executor on the test's rclpy context, and on
-exit destroys the probe, stops the process and keeps its output in
-``h.output``.
+``python -m module --ros-args --params-file ...``, creates a probe node
+``h.node`` with an executor on the test's rclpy context, and on exit
+destroys the probe, stops the process and keeps its output in ``h.output``.
+
+The node runs on sim time (``use_sim_time``) by default: the probe
+publishes ``/clock`` = ``h.now`` (s) before every spin, so inputs stamped
+near ``h.now`` pass the nodes' stamp policy. ``sim_time=False`` runs the
+node on wall-clock time instead.
 """
 
 from contextlib import contextmanager
@@ -23,10 +27,35 @@ class Harness:
     """The running process, the probe node and its executor."""
 
     def __init__(self, proc: subprocess.Popen, node: Any,
-                 executor: Any) -> None:
+                 executor: Any, clock_pub: Any = None) -> None:
         """Keep the handles; ``output`` is filled when the process ends."""
         self.proc, self.node, self.executor = proc, node, executor
         self.output = ''
+        self.clock_pub = clock_pub
+        self._now = 0.0
+
+    @property
+    def now(self) -> float:
+        """Sim time (s) the probe publishes on /clock before each spin."""
+        return self._now
+
+    @now.setter
+    def now(self, t: float) -> None:
+        """Set the sim time and publish it at once (then wait 50 ms for it to arrive)."""
+        self._now = float(t)
+        self._publish_clock()
+        time.sleep(0.05)
+
+    def _publish_clock(self) -> None:
+        if self.clock_pub is not None:
+            from hil_bridge.interface.codecs import stamps
+            from rosgraph_msgs.msg import Clock
+            self.clock_pub.publish(Clock(clock=stamps.stamp_from_sec(self._now)))
+
+    def spin_once(self, timeout: float) -> None:
+        """Publish /clock (sim time) and spin the probe once."""
+        self._publish_clock()
+        self.executor.spin_once(timeout_sec=timeout)
 
     def spin_until(self, done: Callable[[], bool], timeout: float = 30.0,
                    each: Callable[[], None] = None,
@@ -41,7 +70,7 @@ class Harness:
         while time.monotonic() < deadline and not done():
             if each is not None:
                 each()
-            self.executor.spin_once(timeout_sec=period)
+            self.spin_once(period)
             assert self.proc.poll() is None, self.proc.stdout.read()
         return done()
 
@@ -49,7 +78,7 @@ class Harness:
         """Spin for ``seconds``; fails at once when the process dies."""
         end = time.monotonic() + seconds
         while time.monotonic() < end:
-            self.executor.spin_once(timeout_sec=min(0.05, seconds))
+            self.spin_once(min(0.05, seconds))
             assert self.proc.poll() is None, self.proc.stdout.read()
 
 
@@ -76,13 +105,13 @@ def stop_process(proc: subprocess.Popen, signum: int = signal.SIGTERM,
 @contextmanager
 def node_under_test(module: str, params_file: Any, context: Any,
                     params: Sequence[str] = (),
-                    probe_name: str = 'probe') -> Iterator[Harness]:
+                    probe_name: str = 'probe', sim_time: bool = True) -> Iterator[Harness]:
     """Run ``module`` as a node process with ``-p`` overrides ``params``."""
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     argv: List[str] = [sys.executable, '-m', module, '--ros-args',
                        '--params-file', str(params_file),
-                       '-p', 'use_sim_time:=false']
+                       '-p', f'use_sim_time:={"true" if sim_time else "false"}']
     for item in params:
         argv += ['-p', item]
     proc = subprocess.Popen(argv, env=dict(os.environ),
@@ -91,7 +120,11 @@ def node_under_test(module: str, params_file: Any, context: Any,
     node = rclpy.create_node(probe_name, context=context)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
-    harness = Harness(proc, node, executor)
+    clock_pub = None
+    if sim_time:
+        from hil_bridge.interface.contract import create_publisher
+        clock_pub = create_publisher(node, 'clock')
+    harness = Harness(proc, node, executor, clock_pub)
     try:
         yield harness
     finally:

@@ -198,11 +198,14 @@ def test_node_over_dds_lazy(rclpy_context) -> None:
     child = subprocess.Popen(
         [sys.executable, '-m', 'cone_detection.cloud_to_scan_node', '--ros-args',
          '--params-file', str(root / 'config' / 'cloud_to_scan.yaml'),
-         '-p', 'use_sim_time:=false', '-r', 'cloud_in:=/c2s_test/cloud',
+         '-p', 'use_sim_time:=true', '-r', 'cloud_in:=/c2s_test/cloud',
          '-r', 'scan:=/c2s_test/scan'], env=dict(os.environ))
     node = rclpy.create_node('c2s_tester', context=rclpy_context)
     pub = node.create_publisher(PointCloud2, '/c2s_test/cloud',
                                 qos_profile_sensor_data)
+    from hil_bridge.interface.contract import create_publisher
+    from rosgraph_msgs.msg import Clock
+    clock_pub = create_publisher(node, 'clock')  # sim time for the stamp policy
     executor = SingleThreadedExecutor(context=rclpy_context)
     executor.add_node(node)
     scans = []
@@ -223,6 +226,7 @@ def test_node_over_dds_lazy(rclpy_context) -> None:
         node.create_subscription(LaserScan, '/c2s_test/scan', scans.append,
                                  qos_profile_sensor_data)
         while not scans and time.monotonic() < deadline:
+            clock_pub.publish(Clock(clock=stamps.stamp_from_sec(12.5)))
             if pub.get_subscription_count():
                 pub.publish(clouds.xyzi_to_cloud(pts, 12.5, 'ego_vehicle/lidar'))
             executor.spin_once(timeout_sec=0.1)

@@ -54,17 +54,19 @@ def test_fusion_over_dds(rclpy_context) -> None:
         lidar_xy = [[5.0, 1.5], [5.0, -1.5], [10.0, 1.6]]
         vision_xy = [[5.2, 1.4], [4.9, -1.6]]
         # 1) no lidar yet: vision cones are passed on (own stamp)
+        h.now = 1.0  # sim time: inputs within the stamp policy
         msg = wait_for(1.0, lambda: pub_v.publish(
             _cones(vision_xy, [CONE_BLUE, CONE_YELLOW], 1.0)))
         xyz, cls, _ = clouds.cloud_to_cones(msg)
         assert sorted(cls.tolist()) == [CONE_BLUE, CONE_YELLOW]
 
         # 2) lidar + vision 20 ms apart: lidar positions, vision colours
+        h.now = 2.02
         msg = wait_for(2.0, lambda: pub_v.publish(
             _cones(vision_xy, [CONE_BLUE, CONE_YELLOW], 2.0)))
 
         def lidar() -> None:
-            pub_l.publish(_cones([[0.0, 0.0]], [0], 0.5, 'wrong_frame'))
+            pub_l.publish(_cones([[0.0, 0.0]], [0], 2.0, 'wrong_frame'))
             pub_l.publish(_cones(lidar_xy, [0, 0, 0], 2.02))
         msg = wait_for(2.02, lidar)
         assert msg.header.frame_id == 'ego_vehicle'
@@ -76,6 +78,7 @@ def test_fusion_over_dds(rclpy_context) -> None:
             assert cls[j] == want
 
         # 3) lidar with no vision near its stamp: unknown pass-through
+        h.now = 9.0
         msg = wait_for(9.0, lambda: pub_l.publish(
             _cones(lidar_xy, [0, 0, 0], 9.0)))
         _, cls, _ = clouds.cloud_to_cones(msg)

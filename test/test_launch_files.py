@@ -52,6 +52,9 @@ def _fake_modules() -> Dict[str, types.ModuleType]:
     mods['launch.conditions'].IfCondition = type('IfCondition', (_Action,),
                                                  {})
     mods['launch_ros.actions'].Node = type('Node', (_Action,), {})
+    mods['launch.actions'].OpaqueFunction = type('OpaqueFunction', (_Action,), {})
+    mods['launch.actions'].SetEnvironmentVariable = type('SetEnvironmentVariable',
+                                                         (_Action,), {})
     return mods
 
 
@@ -136,3 +139,35 @@ def test_rviz_started_only_on_request(monkeypatch) -> None:
     assert len(rviz) == 1
     assert rviz[0].kwargs['condition'].args[0].name == 'rviz'
     assert rviz[0].kwargs['arguments'][1].endswith('hil.rviz')
+
+
+@pytest.mark.parametrize('name', LAUNCH_FILES)
+def test_launch_files_keep_discovery_local_unless_peers(name, monkeypatch) -> None:
+    """
+    Issue 14 finding 3: the launch files set nothing, so discovery was open.
+
+    Every launch file sets the DDS environment before its nodes: discovery
+    on this host and the loopback-only profile by default; with ``peers``
+    the static peers and the UDP profile for the link.
+    """
+    for var in ('ROS_AUTOMATIC_DISCOVERY_RANGE', 'ROS_STATIC_PEERS', 'ROS_DISTRO',
+                'ROS_LOCALHOST_ONLY', 'FASTDDS_DEFAULT_PROFILES_FILE',
+                'FASTRTPS_DEFAULT_PROFILES_FILE'):
+        monkeypatch.delenv(var, raising=False)
+    actions = _run_launch_file(name, monkeypatch)
+    names = [type(a).__name__ for a in actions]
+    assert 'OpaqueFunction' in names
+    assert names.index('OpaqueFunction') < names.index('Node')
+    declared = [a.kwargs.get('name') or a.args[0] for a in actions
+                if type(a).__name__ == 'DeclareLaunchArgument']
+    assert 'peers' in declared
+    opaque = next(a for a in actions if type(a).__name__ == 'OpaqueFunction')
+    context = types.SimpleNamespace(launch_configurations={'peers': ''})
+    env = {a.args[0]: a.args[1] for a in opaque.kwargs['function'](context)}
+    assert env['ROS_AUTOMATIC_DISCOVERY_RANGE'] == 'LOCALHOST'
+    assert 'ROS_STATIC_PEERS' not in env
+    assert env['FASTDDS_DEFAULT_PROFILES_FILE'].endswith('fastdds.xml')
+    context.launch_configurations['peers'] = '192.168.10.2, jetson'
+    env = {a.args[0]: a.args[1] for a in opaque.kwargs['function'](context)}
+    assert env['ROS_STATIC_PEERS'] == '192.168.10.2;jetson'
+    assert env['FASTDDS_DEFAULT_PROFILES_FILE'].endswith('fastdds_udp.xml')

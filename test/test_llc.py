@@ -79,25 +79,76 @@ def test_steering_formula_and_sign() -> None:
 
 
 def test_steering_at_zero_speed_uses_v_min_and_clamps() -> None:
-    """v_cmd = 0 does not divide by zero; big yaw rates clamp to max_steer."""
+    """v_cmd = 0 does not divide by zero; a steerable yaw rate past max_steer clamps."""
     llc = make(v_min=1.0)
     c, _ = llc.update(0.0, 0.0, cmd=(0.0, 0.2, 0.0))
     assert c.steer == pytest.approx(
         -math.atan(0.2 * PROFILE.wheelbase / 1.0) / PROFILE.max_steer)
-    c, _ = llc.update(0.05, 2.0, cmd=(2.0, 5.0, 0.05))
+    # 2 m/s: the limit is 2 tan(max_steer) / L (+10 %); just inside it the
+    # road-wheel angle exceeds max_steer by a little and clamps
+    omega = 0.99 * llc.yaw_rate_limit(2.0)
+    c, _ = llc.update(0.05, 2.0, cmd=(2.0, omega, 0.05))
     assert c.steer == -1.0
 
 
-def test_out_of_range_commands_clamped_and_counted() -> None:
-    """Speeds above top speed or negative are clamped and counted."""
+def test_out_of_range_commands_rejected_not_clamped() -> None:
+    """
+    Issue 14 finding 4: a cmd_vel of 1e9 m/s was clamped to top speed.
+
+    Speeds outside [0, top_speed] and yaw rates the car cannot steer are
+    rejected (counted, warned); the previous valid command stays and the
+    watchdog stops the car when nothing valid follows.
+    """
+    llc = make(cmd_timeout=0.5)
+    llc.update(0.0, 0.0, cmd=(5.0, 0.0, 0.0))
+    for k, bad in enumerate([(1e9, 0.0), (PROFILE.top_speed + 0.5, 0.0), (-3.0, 0.0),
+                             (5.0, 1e3), (5.0, -1.1 * llc.yaw_rate_limit(5.0))]):
+        t = 0.05 * (k + 1)
+        c, src = llc.update(t, 0.0, cmd=(*bad, t))
+        assert llc._cmd.speed == 5.0 and llc._cmd.stamp == 0.0
+    assert llc.counters['rejected_cmd'] == 5
+    assert llc.counters['clamped_cmd'] == 0
+    texts = llc.drain_messages()
+    assert any('physical range' in m for m in texts)
+    assert any('can steer' in m for m in texts)
+    c, src = llc.update(0.6, 0.0, cmd=(1e9, 0.0, 0.6))
+    assert src == 'watchdog' and c.throttle == 0.0
+
+
+def test_out_of_order_commands_dropped() -> None:
+    """
+    Issue 14 finding 4: out-of-order cmd_vel made throttle and brake flip.
+
+    Commands alternating between an old stamp (target 0) and a new one
+    (target 10) stay on the newest: throttle every step, never the brake.
+    """
     llc = make()
-    llc.update(0.0, 0.0, cmd=(1e3, 0.0, 0.0))
-    assert llc._cmd.speed == PROFILE.top_speed
-    llc.update(0.05, 0.0, cmd=(-3.0, 0.0, 0.05))
-    assert llc._cmd.speed == 0.0
-    assert llc.counters['clamped_cmd'] == 2
-    assert any('clamped' in m for m in llc.drain_messages())
-    assert llc.drain_messages() == []
+    outputs = []
+    for k in range(20):
+        t = 1.0 + 0.05 * k
+        stamp, target = (t, 10.0) if k % 2 == 0 else (t - 0.1, 0.0)
+        c, src = llc.update(t, 2.0, cmd=(target, 0.0, stamp))
+        outputs.append((c.throttle > 0.0, c.brake > 0.0))
+    assert all(thr and not brk for thr, brk in outputs), outputs
+    assert llc.counters['out_of_order_cmd'] == 10
+
+
+def test_future_stamped_command_cannot_drive_forever() -> None:
+    """
+    Issue 14 finding 1: one cmd_vel stamped 1000 s ahead, then silence.
+
+    Before, the command was fresh for 1000 s and the car kept driving. It
+    is rejected now (the bridge makes the time: no command comes from its
+    future), and any accepted command goes stale by arrival.
+    """
+    llc = make(cmd_timeout=0.5)
+    llc.update(0.0, 0.0, cmd=(5.0, 0.0, 0.0))
+    c, src = llc.update(0.05, 0.0, cmd=(20.0, 0.0, 1000.05))
+    assert llc.counters['rejected_cmd'] == 1
+    assert any('ahead' in m for m in llc.drain_messages())
+    sources = [llc.update(0.05 * k, 0.0)[1] for k in range(2, 40)]
+    assert sources[-1] == 'watchdog'
+    assert sources.index('watchdog') <= 10  # within cmd_timeout of the last valid one
 
 
 @pytest.mark.parametrize('bad', [(math.nan, 0.0), (1.0, math.inf),

@@ -74,6 +74,7 @@ def test_planner_node_stamps_and_stops(rclpy_context) -> None:
     create_subscription(node, 'path', paths.append)
     create_subscription(node, 'planning_markers', markers.append)
     pub = create_publisher(node, 'cones')
+    clock_pub = create_publisher(node, 'clock')
     executor = SingleThreadedExecutor(context=rclpy_context)
     executor.add_node(node)
 
@@ -90,6 +91,9 @@ def test_planner_node_stamps_and_stops(rclpy_context) -> None:
         return {round(stamps.sec_from_stamp(c.header.stamp), 6) for c in cmds}
 
     def send(xyz: np.ndarray, t: float, cls: int = 0) -> None:
+        # sim time first: the stamp policy drops clouds ahead of the clock
+        clock_pub.publish(Clock(clock=stamps.stamp_from_sec(t)))
+        executor.spin_once(timeout_sec=0.01)
         n = xyz.shape[0]
         pub.publish(clouds.cones_to_cloud(xyz, np.full(n, cls, np.uint8),
                                           np.ones(n, np.float32), t,
@@ -135,7 +139,6 @@ def test_planner_node_stamps_and_stops(rclpy_context) -> None:
             assert cmd[-1].twist.angular.z == 0.0
         # Stale cones: sim time moves on (/clock) without clouds -> stop
         # commands stamped with the node's (sim) time.
-        clock_pub = create_publisher(node, 'clock')
 
         def stale_stop() -> bool:
             clock_pub.publish(Clock(clock=stamps.stamp_from_sec(200.0)))

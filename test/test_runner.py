@@ -28,7 +28,7 @@ def test_processes_match_graph_and_overrides() -> None:
     """The runner starts the graph's nodes with their files and overrides."""
     procs = cli.build_processes('all', 'builtin', 'ci_trackdrive',
                                 duration=12.0,
-                                sets={'cone_drive_planner': {'mode': 'x'}})
+                                sets={'cone_drive_planner': {'mode': 'midline'}})
     specs = graph.profile('all')
     assert [p.name for p in procs] == [s.name for s in specs]
     for proc, spec in zip(procs, specs):
@@ -42,7 +42,9 @@ def test_processes_match_graph_and_overrides() -> None:
                  'duration:=12.0', 'exit_on_mission_end:=true'):
         assert item in bridge
     planner = [p for p in procs if p.name == 'cone_drive_planner'][0]
-    assert 'mode:=x' in planner.argv
+    assert 'mode:=midline' in planner.argv
+    with pytest.raises(SystemExit, match='allowed: one of cone_drive'):
+        cli.build_processes('all', sets={'cone_drive_planner': {'mode': 'x'}})
     with pytest.raises(SystemExit, match='unknown node'):
         cli.build_processes('all', sets={'nope': {'a': '1'}})
     onboard = cli.build_processes('onboard')

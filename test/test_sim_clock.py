@@ -62,6 +62,51 @@ def test_lockstep_waits_for_stamp_of_frame() -> None:
     assert c.timeouts == 0
 
 
+def test_future_stamp_does_not_release_later_frames() -> None:
+    """
+    Issue 14 finding 1: lockstep kept the largest stamp seen.
+
+    One cmd_vel stamped 1000 s ahead satisfied every frame after it, so the
+    bridge stopped waiting for the onboard computer. A stamp ahead of the
+    newest published frame is ignored now; frames keep waiting.
+    """
+    c = SimClock('lockstep', 0.05, lockstep_topics=['cmd_vel'], lockstep_timeout=0.0)
+    c.on_published(0.0, wall=0.0)
+    assert c.on_command('cmd_vel', 0.0)
+    assert not c.on_command('cmd_vel', 1000.0)
+    for k in range(1, 20):
+        assert c.ready(float(k)).tick
+        c.on_tick(float(k))
+        c.on_published(0.05 * k, wall=float(k))
+        assert not c.ready(float(k) + 0.5).tick, f'frame {k} did not wait'
+        assert c.on_command('cmd_vel', 0.05 * k)
+
+
+def test_command_arriving_before_on_published_counts() -> None:
+    """A fast node answers frame k before the bridge recorded the publish: it counts."""
+    c = SimClock('lockstep', 0.05, lockstep_topics=['cmd_vel'], lockstep_timeout=0.0)
+    c.on_published(0.0, wall=0.0)
+    c.on_command('cmd_vel', 0.0)
+    c.on_tick(0.1)
+    c.announce(0.05)                      # before the frame's messages go out
+    assert c.on_command('cmd_vel', 0.05)  # the answer races on_published
+    c.on_published(0.05, wall=0.2)
+    assert c.ready(0.3).tick
+
+
+def test_world_time_going_back_forgets_latest() -> None:
+    """A world reloaded at an earlier time waits for commands of its own frames."""
+    c = SimClock('lockstep', 0.05, lockstep_topics=['cmd_vel'], lockstep_timeout=0.0)
+    c.on_published(50.0, wall=0.0)
+    c.on_command('cmd_vel', 50.0)
+    assert c.ready(0.1).tick
+    c.on_tick(0.1)
+    c.on_published(0.05, wall=0.2)
+    assert not c.ready(0.3).tick
+    c.on_command('cmd_vel', 0.05)
+    assert c.ready(0.4).tick
+
+
 def test_lockstep_needs_every_topic() -> None:
     """With two topics both must deliver."""
     c = SimClock('lockstep', 0.05, lockstep_topics=['cmd_vel', 'brake_request'])

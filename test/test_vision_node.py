@@ -60,6 +60,7 @@ def test_vision_node_detects_and_survives_bad_input(rclpy_context) -> None:
                 ('camera_left', 'camera_left_info', 'camera_right', 'camera_right_info')}
 
         def send(t: float, img_left=left, info: bool = True) -> None:
+            h.now = t  # sim time of the frame (stamp policy)
             if info:
                 for key in ('camera_left_info', 'camera_right_info'):
                     pubs[key].publish(images.camera_info_msg(k, 644, 482, t, 'optical'))
@@ -120,8 +121,8 @@ def test_vision_node_detects_and_survives_bad_input(rclpy_context) -> None:
 
 
 @pytest.mark.dds
-def test_missing_model_exits_nonzero_naming_the_file(ros_domain, tmp_path) -> None:
-    """A missing or corrupt model file stops the node with exit 1 and the file name."""
+def test_missing_model_exits_2_naming_the_file(ros_domain, tmp_path) -> None:
+    """A missing or corrupt model file stops the node with exit 2 and the file name."""
     for name, text in (('absent.json', None), ('corrupt.json', '{not json')):
         path = tmp_path / name
         if text is not None:
@@ -130,7 +131,7 @@ def test_missing_model_exits_nonzero_naming_the_file(ros_domain, tmp_path) -> No
             [sys.executable, '-m', 'cone_detection.vision_node', '--ros-args',
              '--params-file', PARAMS_FILE, '-p', f'model_path:={path}'],
             cwd=str(ROOT), env=dict(os.environ), capture_output=True, text=True, timeout=60)
-        assert out.returncode == 1, out
+        assert out.returncode == 2, out
         assert name in out.stderr, out.stderr
 
 
@@ -150,6 +151,7 @@ def test_vision_node_compressed_single_camera(rclpy_context) -> None:
         deadline = time.monotonic() + 30.0
         t = 1.0
         while not received and time.monotonic() < deadline:
+            h.now = t
             info_pub.publish(images.camera_info_msg(k, 644, 482, t, 'optical'))
             image_pub.publish(images.image_to_compressed(img, t, 'optical', quality=90))
             h.spin_until(lambda: bool(received), 0.3, period=0.05)
@@ -179,6 +181,7 @@ def test_alternate_schedule_takes_the_cameras_in_turn(rclpy_context) -> None:
         def run_frames(until: int, deadline: float, cams: tuple, t: float) -> float:
             """Send a frame of ``cams`` every 0.3 s until ``until`` outputs."""
             while len(received) < until and time.monotonic() < deadline:
+                h.now = t
                 for key in cams:
                     pubs[key + '_info'].publish(
                         images.camera_info_msg(k, 644, 482, t, 'optical'))

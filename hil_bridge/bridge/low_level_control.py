@@ -29,10 +29,25 @@ Priority, highest first (the ``source`` string names the winner):
    (none yet, stale stamps, or only invalid ones): controlled stop at
    ``watchdog_decel`` with the steering held or centred.
 
-Commands with NaN/inf are rejected (counted, the previous valid one stays in
-force until it goes stale); out-of-range values are clamped and counted.
-A brake request is latched until a request of 0 releases it (or, with
-``brake_request_timeout`` > 0, until it is that old). ``actuation_delay``
+Command validation (each rejection counted, with a warning; the previous
+valid command stays in force until it goes stale):
+
+* NaN/inf values, a malformed command;
+* a target speed outside the profile's physical range ``[0, top_speed]``
+  or a yaw rate the car cannot steer at that speed
+  (``|omega| > max(|v|, v_min) tan(max_steer) / L``, plus
+  :data:`YAW_RATE_MARGIN`): rejected, not clamped;
+* the stamp policy of :mod:`hil_bridge.interface.freshness` per source: a
+  stamp ahead of the controller's time ``t`` (the bridge makes the time:
+  :data:`~hil_bridge.interface.freshness.COMMAND_TOLERANCE`), more than
+  ``cmd_timeout`` behind it, or older than the last accepted command of
+  that source (out of order).
+
+Freshness is judged by arrival (the ``t`` at which a command was accepted),
+never by its stamp alone. Brake requests stronger than ``max_decel`` clamp
+to full brake (the safe side). A brake request is latched until a request
+of 0 releases it (or, with ``brake_request_timeout`` > 0, until it is that
+old). ``actuation_delay``
 delays the applied control by that many seconds of sim time (a FIFO).
 """
 
@@ -42,10 +57,14 @@ import math
 from typing import Any, Deque, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from hil_bridge.bridge.backend import VehicleControl
+from hil_bridge.interface.freshness import COMMAND_TOLERANCE, InputGate, Throttle
 from hil_bridge.interface.joy import JOY_PRESETS, JoyMapping, JoyState
 from hil_bridge.interface.vehicle_profile import VehicleProfile
 
 GRAVITY = 9.81
+#: Slack on the steerable yaw rate before a command counts as out of range
+#: (planners compute omega = v tan(delta) / L with |delta| <= max_steer).
+YAW_RATE_MARGIN = 0.1
 
 #: Numeric ids of the control sources (``applied_control`` linear.z).
 SOURCE_IDS = {'watchdog': 0, 'cmd_vel': 1, 'brake_request': 2, 'manual': 3,
@@ -176,6 +195,13 @@ class LowLevelController:
         self._steer = 0.0
         self._in_watchdog = False
         self._queue: Deque[Tuple[float, VehicleControl, str]] = collections.deque()
+        # stamp policy per source; every rejection is a warning of its own
+        # (the bridge throttles what it logs)
+        quiet = Throttle(period=0.0)
+        timeout = self.params.cmd_timeout
+        self.gates = {name: InputGate(name, timeout, COMMAND_TOLERANCE, monotonic=True,
+                                      throttle=quiet)
+                      for name in ('cmd_vel', 'brake_request')}
         self._delayed: Tuple[VehicleControl, str] = (
             self._stop_control(self.params.watchdog_decel), 'watchdog')
 
@@ -189,7 +215,46 @@ class LowLevelController:
         out, self._messages = self._messages, []
         return out
 
-    def _accept_cmd(self, cmd: Any) -> None:
+    def yaw_rate_limit(self, speed: float) -> float:
+        """Return the largest yaw rate (rad/s) the car can steer at target ``speed``."""
+        v = max(abs(float(speed)), self.params.v_min)
+        return v * math.tan(self.profile.max_steer) / self.profile.wheelbase \
+            * (1.0 + YAW_RATE_MARGIN)
+
+    def check_command(self, speed: float, yaw_rate: float) -> str:
+        """
+        Return why a target speed (m/s) and yaw rate (rad/s) are refused ('' = valid).
+
+        Refused: non-finite values, a speed outside the profile's physical
+        range ``[0, top_speed]``, a yaw rate the car cannot steer at that
+        speed (:meth:`yaw_rate_limit`).
+        """
+        if not _finite(speed, yaw_rate):
+            return f'non-finite speed {speed} / yaw rate {yaw_rate}'
+        speed, yaw_rate = float(speed), float(yaw_rate)
+        if not 0.0 <= speed <= self.profile.top_speed:
+            return (f'speed {speed:g} m/s outside the physical range '
+                    f'[0, {self.profile.top_speed:g}] of {self.profile.name}')
+        omega_max = self.yaw_rate_limit(speed)
+        if abs(yaw_rate) > omega_max:
+            return (f'yaw rate {yaw_rate:g} rad/s beyond the {omega_max:.3f} rad/s '
+                    f'{self.profile.name} can steer at {speed:g} m/s')
+        return ''
+
+    def _admit(self, source: str, stamp: float, t: float) -> bool:
+        """Apply the stamp policy of ``source`` at controller time ``t``."""
+        gate = self.gates[source]
+        verdict = gate.check(stamp, t)
+        if gate.admit(stamp, t):
+            return True
+        short = 'cmd' if source == 'cmd_vel' else 'brake'
+        key = {'stale': f'stale_{short}', 'out-of-order': f'out_of_order_{short}'}.get(
+            verdict.reason, f'rejected_{short}')
+        for text in gate.take_warnings():
+            self._warn(key, text)
+        return False
+
+    def _accept_cmd(self, cmd: Any, t: float) -> None:
         try:
             cmd = Command(*cmd)
         except TypeError:
@@ -198,15 +263,16 @@ class LowLevelController:
         if not _finite(cmd.speed, cmd.yaw_rate, cmd.stamp):
             self._warn('rejected_cmd', f'cmd_vel rejected: non-finite {tuple(cmd)}')
             return
-        speed = _clip(float(cmd.speed), 0.0, self.profile.top_speed)
-        omega_max = self.profile.max_lat_accel / self.params.v_min
-        omega = _clip(float(cmd.yaw_rate), -omega_max, omega_max)
-        if speed != cmd.speed or omega != cmd.yaw_rate:
-            self._warn('clamped_cmd', f'cmd_vel clamped: speed {cmd.speed} -> '
-                       f'{speed}, yaw rate {cmd.yaw_rate} -> {omega}')
+        speed, omega = float(cmd.speed), float(cmd.yaw_rate)
+        why = self.check_command(speed, omega)
+        if why:
+            self._warn('rejected_cmd', f'cmd_vel rejected: {why}')
+            return
+        if not self._admit('cmd_vel', float(cmd.stamp), t):
+            return
         self._cmd = Command(speed, omega, float(cmd.stamp))
 
-    def _accept_brake(self, req: Any) -> None:
+    def _accept_brake(self, req: Any, t: float) -> None:
         try:
             req = BrakeRequest(*req)
         except TypeError:
@@ -215,6 +281,8 @@ class LowLevelController:
         if not _finite(req.decel, req.stamp):
             self._warn('rejected_brake',
                        f'brake_request rejected: non-finite {tuple(req)}')
+            return
+        if not self._admit('brake_request', float(req.stamp), t):
             return
         decel = float(req.decel)
         if decel > 0.0:
@@ -295,7 +363,11 @@ class LowLevelController:
             return _clip(u, 0.0, 1.0), 0.0
         return 0.0, _clip(-u * p.brake_gain, 0.0, 1.0)
 
-    def _fresh(self, stamp: float, t: float, timeout: float) -> bool:
+    def _fresh(self, stamp: float, t: float, timeout: float,
+               source: Optional[str] = None) -> bool:
+        """Fresh: stamp within ``timeout`` of ``t`` and (per source) arrived within it."""
+        if source is not None and self.gates[source].age(t) > timeout:
+            return False
         return t - stamp <= timeout
 
     def _compute(self, t: float, speed: float) -> Tuple[VehicleControl, str]:
@@ -303,8 +375,8 @@ class LowLevelController:
         # AEB request (latched until released or, optionally, expired)
         aeb_brake = 0.0
         if self._brake is not None:
-            if p.brake_request_timeout > 0.0 and \
-                    not self._fresh(self._brake.stamp, t, p.brake_request_timeout):
+            if p.brake_request_timeout > 0.0 and not self._fresh(
+                    self._brake.stamp, t, p.brake_request_timeout, 'brake_request'):
                 self._warn('stale_brake', 'brake_request expired '
                            f'(stamp {self._brake.stamp:.3f}, t {t:.3f})')
                 self._brake = None
@@ -334,7 +406,7 @@ class LowLevelController:
                 return VehicleControl(throttle, steer, 0.0), 'manual'
         # autonomous
         cmd = self._cmd
-        if cmd is not None and not self._fresh(cmd.stamp, t, p.cmd_timeout):
+        if cmd is not None and not self._fresh(cmd.stamp, t, p.cmd_timeout, 'cmd_vel'):
             self._warn('stale_cmd', f'cmd_vel stale: stamp {cmd.stamp:.3f} older '
                        f'than {p.cmd_timeout} s at t {t:.3f}: watchdog stop')
             self._cmd = cmd = None
@@ -375,16 +447,16 @@ class LowLevelController:
         ``None`` when nothing new arrived. A non-finite ``t`` or
         ``ego_speed`` gives a full-brake stop (source ``watchdog``).
         """
-        if cmd is not None:
-            self._accept_cmd(cmd)
-        if brake_request is not None:
-            self._accept_brake(brake_request)
-        if joy is not None:
-            self._accept_joy(joy)
         if not _finite(t, ego_speed):
             self._warn('bad_state', f'non-finite time/speed ({t}, {ego_speed}): '
                        'full brake')
             return VehicleControl(0.0, 0.0, 1.0), 'watchdog'
+        if cmd is not None:
+            self._accept_cmd(cmd, float(t))
+        if brake_request is not None:
+            self._accept_brake(brake_request, float(t))
+        if joy is not None:
+            self._accept_joy(joy)
         control, source = self._compute(float(t), float(ego_speed))
         control = control.clamped()
         if self.params.actuation_delay <= 0.0:

@@ -16,7 +16,9 @@ Modes (``select_mode``):
   delivered a message whose header stamp is >= frame k's stamp (onboard
   nodes stamp their outputs with the stamp of the input they computed
   from), or ``lockstep_timeout`` wall seconds have passed (counted and
-  reported). Until each topic has delivered its first message the wait is
+  reported). Stamps ahead of the newest published frame are ignored: one
+  future-stamped message cannot release the frames after it. Until each
+  topic has delivered its first message the wait is
   ``startup_timeout`` instead (0 = forever), so slow-starting nodes do not
   make the first frames differ between runs.
 
@@ -100,6 +102,7 @@ class SimClock:
         self.budget: Optional[int] = None
         self.frames = 0
         self._waiting_for: Optional[float] = None
+        self._newest: Optional[float] = None
         self._published_wall = 0.0
         self._next_due: Optional[float] = None
 
@@ -128,13 +131,37 @@ class SimClock:
         return frames
 
     # --------------------------------------------------------------- events
-    def on_command(self, topic: str, stamp: float) -> None:
-        """Record a message on a lockstep topic with its header stamp (s)."""
-        if topic in self.topics and math.isfinite(stamp):
-            self.latest[topic] = max(stamp, self.latest.get(topic, -math.inf))
+    def on_command(self, topic: str, stamp: float) -> bool:
+        """
+        Record a message on a lockstep topic with its header stamp (s).
+
+        A stamp ahead of the newest published frame cannot have been
+        computed from a frame: it is ignored (returns False), so one
+        future-stamped message never satisfies the frames to come. A
+        stamp behind the frames already counted does not lower them.
+        """
+        if topic not in self.topics or not math.isfinite(stamp):
+            return False
+        if self._newest is not None and stamp > self._newest + STAMP_EPS:
+            return False
+        self.latest[topic] = max(stamp, self.latest.get(topic, -math.inf))
+        return True
+
+    def announce(self, stamp: float) -> None:
+        """
+        Record that the frame with sim-time ``stamp`` is about to be published.
+
+        Call it before the frame's messages go out: a command computed
+        from the frame can arrive before :meth:`on_published` is called.
+        """
+        stamp = float(stamp)
+        if self._newest is not None and stamp < self._newest - STAMP_EPS:
+            self.latest.clear()  # the world's time went back (reloaded)
+        self._newest = stamp
 
     def on_published(self, stamp: float, wall: float) -> None:
         """Record that the frame with sim-time ``stamp`` was published."""
+        self.announce(stamp)
         self._waiting_for = float(stamp)
         self._published_wall = float(wall)
 

@@ -9,7 +9,8 @@ The config directory is, in order: ``$CARLA_HIL_CONFIG``; the installed
 
 import functools
 import os
-from typing import Any, Dict
+import re
+from typing import Any, Dict, List, Sequence
 
 import yaml
 
@@ -86,16 +87,53 @@ def node_params(node_name: str, file_name: str = '') -> Dict[str, Any]:
                      f'no ros__parameters for node {node_name!r}')
 
 
-def dds_environment() -> Dict[str, str]:
-    """
-    Return environment variables that select carla_hil's Fast DDS profile.
+#: Fast DDS 2.x and 3.x read the default profile from these variables.
+PROFILE_VARIABLES = ('FASTDDS_DEFAULT_PROFILES_FILE', 'FASTRTPS_DEFAULT_PROFILES_FILE')
+#: the profile for one host (shared memory + loopback UDP only) and the one
+#: for a link between two machines (UDP on every interface)
+HOST_PROFILE, LINK_PROFILE = 'fastdds.xml', 'fastdds_udp.xml'
 
-    ``config/fastdds.xml`` enlarges the shared-memory segment so camera
-    images between processes on one host stay in shared memory (no lossy
-    UDP fragmentation). Variables the user already set win.
+
+def parse_peers(text: str) -> List[str]:
     """
-    env = {}
-    if 'FASTDDS_DEFAULT_PROFILES_FILE' not in os.environ and \
-            'FASTRTPS_DEFAULT_PROFILES_FILE' not in os.environ:
-        env['FASTDDS_DEFAULT_PROFILES_FILE'] = config_path('fastdds.xml')
+    Return the hosts of a ``--peers`` value (comma or semicolon separated).
+
+    Raises ``ValueError`` naming a malformed entry (IPs or host names only).
+    """
+    out = []
+    for item in re.split(r'[,;\s]+', text or ''):
+        if not item:
+            continue
+        if not re.fullmatch(r'[A-Za-z0-9][A-Za-z0-9.\-:]*', item):
+            raise ValueError(f'--peers: {item!r} is not a host name or IP address')
+        out.append(item)
+    return out
+
+
+def dds_environment(peers: Sequence[str] = ()) -> Dict[str, str]:
+    """
+    Return environment variables for carla_hil's DDS set-up.
+
+    One host (no ``peers``): discovery stays on this host
+    (``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``; ``ROS_LOCALHOST_ONLY=1``
+    on Humble, which has no discovery range) and ``config/fastdds.xml``,
+    whose 64 MB shared-memory segment keeps camera images between
+    processes in shared memory (no lossy UDP fragmentation) and whose UDP
+    transport listens on the loopback interface only. Two machines
+    (``peers`` named): discovery stays on this host plus the named peers
+    (``ROS_STATIC_PEERS``) and ``config/fastdds_udp.xml`` (UDP on the
+    interfaces). Variables the user already set win.
+    """
+    env: Dict[str, str] = {}
+    if not any(v in os.environ for v in PROFILE_VARIABLES):
+        env['FASTDDS_DEFAULT_PROFILES_FILE'] = config_path(
+            LINK_PROFILE if peers else HOST_PROFILE)
+    if os.environ.get('ROS_DISTRO', '') == 'humble':
+        if not peers and 'ROS_LOCALHOST_ONLY' not in os.environ:
+            env['ROS_LOCALHOST_ONLY'] = '1'
+        return env
+    if 'ROS_AUTOMATIC_DISCOVERY_RANGE' not in os.environ:
+        env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    if peers and 'ROS_STATIC_PEERS' not in os.environ:
+        env['ROS_STATIC_PEERS'] = ';'.join(peers)
     return env

@@ -105,9 +105,19 @@ def create_publisher(node: Any, key: str, role: str = DEFAULT_ROLE,
 
 
 def create_subscription(node: Any, key: str, callback: Any,
-                        role: str = DEFAULT_ROLE, **fields: str) -> Any:
-    """Create a subscription for contract topic ``key`` on an rclpy node."""
+                        role: str = DEFAULT_ROLE, depth: int = 0, **fields: str) -> Any:
+    """
+    Create a subscription for contract topic ``key`` on an rclpy node.
+
+    ``depth`` > 0 keeps only that many samples (1: always the newest, for
+    inputs a slow node must not queue up); the other QoS policies stay the
+    contract's.
+    """
     row = topic(key)
+    qos = qos_profile(row.qos)
+    if depth > 0:
+        from rclpy.qos import QoSProfile
+        qos = QoSProfile(history=qos.history, depth=int(depth), reliability=qos.reliability,
+                         durability=qos.durability)
     return node.create_subscription(row.msg_class(),
-                                    row.resolve(role, **fields), callback,
-                                    qos_profile(row.qos))
+                                    row.resolve(role, **fields), callback, qos)

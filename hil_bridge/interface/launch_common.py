@@ -5,7 +5,10 @@ Shared body of the launch files in ``launch/`` (needs ``launch_ros``).
 
 Every launch file builds its nodes from ``config/graph.yaml`` through
 :func:`profile_nodes`, with the same parameter files the ``carla-hil``
-runner passes, so both start the same graph.
+runner passes, so both start the same graph. Like the runner, the launch
+files keep DDS discovery on this host unless the ``peers`` argument names
+the other machine(s) (:func:`dds_actions`,
+:func:`hil_bridge.interface.config.dds_environment`).
 """
 
 from typing import Dict, List
@@ -21,6 +24,8 @@ ARGUMENTS: Dict[str, tuple] = {
     'namespace': ('', 'ROS namespace for every node'),
     'use_sim_time': ('true', 'nodes follow /clock from the bridge'),
     'rviz': ('false', 'start rviz2 with config/hil.rviz'),
+    'peers': ('', 'two machines: the other host(s), comma separated; empty = DDS '
+              'discovery stays on this host'),
 }
 #: launch arguments forwarded to the bridge as parameters
 BRIDGE_ARGS = ('backend', 'host', 'port', 'scenario')
@@ -33,6 +38,25 @@ def declare_arguments(defaults: Dict[str, str] = None) -> List:
     return [DeclareLaunchArgument(name, default_value=defaults.get(name, d),
                                   description=desc)
             for name, (d, desc) in ARGUMENTS.items()]
+
+
+def dds_environment_for(peers_text: str) -> Dict[str, str]:
+    """Return the DDS environment the launched nodes get for a ``peers`` value."""
+    from hil_bridge.interface.config import dds_environment, parse_peers
+    return dds_environment(parse_peers(peers_text))
+
+
+def _dds_env(context: object) -> List:
+    from launch.actions import SetEnvironmentVariable
+    peers = context.launch_configurations.get('peers', '')
+    return [SetEnvironmentVariable(name, value)
+            for name, value in sorted(dds_environment_for(peers).items())]
+
+
+def dds_actions() -> List:
+    """Return the action that sets the DDS environment before any node starts."""
+    from launch.actions import OpaqueFunction
+    return [OpaqueFunction(function=_dds_env)]
 
 
 def real_pointcloud_to_laserscan() -> bool:
@@ -83,7 +107,7 @@ def rviz_node() -> object:
 def description(profiles: List[str], defaults: Dict[str, str] = None):
     """Return the LaunchDescription for ``profiles`` (+ optional rviz2)."""
     from launch import LaunchDescription
-    actions = declare_arguments(defaults)
+    actions = declare_arguments(defaults) + dds_actions()
     for name in profiles:
         actions += profile_nodes(name)
     actions.append(rviz_node())

@@ -1,13 +1,24 @@
 # Copyright 2026 carla_hil developers
 # SPDX-License-Identifier: Apache-2.0
-"""The one ``main`` body every carla_hil node shares, and its dropped-input log."""
+"""
+The one ``main`` body every carla_hil node shares, and its dropped-input log.
+
+Exit codes: 0 after SIGINT/SIGTERM or an external shutdown, 2 for a bad
+configuration (a parameter of the wrong type or out of range, an unknown
+parameter, a missing model or rig file: one line naming it, no traceback).
+A stop request ends the process within :data:`STOP_DEADLINE` seconds
+whatever the node is doing (a hard exit when a callback does not return).
+"""
 
 import os
 import signal
 import sys
+import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple, Type
 
+from hil_bridge.interface.dds_shm import remove_own_files
+from hil_bridge.interface.params import ParamError
 import rclpy
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
@@ -16,7 +27,12 @@ from rclpy.signals import SignalHandlerOptions
 #: Longest wait (s) of one executor pass, so a stop request is seen even
 #: when no message arrives any more (Python runs signal handlers only
 #: between its own bytecodes, not inside rcl_wait).
-STOP_POLL = 0.25
+STOP_POLL = 0.1
+#: Wall seconds after SIGINT/SIGTERM within which the process is gone: a
+#: node still busy then (a callback that does not return) is ended hard.
+STOP_DEADLINE = 1.0
+#: Exit code of a bad configuration (README, exit codes).
+EXIT_CONFIG = 2
 
 
 class StopRequest:
@@ -28,33 +44,89 @@ class StopRequest:
     surfaces as ``RuntimeError: Unable to convert call argument`` and a
     non-zero exit; with this, the spin loop ends after its current
     callback and the node shuts down cleanly (exit code 0).
+
+    Python runs signal handlers only between bytecodes of the main thread,
+    so a long callback would delay even the flag. The C-level handler also
+    writes the signal number to a wake-up pipe (``signal.set_wakeup_fd``);
+    a watcher thread blocked on it starts a ``deadline`` timer at once and
+    ends the process with ``os._exit(exit_code)`` if :meth:`done` was not
+    called by then (``deadline`` <= 0: no hard exit), after removing the
+    Fast DDS shared-memory files it holds (they would be zombies).
     """
 
-    def __init__(self, signums: Tuple[int, ...] = (signal.SIGINT, signal.SIGTERM)) -> None:
+    def __init__(self, signums: Tuple[int, ...] = (signal.SIGINT, signal.SIGTERM),
+                 deadline: float = STOP_DEADLINE, exit_code: int = 0,
+                 on_request: Optional[Callable[[], None]] = None) -> None:
         """Install the handlers (main thread only); :meth:`restore` undoes it."""
         self.requested = False
+        self.deadline = float(deadline)
+        self.exit_code = int(exit_code)
+        self.on_request = on_request
+        self._signums = tuple(signums)
+        self._finished = threading.Event()
         self._previous: Dict[int, Any] = {}
+        self._wakeup_previous: Optional[int] = None
+        self._pipe: Optional[Tuple[int, int]] = None
         for signum in signums:
             self._previous[signum] = signal.signal(signum, self._on_signal)
+        if self.deadline > 0.0:
+            read_fd, write_fd = os.pipe()
+            os.set_blocking(write_fd, False)
+            self._pipe = (read_fd, write_fd)
+            self._wakeup_previous = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+            threading.Thread(target=self._watch, name='stop-deadline', daemon=True).start()
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         self.requested = True
+        if self.on_request is not None:
+            self.on_request()
+
+    def _watch(self) -> None:
+        assert self._pipe is not None
+        read_fd = self._pipe[0]
+        while not self._finished.is_set():
+            try:
+                data = os.read(read_fd, 16)
+            except OSError:
+                return
+            if not data:
+                return
+            if any(b in self._signums for b in data):
+                break
+        if self._finished.wait(self.deadline):
+            return
+        try:  # the runner may be gone (broken pipe): exit anyway
+            os.write(2, f'did not stop within {self.deadline:g} s of the signal: '
+                     'exiting now\n'.encode())
+        except OSError:
+            pass
+        remove_own_files()  # no zombie shared memory after the hard exit
+        os._exit(self.exit_code)
+
+    def done(self) -> None:
+        """Mark the clean shutdown as complete (no hard exit any more)."""
+        self._finished.set()
 
     def restore(self) -> None:
-        """Put the previous handlers back."""
+        """Put the previous handlers back (the hard-exit watch stays armed)."""
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
         self._previous.clear()
+        if self._wakeup_previous is not None:
+            try:
+                signal.set_wakeup_fd(self._wakeup_previous)
+            except ValueError:
+                pass
+            self._wakeup_previous = None
 
 
 class DropLog:
     """
-    Count dropped inputs and log each kind of error at most every ``period`` s.
+    Count dropped inputs and log each input at most every ``period`` s.
 
-    rclpy's ``throttle_duration_sec`` throttles per call site, so one bad
-    input would hide a different one for the whole period; here the kind
-    is the input and the first 40 characters of the error, so a new kind
-    shows at once and repeats are held back (wall clock).
+    One line per input (``what``) and period whatever the kinds of error,
+    with the count dropped so far, so a flood of varied bad messages
+    cannot flood the log (wall clock).
     """
 
     def __init__(self, logger: Any, period: float = 5.0) -> None:
@@ -62,16 +134,18 @@ class DropLog:
         self.logger = logger
         self.period = float(period)
         self.count = 0
+        self.dropped: Dict[str, int] = {}
         self._last: Dict[str, float] = {}
 
     def __call__(self, what: str, err: Exception) -> None:
         """Count one dropped ``what`` and log ``bad <what> dropped: <err>``."""
         self.count += 1
-        key = f'{what}: {str(err)[:40]}'
+        self.dropped[what] = self.dropped.get(what, 0) + 1
         now = time.monotonic()
-        if now - self._last.get(key, -1e18) >= self.period:
-            self._last[key] = now
-            self.logger.error(f'bad {what} dropped: {err}')
+        if now - self._last.get(what, -1e18) >= self.period:
+            self._last[what] = now
+            self.logger.error(f'bad {what} dropped: {err} '
+                              f'({self.dropped[what]} dropped so far)')
 
 
 #: Environment variable choosing the executor of :func:`run_node`.
@@ -121,22 +195,25 @@ def make_executor(kind: Optional[str] = None) -> Executor:
 
 
 def run_node(make_node: Callable[[], Node], args: Optional[List[str]] = None,
-             startup_errors: Tuple[Type[BaseException], ...] = (),
+             startup_errors: Tuple[Type[BaseException], ...] = (ValueError, FileNotFoundError),
              name: str = '') -> int:
     """
     Initialise rclpy, build the node, spin until SIGINT/SIGTERM, clean up.
 
-    Exceptions in ``startup_errors`` raised while building the node (for
-    example a missing model file) are printed as one clear line naming the
-    node and give exit code 1; SIGINT, SIGTERM and external shutdown give
-    0 (see :class:`StopRequest`: the node's own ``finally`` code and
-    ``destroy_node`` always run).
+    Exceptions in ``startup_errors`` raised while building the node (by
+    default ValueError and FileNotFoundError: a missing model or rig file,
+    a bad value) and any :class:`ParamError` are printed
+    as one clear line naming the node and give exit code 2 (bad
+    configuration); SIGINT, SIGTERM and external shutdown give 0 (see
+    :class:`StopRequest`: the node's own ``finally`` code and
+    ``destroy_node`` run unless they take longer than
+    :data:`STOP_DEADLINE`).
     """
     try:
         kind = executor_kind()
     except ValueError as err:
         print(f'[{name or "node"}] cannot start: {err}', file=sys.stderr, flush=True)
-        return 1
+        return EXIT_CONFIG
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = None
     executor: Optional[Executor] = None
@@ -151,11 +228,15 @@ def run_node(make_node: Callable[[], Node], args: Optional[List[str]] = None,
             executor.spin_once(timeout_sec=STOP_POLL)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    except startup_errors as err:
+    except (ParamError,) + tuple(startup_errors) as err:
         label = name or (node.get_name() if node is not None else
                          getattr(make_node, '__name__', 'node'))
-        print(f'[{label}] cannot start: {err}', file=sys.stderr, flush=True)
-        code = 1
+        text = str(err).split('\n')[0]
+        if isinstance(err, ParamError):
+            print(f'bad configuration: {text}', file=sys.stderr, flush=True)
+        else:
+            print(f'[{label}] cannot start: {text}', file=sys.stderr, flush=True)
+        code = EXIT_CONFIG
     finally:
         if stop is not None:
             stop.restore()
@@ -165,4 +246,6 @@ def run_node(make_node: Callable[[], Node], args: Optional[List[str]] = None,
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
+        if stop is not None:
+            stop.done()
     return code

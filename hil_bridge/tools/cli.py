@@ -30,10 +30,20 @@ configured clock (paced at real time, no lockstep), the HIL set-up.
 A recorder (``--record``, and a small one without images, lidar and
 markers for the report) starts first; the nodes start once it has
 subscribed, and in lockstep the bridge also waits for it, so it holds
-every frame from frame 0. Exit codes: 0 mission finished (or still
-running at ``--duration``), 1 mission failed (DNF, timeout), 2 a node
-died or bad configuration, 3 simulator unreachable or lost, 130
-interrupted (Ctrl-C / SIGTERM), in every profile.
+every frame from frame 0. Exit codes (:func:`run_exit_code`): 0 mission
+finished (or still running at ``--duration``), 1 mission failed (DNF,
+timeout), 2 a node died or bad configuration (a scenario, track file,
+parameter file or ``--set`` that does not load: one line naming file,
+key and allowed values, before any process starts), 3 simulator
+unreachable or lost, 130 interrupted (Ctrl-C / SIGTERM), in every
+profile; a node's own exit code 2, 3 or 130 is passed through.
+
+Hygiene: DDS discovery stays on this host unless ``--peers`` names the
+other machine(s) (``dds_environment``); every child dies with the runner,
+even on ``kill -9`` (PR_SET_PDEATHSIG, :mod:`hil_bridge.tools.supervisor`);
+the Fast DDS shared-memory files of earlier runs that died are removed at
+the start and the end of a run (:mod:`hil_bridge.interface.dds_shm`; files
+held by live processes are never touched).
 """
 
 import argparse
@@ -48,16 +58,19 @@ import time
 from typing import Any, Dict, List, Optional
 
 from hil_bridge.interface import graph
-from hil_bridge.interface.config import dds_environment, node_params
+from hil_bridge.interface.config import dds_environment, node_params, parse_peers
 from hil_bridge.interface.params import coerce_text
 from hil_bridge.tools.supervisor import ProcessSpec, Supervisor
 
 RESULT_PREFIX = 'REFEREE_RESULT '
 RECORDER_PREFIX = 'RECORDER_RESULT '
 EXIT_OK, EXIT_MISSION_FAILED, EXIT_NODE_DIED, EXIT_BACKEND = 0, 1, 2, 3
+EXIT_CONFIG = EXIT_NODE_DIED  # bad configuration shares code 2
 EXIT_INTERRUPTED = 130
-#: the bridge's own exit codes passed through (2 bad config, 3 backend)
-BRIDGE_CODES = {2: EXIT_NODE_DIED, 3: EXIT_BACKEND}
+#: node exit codes passed through as they are (2 bad configuration, 3
+#: simulator unreachable / lost, 130 interrupted); any other non-zero code
+#: (a crash: Python exits 1, a signal: negative) is "a node died" (2)
+PASSED_CODES = (EXIT_CONFIG, EXIT_BACKEND, EXIT_INTERRUPTED)
 #: topics the report's recording leaves out (large, not used by the report)
 REPORT_EXCLUDE = ('*/image', '*/image/compressed', '/carla/*/lidar',
                   '/carla/*/scan', '*/markers', '/carla/actors', '/tf',
@@ -127,21 +140,44 @@ def coerce_overrides(spec: graph.NodeSpec, overrides: Dict[str, str]
     Raises ``SystemExit`` with one line for an unknown parameter or a
     value of the wrong type.
     """
+    import yaml
+    from hil_bridge.interface.params import allowed_text, check_value
     defaults = node_params(spec.name, spec.params)
+    specs = node_specs(spec)
     out = {}
     for param, text in overrides.items():
         if param == 'use_sim_time':
             out[param] = text
             continue
         if param not in defaults:
+            import difflib
+            hint = difflib.get_close_matches(param, list(defaults), n=1)
             raise SystemExit(f'--set {spec.name}.{param}: no such parameter '
-                             f'in config/{spec.params}')
+                             f'in config/{spec.params}'
+                             + (f'; did you mean {hint[0]!r}?' if hint else ''))
+        allowed = (f'; allowed: {allowed_text(specs[param], defaults[param])}'
+                   if param in specs else '')
         try:
             out[param] = coerce_text(f'{spec.name}.{param}',
                                      defaults[param], text)
         except ValueError as err:
-            raise SystemExit(f'--set {err} (config/{spec.params})') from None
+            raise SystemExit(f'--set {err} (config/{spec.params}){allowed}') from None
+        try:
+            if param in specs:
+                check_value(specs[param], yaml.safe_load(out[param]))
+        except ValueError:
+            raise SystemExit(f'--set {spec.name}.{param}={text}: not allowed '
+                             f'(config/{spec.params}){allowed}') from None
     return out
+
+
+def node_specs(spec: graph.NodeSpec) -> Dict[str, Any]:
+    """Return the node's ParamSpecs by name (its module's ``PARAMS``; {} if none)."""
+    try:
+        module = importlib.import_module(graph.module_of(spec.executable))
+    except ImportError:
+        return {}
+    return {p.name: p for p in getattr(module, 'PARAMS', [])}
 
 
 def build_processes(profile: str, backend: str = 'builtin',
@@ -227,6 +263,21 @@ FAILED_STATUS = ('dnf', 'failed', 'timeout', 'collision', 'error')
 
 def _status(result: Optional[Dict[str, Any]]) -> str:
     return str((result or {}).get('status', '')).lower()
+
+
+def run_exit_code(name: str, rc: Optional[int], result: Optional[Dict[str, Any]],
+                  limited: bool) -> int:
+    """
+    Return the runner's exit code when node ``name`` exited with ``rc``.
+
+    The bridge's 0 is the mission's outcome (:func:`mission_exit_code`);
+    2, 3 and 130 pass through from any node; any other code is 2.
+    """
+    if rc == 0 and name == 'hil_bridge':
+        return mission_exit_code(result, limited)
+    if rc in PASSED_CODES:
+        return int(rc)
+    return EXIT_NODE_DIED
 
 
 def mission_exit_code(result: Optional[Dict[str, Any]],
@@ -394,15 +445,49 @@ def _wait_ready(sup: Supervisor, lines: _Lines, names: List[str],
     return f'{", ".join(names)} not ready within {RECORDER_READY_TIMEOUT:.0f} s'
 
 
+def check_config(args: argparse.Namespace) -> None:
+    """
+    Load the scenario (with its track file) and check ``--set`` before starting.
+
+    Raises ``SystemExit`` with one line (file, line, key, allowed values).
+    """
+    names = [s.name for s in graph.profile(args.profile)]
+    if 'hil_bridge' not in names or not args.scenario:
+        return
+    from hil_bridge.bridge.scenario import load_scenario, scenario_path
+    path = scenario_path(args.scenario)
+    if not os.path.exists(path):
+        if args.backend == 'builtin':
+            raise SystemExit(f'scenario {args.scenario!r} not found ({path}); scenarios: '
+                             f'{", ".join(_scenario_names())}')
+        return  # a name the CARLA backend resolves itself
+    try:
+        load_scenario(args.scenario)
+    except (ValueError, FileNotFoundError) as err:
+        raise SystemExit(str(err).split('\n')[0]) from None
+
+
+def _scenario_names() -> List[str]:
+    from hil_bridge.interface.config import config_path
+    folder = config_path('scenarios')
+    return sorted(f[:-5] for f in os.listdir(folder) if f.endswith('.yaml'))
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a profile of the graph; return the exit code."""
-    os.environ.update(dds_environment())
     try:
+        peers = parse_peers(args.peers)
+    except ValueError as err:
+        print(f'carla-hil run: {err}', file=sys.stderr)
+        return EXIT_CONFIG
+    os.environ.update(dds_environment(peers))
+    try:
+        check_config(args)
         return _run(args)
-    except SystemExit as err:  # bad --set or profile: one line, code 2
+    except SystemExit as err:  # bad configuration: one line, code 2
         if isinstance(err.code, str):
-            print(f'carla-hil run: {err.code}', file=sys.stderr)
-            return EXIT_NODE_DIED
+            print(f'carla-hil run: bad configuration: {err.code}', file=sys.stderr)
+            return EXIT_CONFIG
         raise
 
 
@@ -460,6 +545,7 @@ def _run(args: argparse.Namespace) -> int:
     code = EXIT_OK
     started = time.monotonic()
     monitor = None
+    _clean_shm(out, 'of earlier runs that died')
     try:
         for spec in recorders:  # first, so they hold frame 0
             sup.start(spec)
@@ -484,6 +570,7 @@ def _run(args: argparse.Namespace) -> int:
             codes.update(sup.stop_all(grace=120.0))
         if monitor is not None:
             monitor.close()
+        _clean_shm(out, 'of nodes that had to be killed')
         out.close()
         for sig, handler in old.items():
             signal.signal(sig, handler)
@@ -497,6 +584,15 @@ def _run(args: argparse.Namespace) -> int:
 
 class _Abort(Exception):
     """The run cannot start (a recorder failed)."""
+
+
+def _clean_shm(out: '_Output', whose: str) -> None:
+    """Remove Fast DDS shared-memory files nobody holds; one line when any went."""
+    from hil_bridge.interface.dds_shm import clean_zombies
+    report = clean_zombies()
+    if report.removed:
+        out.write(f'[carla-hil] removed {len(report.removed)} Fast DDS shared-memory files '
+                  f'({report.freed_bytes / 1e6:.0f} MB) {whose}')
 
 
 def _start_monitor(args: argparse.Namespace, out: _Output) -> Any:
@@ -533,12 +629,9 @@ def _supervise(args: argparse.Namespace, sup: Supervisor, lines: _Lines,
             return EXIT_INTERRUPTED
         if name is not None:
             rc = sup.returncode(name)
-            if name == 'hil_bridge' and rc == 0:
-                return mission_exit_code(lines.result, bool(args.duration))
-            out.write(f'[carla-hil] node {name} exited with code {rc}')
-            if name == 'hil_bridge':
-                return BRIDGE_CODES.get(rc, EXIT_NODE_DIED)
-            return EXIT_NODE_DIED
+            if not (name == 'hil_bridge' and rc == 0):
+                out.write(f'[carla-hil] node {name} exited with code {rc}')
+            return run_exit_code(name, rc, lines.result, bool(args.duration))
         if wall_limit is not None and now - started > wall_limit:
             out.write(f'[carla-hil] wall-clock limit {wall_limit:.0f} s '
                       'reached')
@@ -625,6 +718,9 @@ def make_parser() -> argparse.ArgumentParser:
     run.add_argument('--host', default='')
     run.add_argument('--port', type=int, default=0)
     run.add_argument('--namespace', default='')
+    run.add_argument('--peers', default='',
+                     help='two machines: the other host(s), comma separated (IP or name); '
+                     'without it DDS discovery stays on this host')
     run.add_argument('--duration', type=float, default=0.0,
                      help='sim seconds (0 = until mission end)')
     run.add_argument('--wall-factor', type=float, default=20.0,

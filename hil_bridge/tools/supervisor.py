@@ -6,8 +6,16 @@ Start, watch and stop a set of node processes (no rclpy).
 Used by the ``carla-hil`` runner: each process's output is forwarded line
 by line with a ``[name]`` prefix; the supervisor reports the first process
 that exits, and shuts the rest down with SIGINT, then SIGTERM, then SIGKILL.
+
+Children die with the supervisor, even when it is killed with SIGKILL:
+each child asks the kernel (``prctl(PR_SET_PDEATHSIG, SIGTERM)``, Linux)
+for a SIGTERM when the thread that started it ends, and exits at once if
+that already happened before the request (its parent id changed). The
+nodes end within a second of SIGTERM and remove their shared memory.
 """
 
+import ctypes
+import ctypes.util
 from dataclasses import dataclass, field
 import os
 import signal
@@ -27,6 +35,40 @@ class ProcessSpec:
     env: Dict[str, str] = field(default_factory=dict)
     #: True when the whole run ends as soon as this process exits
     essential: bool = True
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _load_prctl() -> Optional[Callable[..., int]]:
+    """Return libc's ``prctl`` (None where there is none, e.g. not Linux)."""
+    if not sys.platform.startswith('linux'):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library('c') or 'libc.so.6', use_errno=True)
+        return libc.prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _load_prctl()
+
+
+def die_with_parent(parent_pid: int, signum: int = signal.SIGTERM) -> Callable[[], None]:
+    """
+    Return a ``preexec_fn`` that makes the child get ``signum`` when its parent dies.
+
+    Runs in the child between fork and exec (only the async-signal-safe
+    prctl/getppid/_exit calls); PR_SET_PDEATHSIG survives the exec.
+    """
+    prctl = _PRCTL
+
+    def preexec() -> None:
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, int(signum), 0, 0, 0)
+        if os.getppid() != parent_pid:  # the parent died before the request
+            os._exit(128 + int(signum))
+    return preexec
 
 
 class Supervisor:
@@ -50,7 +92,8 @@ class Supervisor:
         proc = subprocess.Popen(spec.argv, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, text=True,
-                                bufsize=1, start_new_session=True)
+                                bufsize=1, start_new_session=True,
+                                preexec_fn=die_with_parent(os.getpid()))
         self.procs[spec.name] = proc
         thread = threading.Thread(target=self._pump, args=(spec.name, proc),
                                   daemon=True)

@@ -9,9 +9,10 @@ allows; encoding fills the message buffer with one memcpy.
 """
 
 import sys
-from typing import Any, Tuple
+from typing import Any, Optional, Tuple
 
 import cv2
+from hil_bridge.interface.codecs.image_size import compressed_size
 from hil_bridge.interface.codecs.stamps import as_header, fill_uint8
 import numpy as np
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
@@ -64,6 +65,14 @@ def image_to_msg(img: np.ndarray, t: Any, frame_id: str = '',
     msg.step = int(img.strides[0])
     msg.data = fill_uint8(img)
     return msg
+
+
+def check_image_size(msg: Image, max_pixels: int) -> None:
+    """Raise ValueError when an Image claims more than ``max_pixels`` (before decoding)."""
+    n = int(msg.width) * int(msg.height)
+    if n > int(max_pixels):
+        raise ValueError(f'image {msg.width}x{msg.height} = {n} pixels exceeds max_pixels '
+                         f'{int(max_pixels)}; dropped')
 
 
 def msg_to_image(msg: Image, desired_encoding: str = 'bgr8') -> np.ndarray:
@@ -136,9 +145,17 @@ _REDUCED_FLAGS = {1: cv2.IMREAD_COLOR, 2: cv2.IMREAD_REDUCED_COLOR_2,
                   4: cv2.IMREAD_REDUCED_COLOR_4, 8: cv2.IMREAD_REDUCED_COLOR_8}
 
 
-def compressed_to_image(msg: CompressedImage, reduce: int = 1) -> np.ndarray:
+def compressed_to_image(msg: CompressedImage, reduce: int = 1,
+                        max_pixels: Optional[int] = None,
+                        expected_size: Optional[Tuple[int, int]] = None) -> np.ndarray:
     """
     Decode a JPEG/PNG ``CompressedImage`` to a bgr8 array.
+
+    Before decoding, the width and height of the JPEG/PNG header
+    (:func:`hil_bridge.interface.codecs.image_size.compressed_size`) are
+    checked: more than ``max_pixels``, or another size than
+    ``expected_size`` (width, height; e.g. from CameraInfo), raise
+    ``ValueError`` without allocating the image.
 
     ``reduce`` (1, 2, 4 or 8) decodes at 1/reduce of the width and height
     (``ceil(w / reduce)`` x ``ceil(h / reduce)``); for JPEG, libjpeg
@@ -151,6 +168,15 @@ def compressed_to_image(msg: CompressedImage, reduce: int = 1) -> np.ndarray:
         raise ValueError(f'reduce must be one of {sorted(_REDUCED_FLAGS)}, got {reduce}')
     if len(msg.data) == 0:
         raise ValueError('compressed image has no data')
+    if max_pixels is not None or expected_size is not None:
+        width, height = compressed_size(msg.data)
+        if max_pixels is not None and width * height > max_pixels:
+            raise ValueError(f'compressed image header claims {width}x{height} = '
+                             f'{width * height} pixels, more than max_pixels {max_pixels}; '
+                             'not decoded')
+        if expected_size is not None and (width, height) != tuple(expected_size):
+            raise ValueError(f'compressed image header claims {width}x{height}, CameraInfo '
+                             f'says {expected_size[0]}x{expected_size[1]}; not decoded')
     img = cv2.imdecode(np.frombuffer(msg.data, dtype=np.uint8),
                        _REDUCED_FLAGS[reduce])
     if img is None:
