@@ -1,7 +1,7 @@
 # Copyright 2026 carla_hil developers
 # SPDX-License-Identifier: Apache-2.0
 """
-Lidar + vision cone fusion and an optional cone map (no rclpy).
+Lidar + vision cone fusion and time alignment (no rclpy).
 
 Lidar cones have precise positions but no colour; vision cones have colour
 but a coarser position. :func:`fuse` pairs them by optimal assignment
@@ -16,13 +16,11 @@ returns the newest one within ``max_vision_age`` of a lidar stamp; when the
 ego poses of both stamps are known (:class:`PoseHistory`, from odometry) the
 vision cones are moved into the vehicle frame at the lidar stamp first.
 
-:class:`ConeMap` accumulates cones in ``map``: observations within
-``merge_radius`` of a map cone (again by optimal assignment) update its
-running-mean position and its class votes (confidence-weighted); the others
-become new map cones.
+The cone map (fusion's ``map_enabled`` mode, and the planner's) is
+:class:`path_planning.cone_map.ConeMap`, one implementation for both.
 
-Frames: detections in the vehicle frame (REP-103, metres), poses and the map
-in ``map`` (x, y, yaw in metres/radians).
+Frames: detections in the vehicle frame (REP-103, metres), poses in ``map``
+(x, y, yaw in metres/radians).
 """
 
 from collections import deque
@@ -263,79 +261,3 @@ def align(cones: ConeSet, t_from: float, t_to: float,
     T = np.linalg.inv(se2(*p_to)) @ se2(*p_from)
     return ConeSet(transform_xy(T, cones.xyz), cones.class_id,
                    cones.confidence)
-
-
-class ConeMap:
-    """
-    Cone map in ``map``: running-mean positions and class votes.
-
-    ``merge_radius`` (m): an observation within it of a map cone updates
-    that cone (optimal assignment); ``min_observations``: how often a cone
-    must be seen before :meth:`cones` reports it.
-    """
-
-    def __init__(self, merge_radius: float = 0.7,
-                 min_observations: int = 2) -> None:
-        """Create an empty map."""
-        if not (merge_radius > 0.0 and math.isfinite(merge_radius)):
-            raise ValueError('ConeMap: merge_radius must be > 0')
-        self.merge_radius = float(merge_radius)
-        self.min_observations = int(min_observations)
-        self.xy = np.zeros((0, 2))
-        self.count = np.zeros(0, dtype=np.int64)
-        self.votes = np.zeros((0, N_CLASSES))
-
-    def __len__(self) -> int:
-        """Return the number of map cones (seen at least once)."""
-        return int(self.xy.shape[0])
-
-    def update(self, cones_map: ConeSet) -> None:
-        """Add observations already expressed in ``map``."""
-        if len(cones_map) == 0:
-            return
-        obs = cones_map.xyz[:, :2]
-        pairs, _, new = associate(self.xy, obs, self.merge_radius)
-        mi, oi = pairs[:, 0], pairs[:, 1]
-        self.count[mi] += 1
-        self.xy[mi] += (obs[oi] - self.xy[mi]) / self.count[mi, None]
-        np.add.at(self.votes, (mi, cones_map.class_id[oi]),
-                  cones_map.confidence[oi])
-        if new.size:
-            votes = np.zeros((new.size, N_CLASSES))
-            votes[np.arange(new.size), cones_map.class_id[new]] = \
-                cones_map.confidence[new]
-            self.xy = np.vstack((self.xy, obs[new]))
-            self.count = np.concatenate((self.count,
-                                         np.ones(new.size, np.int64)))
-            self.votes = np.vstack((self.votes, votes))
-
-    def update_from_vehicle(self, cones_vehicle: ConeSet, x: float, y: float,
-                            yaw: float) -> None:
-        """Add vehicle-frame observations taken at ego pose (x, y, yaw)."""
-        self.update(ConeSet(transform_xy(se2(x, y, yaw), cones_vehicle.xyz),
-                            cones_vehicle.class_id, cones_vehicle.confidence))
-
-    def cones(self) -> ConeSet:
-        """
-        Return the confirmed map cones, in ``map`` with z = 0.
-
-        Class: the colour with the most vote weight (unknown votes ignored)
-        or 0; confidence: seen count over ``2 * min_observations``, capped 1.
-        """
-        keep = self.count >= self.min_observations
-        colour = self.votes[:, 1:]
-        cls = np.where(colour.max(axis=1, initial=0.0) > 0.0,
-                       colour.argmax(axis=1) + 1, CONE_UNKNOWN)
-        conf = np.minimum(1.0, self.count / max(1, 2 * self.min_observations))
-        return ConeSet(self.xy[keep], cls[keep].astype(np.uint8),
-                       conf[keep].astype(np.float32))
-
-    def cones_in_vehicle(self, x: float, y: float, yaw: float,
-                         max_range: float = 25.0) -> ConeSet:
-        """Return confirmed map cones within ``max_range`` (m), vehicle frame."""
-        c = self.cones()
-        if len(c) == 0:
-            return c
-        local = transform_xy(np.linalg.inv(se2(x, y, yaw)), c.xyz)
-        near = np.hypot(local[:, 0], local[:, 1]) <= max_range
-        return ConeSet(local[near], c.class_id[near], c.confidence[near])

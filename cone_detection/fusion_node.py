@@ -15,7 +15,7 @@ vision (not running, too old, or ``use_vision`` false): lidar cones pass
 through as class unknown, so lidar-only operation works. No lidar message
 for ``lidar_timeout`` seconds (wall clock): vision cones are published
 instead, with their own stamp. With ``map_enabled`` the fused cones are
-accumulated in ``map`` (:class:`cone_detection.fusion.ConeMap`) and the
+accumulated in ``map`` (:class:`path_planning.cone_map.ConeMap`) and the
 confirmed map cones within ``map_publish_range`` are published instead.
 Malformed messages and cone clouds of more than ``max_cones`` points are
 reported and dropped. Stamp policy (:mod:`hil_bridge.interface.freshness`):
@@ -32,8 +32,7 @@ import sys
 import time
 from typing import Any, Dict, List, Optional
 
-from cone_detection.fusion import (align, ConeMap, ConeSet, fuse, FusionParams, PoseHistory,
-                                   VisionBuffer)
+from cone_detection.fusion import align, ConeSet, fuse, FusionParams, PoseHistory, VisionBuffer
 from cone_detection.markers import cone_markers
 from hil_bridge.interface import contract
 from hil_bridge.interface.codecs import clouds, stamps
@@ -42,6 +41,7 @@ from hil_bridge.interface.node_inputs import check_cloud_size, InputPolicy
 from hil_bridge.interface.node_main import DropLog, run_node
 from hil_bridge.interface.params import declare_params, ParamSpec
 import numpy as np
+from path_planning.cone_map import ConeMap, ConeMapParams
 from rclpy.node import Node
 
 NODE_NAME = 'cone_fusion'
@@ -117,8 +117,8 @@ class ConeFusionNode(Node):
         self.vision = VisionBuffer()
         self.poses = PoseHistory()
         self.map: Optional[ConeMap] = (
-            ConeMap(float(v['map_merge_radius']),
-                    int(v['map_min_observations']))
+            ConeMap(ConeMapParams(merge_radius=float(v['map_merge_radius']),
+                                  min_observations=int(v['map_min_observations'])))
             if v['map_enabled'] else None)
 
     def _decode(self, msg: Any, what: str) -> Optional[ConeSet]:
@@ -183,11 +183,15 @@ class ConeFusionNode(Node):
         if self.map is not None:
             pose = self.poses.at(t)
             if pose is not None:
-                self.map.update_from_vehicle(cones, *pose)
-                cones = self.map.cones_in_vehicle(
-                    *pose, max_range=float(self.v['map_publish_range']))
-                self._markers_out(self.map.cones(), stamp, self.map_frame,
-                                  'map')
+                m = self.map
+                m.update(cones.xyz, cones.class_id, pose, cones.confidence)
+                xy, cls, count = m.cones_in_vehicle(
+                    pose, max_range=float(self.v['map_publish_range']))
+                conf = np.minimum(1.0, count / (2.0 * m.params.min_observations))
+                cones = ConeSet(xy, cls, conf)
+                ok = m.confirmed()
+                self._markers_out(ConeSet(m.xy[ok], m.colours()[ok], np.ones(int(ok.sum()))),
+                                  stamp, self.map_frame, 'map')
         cloud = clouds.cones_to_cloud(cones.xyz.astype(np.float32),
                                       cones.class_id, cones.confidence, t,
                                       self.vehicle_frame)

@@ -11,10 +11,19 @@ frame) and ``odometry``; for every cone cloud it runs one
   ``angular.z`` yaw rate ``v * tan(delta) / L`` (rad/s), **stamped with
   the header stamp of the cone cloud it was computed from** (the bridge's
   lockstep mode matches commands to frames by that stamp);
-* ``path`` (nav_msgs/Path, the cones' frame): the chosen arc or midline;
+* ``path`` (nav_msgs/Path, the cones' frame): the chosen arc or midline
+  (from lap 2 the optimised line ahead);
 * ``planning_markers`` (MarkerArray): free (green) and blocked (red)
   steering ranges as fans at the front axle, the chosen steering direction
   (arrow) and, in midline mode, the pursuit goal.
+
+With ``race_enabled`` the planner is a
+:class:`path_planning.race_planner.RacePlanner`: lap 1 is driven by the
+cone planner while the cones are mapped with the odometry pose; once the
+loop closes at the start and the map is complete the car follows a
+minimum-curvature line with its speed profile, and falls back to the cone
+planner (logged once per change) when it leaves the line or the cones
+disagree with the map.
 
 Bad input: a malformed cloud is dropped with an error (throttled); NaN
 cones are dropped and counted; a cloud with no usable cone ahead gives a
@@ -55,6 +64,7 @@ from hil_bridge.interface.vehicle_profile import load_vehicle_profile
 from nav_msgs.msg import Odometry, Path
 import numpy as np
 from path_planning.planner import MODES, Planner, PlannerConfig, PlanOutput
+from path_planning.race_planner import race_config_from_mapping, RacePlanner
 from path_planning.route_follower import RouteFollower
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
@@ -135,6 +145,38 @@ PARAMS = [
     ParamSpec('publish_markers', 'publish planning_markers'),
     ParamSpec('max_cones', 'cone clouds with more points are dropped before decoding',
               lo=1, hi=10000000),
+    # lap 2 and after (path_planning/race_planner.py)
+    ParamSpec('race_enabled', 'map lap 1, then drive a minimum-curvature line'),
+    ParamSpec('race_margin', 'line: clearance to the cones beside the half width (m)',
+              lo=0.0, hi=2.0),
+    ParamSpec('race_lat_grip', 'fraction of max_lat_accel the speed profile uses',
+              lo=0.05, hi=1.0),
+    ParamSpec('race_long_grip', 'fraction of max_decel the speed profile uses',
+              lo=0.05, hi=1.0),
+    ParamSpec('race_max_speed', 'speed profile cap (m/s)', lo=0.5, hi=60.0),
+    ParamSpec('race_step', 'line optimisation station spacing (m)', lo=0.2, hi=5.0),
+    ParamSpec('race_max_gap', 'longest cone gap of a complete boundary (m)', lo=1.0,
+              hi=20.0),
+    ParamSpec('race_min_loop_length', 'distance driven before the loop may close (m)',
+              lo=10.0, hi=5000.0),
+    ParamSpec('race_closure_radius', 'back this near the start pose closes the loop (m)',
+              lo=0.5, hi=20.0),
+    ParamSpec('race_ld_min', 'line-following feedback length at standstill (m)', lo=0.5,
+              hi=50.0),
+    ParamSpec('race_ld_max', 'longest line-following feedback length (m)', lo=0.5,
+              hi=100.0),
+    ParamSpec('race_ld_gain', 'feedback length growth with speed (s)', lo=0.0, hi=10.0),
+    ParamSpec('race_latency', 'the pose is predicted this far ahead (s)', lo=0.0, hi=1.0),
+    ParamSpec('race_preview', 'the speed profile is looked this far ahead (s)', lo=0.0,
+              hi=3.0),
+    ParamSpec('race_max_lateral_error', 'off the line by more -> lap-1 planner (m)',
+              lo=0.05, hi=5.0),
+    ParamSpec('race_max_heading_error_deg', 'off the line heading by more -> lap-1 '
+              'planner (deg)', lo=1.0, hi=180.0),
+    ParamSpec('race_mismatch_radius', 'a cone seen farther from every map cone is new (m)',
+              lo=0.05, hi=10.0),
+    ParamSpec('race_rejoin_time', 'time near the line before it is joined (s)', lo=0.0,
+              hi=30.0),
 ]
 
 GREEN = ColorRGBA(r=0.1, g=0.8, b=0.2, a=0.5)
@@ -234,6 +276,8 @@ class ConeDrivePlannerNode(Node):
         self.cone_timeout = float(values['cone_timeout'])
         self.odom_timeout = float(values['odom_timeout'])
         self.max_cones = int(values['max_cones'])
+        #: lap 2+: the whole-track map and the optimised line wrap the planner
+        self.race = race_config_from_mapping(values, self.profile)
         self._reset()
         self.inputs = InputPolicy(self, on_reset=self._reset)
         self.cones_gate = self.inputs.gate('cones', self.cone_timeout)
@@ -261,7 +305,9 @@ class ConeDrivePlannerNode(Node):
     # ------------------------------------------------------------ inputs
     def _reset(self) -> None:
         """Start over: no cone memory, route or odometry (also after a clock jump back)."""
-        self.planner = Planner(self.config)
+        lap1 = Planner(self.config)
+        self.planner = RacePlanner(lap1, self.race, self.profile) if self.race.enabled \
+            else lap1
         self.route: Optional[RouteFollower] = None
         self.pose: Optional[tuple] = None
         self.speed: Optional[float] = None
@@ -319,13 +365,17 @@ class ConeDrivePlannerNode(Node):
             self._follow_route(cloud.header, t, speed)
             return
         try:
+            extra = {'pose': self.pose} if isinstance(self.planner, RacePlanner) else {}
             out = self.planner.plan(t, xyz, cls, speed,
-                                    None if speed is None else self.yaw_rate)
+                                    None if speed is None else self.yaw_rate, **extra)
         except ValueError as err:  # malformed arrays: stop, do not die
             self.counts['bad_clouds'] += 1
             self.get_logger().error(f'planning failed, stopping: {err}',
                                     throttle_duration_sec=5.0)
             out = self.planner.stop(t, 'error')
+        if isinstance(self.planner, RacePlanner):
+            for event in self.planner.drain_events():
+                self.get_logger().info(event)
         self.counts['cycles'] += 1
         self.counts['nan_cones'] += out.n_dropped
         self.counts['out_of_range'] += out.n_out_of_range

@@ -1,11 +1,9 @@
 # Copyright 2026 carla_hil developers
 # SPDX-License-Identifier: Apache-2.0
-"""Lidar-vision cone fusion, time alignment and the cone map."""
+"""Lidar-vision cone fusion and time alignment (the cone map: test_cone_map.py)."""
 
-import math
-
-from cone_detection.fusion import (align, associate, ConeMap, ConeSet, fuse, FusionParams,
-                                   PoseHistory, VisionBuffer)
+from cone_detection.fusion import (align, associate, ConeSet, fuse, FusionParams, PoseHistory,
+                                   VisionBuffer)
 from hil_bridge.interface.cones import CONE_BLUE, CONE_UNKNOWN, CONE_YELLOW
 from hil_bridge.interface.frames import se2, transform_xy
 import numpy as np
@@ -110,43 +108,3 @@ def test_pose_history_and_alignment() -> None:
     np.testing.assert_allclose(same.xyz, seen_v)
     poses.add(float('nan'), 0.0, 0.0, 0.0)
     assert len(poses) == 11
-
-
-def test_cone_map_merges_duplicates_and_votes() -> None:
-    """Repeated noisy sightings merge to one cone with the voted colour."""
-    rng = np.random.default_rng(0)
-    truth = np.array([[5.0, 1.5], [10.0, 1.5], [5.0, -1.5]])
-    m = ConeMap(merge_radius=0.5, min_observations=3)
-    for k in range(30):
-        x, yaw = 0.1 * k, 0.01 * k
-        local = transform_xy(np.linalg.inv(se2(x, 0.0, yaw)),
-                             np.column_stack((truth, np.zeros(3))))
-        local[:, :2] += rng.normal(0.0, 0.05, (3, 2))
-        cls = np.array([CONE_BLUE, CONE_BLUE, CONE_YELLOW], np.uint8)
-        if k % 5 == 0:
-            cls[0] = CONE_YELLOW  # occasional wrong colour
-        if k % 3 == 0:
-            cls[1] = CONE_UNKNOWN
-        m.update_from_vehicle(ConeSet(local, cls, np.full(3, 0.9)), x, 0.0,
-                              yaw)
-    assert len(m) == 3
-    out = m.cones()
-    assert len(out) == 3
-    for xy, want in zip(truth, (CONE_BLUE, CONE_BLUE, CONE_YELLOW)):
-        j = int(np.argmin(np.hypot(*(out.xyz[:, :2] - xy).T)))
-        assert np.hypot(*(out.xyz[j, :2] - xy)) < 0.05
-        assert out.class_id[j] == want
-    near = m.cones_in_vehicle(3.0, 0.0, 0.0, max_range=5.0)
-    assert len(near) == 2
-    assert math.isclose(float(np.min(near.xyz[:, 0])), 2.0, abs_tol=0.05)
-
-
-def test_cone_map_confirmation() -> None:
-    """A cone seen once is not reported before min_observations."""
-    m = ConeMap(min_observations=2)
-    m.update(_set([[1.0, 1.0]]))
-    assert len(m) == 1 and len(m.cones()) == 0
-    m.update(_set([[1.05, 1.0]]))
-    assert len(m.cones()) == 1
-    with pytest.raises(ValueError, match='merge_radius'):
-        ConeMap(merge_radius=0.0)

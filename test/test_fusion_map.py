@@ -12,11 +12,12 @@ with ``map_enabled`` on.
 
 from typing import Any, List, Optional, Tuple
 
-from cone_detection.fusion import ConeMap, ConeSet, fuse, FusionParams
+from cone_detection.fusion import ConeSet, fuse, FusionParams
 from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_UNKNOWN,
                                         CONE_YELLOW)
 from hil_bridge.interface.frames import se2, transform_xy
 import numpy as np
+from path_planning.cone_map import ConeMap, ConeMapParams
 import pytest
 
 #: cones in ``map`` (m): a gentle left bend, all four colours
@@ -69,22 +70,22 @@ def _nearest(xy: np.ndarray, cones_xy: np.ndarray) -> Tuple[int, float]:
 def test_cone_map_keeps_vision_colours_over_frames() -> None:
     """Every mapped cone vision saw keeps its colour; no duplicates."""
     rng = np.random.default_rng(3)
-    cmap = ConeMap(merge_radius=0.7, min_observations=2)
+    cmap = ConeMap(ConeMapParams(merge_radius=0.7, min_observations=2))
     params = FusionParams()
     for k in range(50):
         lidar, vision = _frame(k, rng)
         fused = fuse(lidar, vision, params)
-        cmap.update_from_vehicle(fused, *_ego(k))
+        cmap.update(fused.xyz, fused.class_id, _ego(k), fused.confidence)
         # what the node publishes: confirmed map cones near the ego
-        near = cmap.cones_in_vehicle(*_ego(k), max_range=25.0)
+        _xy, near_cls, _count = cmap.cones_in_vehicle(_ego(k), max_range=25.0)
         if k >= 4:
-            coloured = np.mean(near.class_id != CONE_UNKNOWN)
-            assert coloured >= 0.5, (k, near.class_id)
+            coloured = np.mean(near_cls != CONE_UNKNOWN)
+            assert coloured >= 0.5, (k, near_cls)
     out = cmap.cones()
     assert len(cmap) == len(TRUTH)
-    assert len(out) == len(TRUTH)
+    assert out.confirmed.all()
     for xy, want in zip(TRUTH, TRUTH_CLS):
-        j, dist = _nearest(xy, out.xyz)
+        j, dist = _nearest(xy, out.xy)
         assert dist < 0.05
         assert out.class_id[j] == want, (xy, out.class_id[j], want)
     assert out.class_id.dtype == np.uint8
@@ -92,18 +93,18 @@ def test_cone_map_keeps_vision_colours_over_frames() -> None:
 
 def test_cone_map_colour_outvotes_unknown_sightings() -> None:
     """A cone seen coloured once and unknown many times stays coloured."""
-    cmap = ConeMap(min_observations=2)
+    cmap = ConeMap(ConeMapParams(min_observations=2))
     xy = np.array([[5.0, 1.5], [5.0, -1.5], [9.0, 1.5], [9.0, -1.5]])
     cls = np.array([CONE_BLUE, CONE_YELLOW, CONE_ORANGE, CONE_BIG_ORANGE],
                    np.uint8)
-    cmap.update(ConeSet(xy, cls, np.full(4, 0.3)))
+    cmap.update(xy, cls, (0.0, 0.0, 0.0), np.full(4, 0.3))
     for _ in range(20):
-        cmap.update(ConeSet(xy, np.zeros(4, np.uint8), np.ones(4)))
+        cmap.update(xy, np.zeros(4, np.uint8), (0.0, 0.0, 0.0), np.ones(4))
     out = cmap.cones()
-    order = [_nearest(p, out.xyz)[0] for p in xy]
+    order = [_nearest(p, out.xy)[0] for p in xy]
     assert out.class_id[order].tolist() == cls.tolist()
-    near = cmap.cones_in_vehicle(5.0, 0.0, np.pi / 2, max_range=10.0)
-    assert sorted(near.class_id.tolist()) == sorted(cls.tolist())
+    _xy, near_cls, _count = cmap.cones_in_vehicle((5.0, 0.0, np.pi / 2), max_range=10.0)
+    assert sorted(near_cls.tolist()) == sorted(cls.tolist())
 
 
 def _odom(t: float, x: float, y: float, yaw: float) -> Any:

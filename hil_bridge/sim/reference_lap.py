@@ -16,7 +16,9 @@ forward-backward speed profile over the path's curvature:
 * resistance: drag ``drag_coefficient * v^2 / mass`` and rolling
   ``rolling_resistance * g`` slow the car on drive and help it brake.
 
-Actuator delays and steering are ignored: the result is a lower bound the
+The profile is :func:`hil_bridge.interface.speed_profile.speed_profile`,
+shared with the onboard lap-2+ planner. Actuator delays and steering are
+ignored: the result is a lower bound the
 closed loop can be measured against (``lap time / reference``).
 :func:`reference_lap_times` times a run as the referee does: the car
 starts at ``track.car_start`` from standstill, its front bumper is timed
@@ -27,108 +29,17 @@ import logging
 import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from hil_bridge.interface.speed_profile import (closed_step, CURVATURE_BASE, GRAVITY,
+                                                path_curvature, resample_polyline, segment_times,
+                                                speed_profile)
 import numpy as np
 
+__all__ = ['CURVATURE_BASE', 'GRAVITY', 'lap_time_ratios', 'path_curvature',
+           'profile_lap_time', 'reference_lap_times', 'run_reference', 'segment_times',
+           'speed_profile', 'STEP']
 LOG = logging.getLogger(__name__)
-GRAVITY = 9.81
 #: Path resampling step of the profile (m).
 STEP = 0.25
-#: Curvature is measured over chords of +-this arc length (m).
-CURVATURE_BASE = 1.0
-
-
-def path_curvature(xy: np.ndarray, closed: bool, base: float = CURVATURE_BASE
-                   ) -> np.ndarray:
-    """
-    Return the unsigned curvature (1/m) at each point of an even polyline.
-
-    ``xy`` (N, 2) must be sampled at a uniform step; the curvature is that
-    of the circle through the points ``base`` metres before and after (a
-    wide base keeps sampling noise out; exact on circular arcs).
-    """
-    n = len(xy)
-    if n < 3:
-        return np.zeros(n)
-    step = float(np.median(np.hypot(*np.diff(xy, axis=0).T)))
-    k = max(1, int(round(base / max(step, 1e-9))))
-    idx = np.arange(n)
-    if closed:
-        i0, i2 = (idx - k) % n, (idx + k) % n
-    else:
-        i0, i2 = np.clip(idx - k, 0, n - 1), np.clip(idx + k, 0, n - 1)
-    a = xy - xy[i0]
-    b = xy[i2] - xy
-    c = xy[i2] - xy[i0]
-    cross = np.abs(a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0])
-    den = np.hypot(*a.T) * np.hypot(*b.T) * np.hypot(*c.T)
-    out = np.zeros(n)
-    ok = den > 1e-12
-    out[ok] = 2.0 * cross[ok] / den[ok]
-    return out
-
-
-def speed_profile(ds: float, kappa: np.ndarray, profile: Any,
-                  v_start: float = 0.0, v_end: Optional[float] = None
-                  ) -> np.ndarray:
-    """
-    Return the limit speed (m/s) at each of N points ``ds`` metres apart.
-
-    ``kappa`` (N,) is the path curvature (1/m); ``profile`` a
-    :class:`hil_bridge.vehicle_profile.VehicleProfile`. The car enters at
-    ``v_start`` and leaves at ``v_end`` (None: as fast as it can).
-    """
-    if not (ds > 0.0 and math.isfinite(ds)):
-        raise ValueError(f'speed_profile: ds must be > 0, got {ds}')
-    kappa = np.abs(np.asarray(kappa, dtype=float))
-    if kappa.ndim != 1 or not np.isfinite(kappa).all():
-        raise ValueError('speed_profile: kappa must be a finite 1-D array')
-    p = profile
-    a_lat, a_long = float(p.max_lat_accel), float(p.max_decel)
-    if a_lat <= 0.0 or a_long <= 0.0:
-        raise ValueError('speed_profile: max_lat_accel and max_decel must '
-                         'be > 0')
-    m = float(p.mass)
-    roll = float(p.rolling_resistance) * GRAVITY
-    drag = float(p.drag_coefficient) / m
-    v_top = float(p.top_speed)
-    with np.errstate(divide='ignore'):
-        v_max = np.minimum(np.sqrt(a_lat / kappa), v_top)
-    n = len(kappa)
-
-    def grip_x(v: float, k: float) -> float:
-        ratio = min(v * v * k / a_lat, 1.0)
-        return a_long * math.sqrt(1.0 - ratio * ratio)
-
-    fwd = np.empty(n)
-    fwd[0] = min(max(float(v_start), 0.0), v_max[0])
-    for i in range(n - 1):
-        v = fwd[i]
-        force = min(float(p.max_drive_force),
-                    float(p.max_power) / max(v, 1e-3))
-        acc = min(force / m, grip_x(v, kappa[i])) - drag * v * v - roll
-        fwd[i + 1] = min(math.sqrt(max(v * v + 2.0 * acc * ds, 0.0)),
-                         v_max[i + 1])
-    out = fwd
-    if v_end is not None:
-        out[-1] = min(out[-1], max(float(v_end), 0.0))
-    for i in range(n - 2, -1, -1):
-        v = out[i + 1]
-        dec = grip_x(v, kappa[i + 1]) + drag * v * v + roll
-        out[i] = min(out[i], math.sqrt(v * v + 2.0 * dec * ds))
-    return out
-
-
-def segment_times(ds: float, v: np.ndarray) -> np.ndarray:
-    """
-    Return the cumulative time (s) at each point of a speed profile.
-
-    Constant acceleration between points (exact for a constant-acceleration
-    stretch); a stretch at standstill never ends (``inf``).
-    """
-    mean = 0.5 * (v[1:] + v[:-1])
-    with np.errstate(divide='ignore'):
-        dt = np.where(mean > 0.0, ds / mean, np.inf)
-    return np.concatenate([[0.0], np.cumsum(dt)])
 
 
 def profile_lap_time(xy: np.ndarray, closed: bool, profile: Any,
@@ -142,12 +53,12 @@ def profile_lap_time(xy: np.ndarray, closed: bool, profile: Any,
     the lap's own).
     """
     xy = np.asarray(xy, dtype=float)
-    path = resample(xy, closed, STEP)
+    path = resample_polyline(xy, closed, STEP)
     if closed:
         n = len(path)
         kappa = path_curvature(path, True)
         triple = np.tile(kappa, 3)
-        ds = _closed_step(xy)
+        ds = closed_step(xy, STEP)
         v = speed_profile(ds, triple, profile, v_start=0.0)
         t = segment_times(ds, v)
         return float(t[2 * n] - t[n])
@@ -254,7 +165,7 @@ def _run_path(track: Any, laps: int) -> Tuple[np.ndarray, bool]:
     """Return the rear-axle path from the car start (STEP apart)."""
     cl = np.asarray(track.centerline, dtype=float)
     closed = bool(track.closed)
-    dense = resample(cl, closed, STEP)
+    dense = resample_polyline(cl, closed, STEP)
     start = np.array([track.car_start.x, track.car_start.y])
     i0 = int(np.argmin(np.hypot(*(dense - start).T)))
     if closed:
@@ -268,27 +179,6 @@ def _run_path(track: Any, laps: int) -> Tuple[np.ndarray, bool]:
         raise ValueError('reference_lap_times: the car starts at the end '
                          'of the centre line')
     return path, closed
-
-
-def resample(pts: np.ndarray, closed: bool, step: float) -> np.ndarray:
-    """Resample a polyline at uniform arc length (about ``step`` m)."""
-    ext = np.vstack([pts, pts[:1]]) if closed else pts
-    seg = np.hypot(*np.diff(ext, axis=0).T)
-    s = np.concatenate([[0.0], np.cumsum(seg)])
-    if s[-1] <= 0.0:
-        raise ValueError('reference lap: the path has zero length')
-    n = max(int(math.ceil(s[-1] / step)), 2)
-    t = np.linspace(0.0, s[-1], n + (0 if closed else 1),
-                    endpoint=not closed)
-    return np.column_stack([np.interp(t, s, ext[:, 0]),
-                            np.interp(t, s, ext[:, 1])])
-
-
-def _closed_step(pts: np.ndarray) -> float:
-    ext = np.vstack([pts, pts[:1]])
-    length = float(np.hypot(*np.diff(ext, axis=0).T).sum())
-    n = max(int(math.ceil(length / STEP)), 2)
-    return length / n
 
 
 def run_reference(mission: str, track: Any, profile: Any, laps: int

@@ -37,7 +37,10 @@ class LapResult:
     Outcome of one closed-loop run (sim seconds, metres).
 
     ``status`` the referee's (``finished``, ``DNF``, ``timeout``);
-    ``lap_time`` the first lap's time or None; ``modes`` how many cycles
+    ``lap_time`` the best lap's time or None, ``lap_times`` every lap's;
+    ``hit_laps`` for each cone hit the lap it happened in (1 = the first,
+    counting from the start);
+    ``modes`` how many cycles
     each planner mode ran; ``max_plan_ms`` / ``median_plan_ms`` the
     slowest and the median planning cycle (wall ms).
     """
@@ -54,6 +57,8 @@ class LapResult:
     max_plan_ms: float = 0.0
     median_plan_ms: float = 0.0
     trace: List[Any] = field(default_factory=list)
+    lap_times: List[float] = field(default_factory=list)
+    hit_laps: List[int] = field(default_factory=list)
 
 
 def default_config(mode: str, profile: Any = None, **speed: float
@@ -78,7 +83,7 @@ def cones_in_vehicle_frame(cone_xy: np.ndarray, x: float, y: float,
 def run_lap(config: PlannerConfig, scenario: Any = None, seed: int = 0,
             dt: float = 0.02, plan_period: float = 0.1,
             dropout: float = 0.0, noise: float = 0.0,
-            keep_trace: bool = False) -> LapResult:
+            keep_trace: bool = False, planner: Any = None) -> LapResult:
     """
     Drive ``scenario`` (default ``ci_trackdrive``) on the built-in backend.
 
@@ -87,7 +92,9 @@ def run_lap(config: PlannerConfig, scenario: Any = None, seed: int = 0,
     each cycle every cone is missed with probability ``dropout`` and the
     others get Gaussian position noise of ``noise`` m (seeded by
     ``seed``). Runs until the referee ends the mission (laps done, DNF or
-    the scenario's timeout).
+    the scenario's timeout). ``planner`` replaces ``Planner(config)``; one
+    with ``uses_pose`` also gets the ego pose in ``map`` (x, y, yaw), as
+    odometry gives it.
     """
     if not (0.0 <= dropout < 1.0 and noise >= 0.0):
         raise ValueError('run_lap: dropout must be in [0, 1), noise >= 0')
@@ -98,13 +105,15 @@ def run_lap(config: PlannerConfig, scenario: Any = None, seed: int = 0,
     frame = backend.setup(scn, [])
     profile = load_vehicle_profile(scn.ego.profile)
     llc = LowLevelController(profile, LLCParams())
-    planner = Planner(config)
+    planner = Planner(config) if planner is None else planner
+    with_pose = bool(getattr(planner, 'uses_pose', False))
     next_plan = 0.0
     cmd = None
     modes: Dict[str, int] = {}
     plan_ms: List[float] = []
     distance = 0.0
     trace: List[Any] = []
+    hit_laps: List[int] = []
     try:
         while backend.result.status == 'running':
             t = frame.sim_time
@@ -120,8 +129,10 @@ def run_lap(config: PlannerConfig, scenario: Any = None, seed: int = 0,
                 if noise > 0.0:
                     rel = rel + rng.normal(0.0, noise, rel.shape)
                 t0 = time.perf_counter()
+                extra = {'pose': (ego.pose.x, ego.pose.y, ego.pose.yaw)} if with_pose \
+                    else {}
                 out = planner.plan(t, rel, cones.class_id[up], speed,
-                                   float(ego.angular_velocity[2]))
+                                   float(ego.angular_velocity[2]), **extra)
                 plan_ms.append((time.perf_counter() - t0) * 1e3)
                 modes[out.mode] = modes.get(out.mode, 0) + 1
                 cmd = (out.speed, out.yaw_rate, t)
@@ -135,6 +146,8 @@ def run_lap(config: PlannerConfig, scenario: Any = None, seed: int = 0,
             backend.apply_control(control)
             frame = backend.step(dt)
             distance += abs(frame.ego.speed) * dt
+            new_hits = backend.result.cones_hit - len(hit_laps)
+            hit_laps += [backend.result.laps + 1] * new_hits
         r = backend.result
     finally:
         backend.teardown()
@@ -144,7 +157,7 @@ def run_lap(config: PlannerConfig, scenario: Any = None, seed: int = 0,
                      distance=distance, modes=modes,
                      max_plan_ms=max(plan_ms, default=0.0),
                      median_plan_ms=float(np.median(plan_ms)) if plan_ms
-                     else 0.0, trace=trace)
+                     else 0.0, trace=trace, lap_times=list(r.lap_times), hit_laps=hit_laps)
 
 
 def main(argv: Optional[List[str]] = None) -> None:

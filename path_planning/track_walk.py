@@ -1,0 +1,464 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+The boundary walk: which map cones bound the car's lane, left and right.
+
+Pure functions on :class:`WalkState` (used by
+:class:`path_planning.cone_map.ConeMap`). Frames: ``map`` (REP-103,
+metres, radians); cones are indices into the map's position array.
+
+The lane is a strip of triangles between its two boundary chains, walked
+like an advancing front. A *gate* is the segment from the right chain's
+last cone ``r`` to the left chain's last cone ``l``; its forward normal
+``f`` (``l - r`` turned by -90 deg) points along the track. Each step adds
+one cone ``c`` to one chain:
+
+* ``c`` is a confirmed map cone in no chain, ahead of the gate
+  (``(c - mid) . f > min_forward``);
+* it joins the left chain (new gate ``r -> c``) only if it lies on the
+  left half of the gate (its projection on ``r -> l`` past the middle),
+  is not yellow, is at most ``max_gap`` from ``l``, the new gate is
+  between ``min_width`` and ``width_change`` wider than the running lane
+  width (and at most ``max_width``), it turns by at most
+  ``max_gate_turn`` and the new boundary segment crosses no segment of
+  the right chain; the same for the right chain mirrored (not blue);
+* no other candidate lies inside the triangle ``(l, r, c)`` (the front
+  advances by the nearest cone, as a Delaunay strip does);
+* of the valid (cone, side) options the one with the least cost wins:
+  the distance ahead of the gate, plus how far the cone lies beside the
+  gate's span, plus the change of width, minus a bonus when its colour
+  matches the side.
+
+So the walk keeps the lane's width: a cone of a section running side by
+side (4-6 m beyond a boundary) would make a gate of two lane widths plus
+the gap, and a cone across the track would make one narrower than
+``min_width``. Colours decide where known (blue left, yellow right);
+lidar-only maps (no colours) are walked on geometry and continuity alone.
+
+The walk starts (:func:`seed_gate`) at the nearest cone on each side of
+the car's first pose; :func:`advance_gate` moves the *current* gate (the
+last one the car's rear axle has passed) along; :func:`walk` drops the
+gates beyond the next one and walks again from there up to ``horizon``
+metres ahead (gates behind the car are final). The walk closes the loop
+when no free cone is left to walk to after ``min_loop`` metres and both
+chains' last cones are near their first ones (:func:`closes`): then the
+gates form a ring and walking stops.
+"""
+
+from dataclasses import dataclass, field
+import math
+from typing import List, Optional, Tuple
+
+from hil_bridge.interface.cones import CONE_BLUE, CONE_YELLOW
+import numpy as np
+
+
+@dataclass(frozen=True)
+class WalkParams:
+    """
+    Limits of the boundary walk (metres, radians).
+
+    ``max_gap`` longest step between neighbouring cones of one boundary
+    (FS rules: 5 m); ``min_width`` / ``max_width`` narrowest / widest gate
+    (FS: the track is at least 3 m wide); ``width_change`` how much wider
+    than the running width a new gate may be; ``max_gate_turn`` largest
+    turn of the gate per step; ``min_forward`` least distance of a new cone
+    ahead of the gate; ``horizon`` how far ahead of the car (along the gate
+    midpoints) the walk goes; ``max_steps`` most steps per update;
+    ``seed_reach`` how far from the car the first cones may be;
+    ``min_loop`` walked length before the loop may close; ``colour_bonus``
+    cost bonus of a matching colour (m).
+    """
+
+    max_gap: float = 6.0
+    min_width: float = 2.3
+    max_width: float = 7.0
+    width_change: float = 2.5
+    max_gate_turn: float = math.radians(75.0)
+    min_forward: float = 0.05
+    horizon: float = 40.0
+    max_steps: int = 60
+    seed_reach: float = 6.0
+    min_loop: float = 100.0
+    fit_reach: float = 8.0
+    fit_tol: float = 0.6
+    heading_span: float = math.radians(35.0)
+    max_curvature: float = 0.5
+
+    def __post_init__(self) -> None:
+        """Validate every field (ValueError naming the field)."""
+        for name in ('max_gap', 'min_width', 'max_width', 'width_change', 'max_gate_turn',
+                     'horizon', 'seed_reach', 'min_loop', 'fit_reach', 'fit_tol',
+                     'heading_span', 'max_curvature'):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0.0):
+                raise ValueError(f'WalkParams.{name} must be finite and > 0, got {value}')
+        for name in ('min_forward',):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0.0):
+                raise ValueError(f'WalkParams.{name} must be finite and >= 0, got {value}')
+        if self.min_width >= self.max_width:
+            raise ValueError('WalkParams.min_width must be < max_width')
+        if int(self.max_steps) < 1:
+            raise ValueError('WalkParams.max_steps must be >= 1')
+
+
+@dataclass
+class WalkState:
+    """
+    The two chains and their gates.
+
+    ``left`` / ``right`` map cone indices in driving direction; ``gates``
+    (nl, nr) chain lengths after each step (gate k joins ``right[nr - 1]``
+    to ``left[nl - 1]``); ``widths`` the running lane width at each gate
+    (m); ``current`` the last gate the car has passed; ``final_left`` /
+    ``final_right`` how many chain cones are final; ``closed`` True once
+    the loop is complete; ``length`` (m) along the gate midpoints from
+    gate 0 to each gate.
+    """
+
+    left: List[int] = field(default_factory=list)
+    right: List[int] = field(default_factory=list)
+    gates: List[Tuple[int, int]] = field(default_factory=list)
+    widths: List[float] = field(default_factory=list)
+    length: List[float] = field(default_factory=list)
+    current: int = 0
+    final_left: int = 0
+    final_right: int = 0
+    closed: bool = False
+    laps: int = 0
+
+    def gate_points(self, xy: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
+        """Return the (left, right) cone positions of gate ``k``."""
+        nl, nr = self.gates[k]
+        return xy[self.left[nl - 1]], xy[self.right[nr - 1]]
+
+    def remap(self, remap: np.ndarray, keep: np.ndarray) -> None:
+        """Renumber the chains after map cones were dropped (chain cones never are)."""
+        self.left = [int(remap[i]) for i in self.left if keep[i]]
+        self.right = [int(remap[i]) for i in self.right if keep[i]]
+
+    def truncate(self, k: int) -> None:
+        """Keep gates 0..k and the chain cones they use."""
+        del self.gates[k + 1:], self.widths[k + 1:], self.length[k + 1:]
+        nl, nr = self.gates[k]
+        del self.left[nl:], self.right[nr:]
+
+
+def _forward(left: np.ndarray, right: np.ndarray) -> Tuple[np.ndarray, float]:
+    """Return the gate's forward unit normal and its width."""
+    g = left - right
+    w = float(math.hypot(g[0], g[1]))
+    if w < 1e-9:
+        return np.array([1.0, 0.0]), 0.0
+    return np.array([g[1], -g[0]]) / w, w
+
+
+def seed_gate(st: WalkState, xy: np.ndarray, colours: np.ndarray, ok: np.ndarray,
+              pose: Tuple[float, float, float], p: WalkParams) -> None:
+    """
+    Start the walk: the nearest cone on each side of the car.
+
+    ``xy`` (M, 2) map cones, ``colours`` (M,) voted classes, ``ok`` (M,)
+    confirmed; ``pose`` (x, y, yaw) in ``map``. Leaves ``st`` empty when
+    no pair of cones beside the car makes a gate ``min_width`` to
+    ``max_width`` wide.
+    """
+    x, y, yaw = pose
+    c, s = math.cos(yaw), math.sin(yaw)
+    dx, dy = xy[:, 0] - x, xy[:, 1] - y
+    lx, ly = c * dx + s * dy, -s * dx + c * dy
+    near = ok & (np.hypot(lx, ly) <= p.seed_reach)
+    dist = np.hypot(lx, ly)
+    left = np.flatnonzero(near & (ly > 0.0) & (colours != CONE_YELLOW))
+    right = np.flatnonzero(near & (ly < 0.0) & (colours != CONE_BLUE))
+    if left.size == 0 or right.size == 0:
+        return
+    li = int(left[np.argmin(dist[left])])
+    ri = int(right[np.argmin(dist[right])])
+    w = float(np.hypot(*(xy[li] - xy[ri])))
+    if not p.min_width <= w <= p.max_width:
+        return
+    st.left, st.right = [li], [ri]
+    st.gates, st.widths, st.length = [(1, 1)], [w], [0.0]
+    st.current = 0
+    st.final_left = st.final_right = 1
+
+
+def _passed(st: WalkState, xy: np.ndarray, k: int, car: np.ndarray) -> bool:
+    lp, rp = st.gate_points(xy, k)
+    f, w = _forward(lp, rp)
+    d = car - 0.5 * (lp + rp)
+    lat = abs(float(d @ np.array([-f[1], f[0]])))
+    return float(d @ f) > 0.0 and lat <= 0.5 * w + 1.0
+
+
+def advance_gate(st: WalkState, xy: np.ndarray, pose: Tuple[float, float, float],
+                 p: WalkParams) -> None:
+    """Move ``current`` past every gate the car's rear axle has crossed."""
+    if not st.gates:
+        return
+    car = np.array(pose[:2])
+    n = len(st.gates)
+    for _ in range(n):
+        nxt = st.current + 1
+        if nxt >= n:
+            if not st.closed:
+                break
+            nxt = 0
+        if not _passed(st, xy, nxt, car):
+            break
+        if nxt == 0:
+            st.laps += 1
+        st.current = nxt
+    if not st.closed:
+        st.final_left, st.final_right = st.gates[st.current]
+    else:
+        st.final_left, st.final_right = len(st.left), len(st.right)
+
+
+def _segments_cross(a0: np.ndarray, a1: np.ndarray, b0: np.ndarray, b1: np.ndarray
+                    ) -> np.ndarray:
+    """Return (K,) True where segment a0[k]->a1[k] properly crosses b0->b1."""
+    def orient(p: np.ndarray, q: np.ndarray, r: np.ndarray) -> np.ndarray:
+        return (q[..., 0] - p[..., 0]) * (r[..., 1] - p[..., 1]) - \
+            (q[..., 1] - p[..., 1]) * (r[..., 0] - p[..., 0])
+    d1 = orient(b0, b1, a0)
+    d2 = orient(b0, b1, a1)
+    d3 = orient(a0, a1, b0)
+    d4 = orient(a0, a1, b1)
+    return (d1 * d2 < 0.0) & (d3 * d4 < 0.0)
+
+
+def _inside(tri: Tuple[np.ndarray, np.ndarray, np.ndarray], pts: np.ndarray) -> np.ndarray:
+    """Return (K, P) True where pts[p] lies strictly inside triangle k."""
+    a, b, c = tri  # each (K, 2)
+
+    def side(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+        return (q[:, None, 0] - p[:, None, 0]) * (pts[None, :, 1] - p[:, None, 1]) - \
+            (q[:, None, 1] - p[:, None, 1]) * (pts[None, :, 0] - p[:, None, 0])
+    s1, s2, s3 = side(a, b), side(b, c), side(c, a)
+    eps = 1e-9
+    pos = (s1 > eps) & (s2 > eps) & (s3 > eps)
+    neg = (s1 < -eps) & (s2 < -eps) & (s3 < -eps)
+    return pos | neg
+
+
+def track_direction(xy: np.ndarray, st: WalkState, f: np.ndarray) -> np.ndarray:
+    """
+    Return the track direction at the last gate (unit vector in ``map``).
+
+    The mean direction of both chains' last segments (a gate between
+    staggered cones is skewed, its normal is not the track direction);
+    ``f`` stands in for a chain of one cone.
+    """
+    dirs = []
+    for chain in (st.left, st.right):
+        if len(chain) > 1:
+            d = xy[chain[-1]] - xy[chain[-2]]
+            n = math.hypot(d[0], d[1])
+            if n > 1e-9:
+                dirs.append(d / n)
+    u = np.sum(dirs, axis=0) if dirs else f
+    n = math.hypot(u[0], u[1])
+    return u / n if n > 1e-9 else f
+
+
+def arc_coordinates(pts: np.ndarray, origin: np.ndarray, heading: np.ndarray,
+                    kappa: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """
+    Return the arc length ``s`` and signed offset ``n`` of points along arcs.
+
+    Each arc starts at ``origin`` (2,) with heading angle ``heading`` (H,)
+    (rad, ``map``) and has curvature ``kappa`` (H,) (1/m, > 0 left);
+    ``pts`` (P, 2). Returns two (H, P) arrays: ``s`` the arc length to the
+    point's foot on the arc (m; < 0 behind the origin) and ``n`` its offset
+    from the arc (m, > 0 left). Exact for circles and straight lines.
+    """
+    c, sn = np.cos(heading)[:, None], np.sin(heading)[:, None]
+    dx = pts[None, :, 0] - origin[0]
+    dy = pts[None, :, 1] - origin[1]
+    x = c * dx + sn * dy
+    y = -sn * dx + c * dy
+    k = kappa[:, None]
+    n = (2.0 * y - k * (x * x + y * y)) / (1.0 + np.sqrt((k * x) ** 2 + (1.0 - k * y) ** 2))
+    phi = np.arctan2(k * x, 1.0 - k * y)
+    straight = np.abs(k) < 1e-6
+    s = np.where(straight, x, phi / np.where(straight, 1.0, k))
+    return s, n
+
+
+def _fit_arc(lp: np.ndarray, rp: np.ndarray, pts: np.ndarray, colours: np.ndarray,
+             u: np.ndarray, width: float, p: 'WalkParams') -> Tuple[float, float]:
+    """
+    Fit the lane ahead of a gate as an arc; return (heading, curvature).
+
+    The arc starts at the gate's midpoint; heading (within
+    ``heading_span`` of the track direction ``u``) and curvature (up to
+    ``max_curvature``) are searched on a grid for the most cones within
+    ``fit_tol`` of the arc's offset lines at +-``width / 2`` (a truncated
+    quadratic: far cones cost the same whatever the arc, so the sections
+    beside the lane do not pull it); a blue cone on the right or a yellow
+    one on the left costs as much as a far one.
+    """
+    mid = 0.5 * (lp + rp)
+    allp = np.vstack((lp[None], rp[None], pts))
+    col = np.concatenate(([CONE_BLUE, CONE_YELLOW], colours))
+    half = 0.5 * width
+    tol2 = p.fit_tol ** 2
+
+    def cost(heading: np.ndarray, kappa: np.ndarray) -> np.ndarray:
+        s, n = arc_coordinates(allp, mid, heading, kappa)
+        res = np.minimum(np.abs(n - half), np.abs(n + half))
+        wrong = ((col == CONE_BLUE)[None] & (n < 0.0)) | ((col == CONE_YELLOW)[None] & (n > 0.0))
+        c = np.where((s >= -1.0) & (s <= p.fit_reach) & ~wrong, np.minimum(res * res, tol2),
+                     tol2)
+        # the gate's own cones must sit on their side
+        c[:, 0] += np.where(n[:, 0] > 0.0, 0.0, 10.0 * tol2)
+        c[:, 1] += np.where(n[:, 1] < 0.0, 0.0, 10.0 * tol2)
+        return c.sum(axis=1) + 1e-3 * np.abs(kappa)  # ties: the straighter arc
+
+    # coarse grid, then a finer one around its best
+    d_th, d_k = p.heading_span / 3.0, p.max_curvature / 9.0
+    th = math.atan2(u[1], u[0]) + d_th * np.arange(-3, 4)
+    ks = d_k * np.arange(-9, 10)
+    heading, kappa = np.repeat(th, ks.size), np.tile(ks, th.size)
+    j = int(np.argmin(cost(heading, kappa)))
+    th = heading[j] + 0.5 * d_th * np.arange(-1, 2)
+    ks = np.clip(kappa[j] + 0.5 * d_k * np.arange(-1, 2), -p.max_curvature, p.max_curvature)
+    heading, kappa = np.repeat(th, ks.size), np.tile(ks, th.size)
+    j = int(np.argmin(cost(heading, kappa)))
+    return float(heading[j]), float(kappa[j])
+
+
+def _step(st: WalkState, xy: np.ndarray, colours: np.ndarray, cand: np.ndarray,
+          p: 'WalkParams') -> Tuple[int, int, float]:
+    """
+    Return the best next (cone, side, lane width); cone -1 when there is none.
+
+    ``cand`` map indices the step may use (confirmed, in no chain); side
+    +1 left, -1 right. The lane ahead is fitted as an arc (:func:`_fit_arc`); the next
+    cone is the nearest along it of those on its offset lines.
+    """
+    lp, rp = st.gate_points(xy, len(st.gates) - 1)
+    f, w = _forward(lp, rp)
+    if cand.size == 0 or w <= 0.0:
+        return -1, 0, 0.0
+    mid = 0.5 * (lp + rp)
+    pts = xy[cand]
+    local = (np.hypot(*(pts - lp).T) <= p.max_gap) | (np.hypot(*(pts - rp).T) <= p.max_gap)
+    context = (np.hypot(*(pts - mid).T) <= p.fit_reach + 1.0) | local
+    u = track_direction(xy, st, f)
+    w_run = st.widths[-1]
+    heading, kappa = _fit_arc(lp, rp, pts[context], colours[cand[context]], u, w_run, p)
+    cand = cand[local]
+    if cand.size == 0:
+        return -1, 0, 0.0
+    pts = xy[cand]
+    col = colours[cand]
+    s, n = arc_coordinates(np.vstack((lp[None], rp[None], pts)), mid, np.array([heading]),
+                           np.array([kappa]))
+    (s_l, s_r), s = s[0, :2], s[0, 2:]
+    n = n[0, 2:]
+    side = np.where(n > 0.0, 1, -1)
+    res = np.abs(np.abs(n) - 0.5 * w_run)
+    # ahead of the gate and of its own chain's last cone along the arc
+    rel = pts - mid
+    ahead = rel @ f
+    ok = (res <= p.fit_tol) & (ahead > p.min_forward)
+    ok &= (s > np.where(side > 0, s_l, s_r) + p.min_forward) & (s <= p.fit_reach)
+    ok &= ~((col == CONE_BLUE) & (side < 0)) & ~((col == CONE_YELLOW) & (side > 0))
+    own = np.where(side[:, None] > 0, lp[None], rp[None])
+    other = np.where(side[:, None] > 0, rp[None], lp[None])
+    ok &= np.hypot(*(pts - own).T) <= p.max_gap
+    ok &= np.hypot(*(pts - other).T) >= p.min_width
+    width = np.clip(2.0 * np.abs(n), p.min_width, min(p.max_width, w_run + p.width_change))
+    prev_l = xy[st.left[-2]] if len(st.left) > 1 else lp
+    prev_r = xy[st.right[-2]] if len(st.right) > 1 else rp
+    prev_other = np.where(side[:, None] > 0, prev_r[None], prev_l[None])
+    ok &= ~_segments_cross(own, pts, prev_other, other)
+    idx = np.flatnonzero(ok)
+    if idx.size == 0:
+        return -1, 0, 0.0
+    # the advancing front's (Delaunay) choice: the cone whose circle through
+    # the gate's two cones reaches least far ahead of the gate
+    reach = (np.einsum('ij,ij->i', rel[idx], rel[idx]) - 0.25 * w * w) / (2.0 * ahead[idx])
+    j = int(idx[np.argmin(reach)])
+    return int(cand[j]), int(side[j]), float(width[j])
+
+
+def closes(st: WalkState, xy: np.ndarray, p: WalkParams) -> bool:
+    """
+    Return True when the chains' last cones meet their first ones (a loop).
+
+    Both tails must be within ``max_gap`` of one of their chain's first
+    three cones and head the way the chain started (a section running the
+    other way beside the start does not close the loop).
+    """
+    for chain in (st.left, st.right):
+        if len(chain) < 4:
+            return False
+        tail = xy[chain[-1]]
+        start = xy[chain[:3]]
+        start_dir = xy[chain[1]] - xy[chain[0]]
+        near = np.hypot(*(start - tail).T) <= p.max_gap
+        ahead = (start - tail) @ start_dir > 0.0
+        if not (near & ahead).any():
+            return False
+    return True
+
+
+def walk(st: WalkState, xy: np.ndarray, colours: np.ndarray, ok: np.ndarray,
+         pose: Tuple[float, float, float], p: WalkParams,
+         fresh: Optional[np.ndarray] = None) -> None:
+    """
+    Walk the chains ahead of the car (see the module docstring).
+
+    ``fresh`` (M,) marks the cones confirmed (or recoloured) since the last
+    walk (None: all): the gates from the first one a fresh cone is near
+    (within ``max_gap``), but never the current gate or the one after it,
+    are walked again; then the walk goes on until ``horizon`` metres ahead
+    of the current gate, no valid option is left or the loop closes.
+    """
+    if not st.gates or st.closed:
+        return
+    keep = min(st.current + 1, len(st.gates) - 1)
+    if fresh is None:
+        k = keep
+    else:
+        k = len(st.gates) - 1
+        ids = np.flatnonzero(fresh)
+        if ids.size:
+            gl = xy[[st.left[nl - 1] for nl, _nr in st.gates[keep:]]]
+            gr = xy[[st.right[nr - 1] for _nl, nr in st.gates[keep:]]]
+            near = np.minimum(
+                np.hypot(*(gl[:, None] - xy[ids][None]).transpose(2, 0, 1)).min(axis=1),
+                np.hypot(*(gr[:, None] - xy[ids][None]).transpose(2, 0, 1)).min(axis=1))
+            hit = np.flatnonzero(near <= p.max_gap)
+            if hit.size:
+                k = keep + max(int(hit[0]) - 1, 0)
+    st.truncate(max(k, keep))
+    used = np.zeros(len(xy), bool)
+    used[st.left] = True
+    used[st.right] = True
+    car = np.array(pose[:2])
+    reach = p.horizon + p.max_gap + 10.0
+    near = ok & (np.hypot(*(xy - car).T) <= reach)
+    base = st.length[st.current]
+    for _ in range(int(p.max_steps)):
+        if st.length[-1] - base > p.horizon:
+            break
+        cone, side, width = _step(st, xy, colours, np.flatnonzero(near & ~used), p)
+        if cone < 0:
+            if st.length[-1] >= p.min_loop and closes(st, xy, p):
+                st.closed = True
+                st.final_left, st.final_right = len(st.left), len(st.right)
+            break
+        lp, rp = st.gate_points(xy, len(st.gates) - 1)
+        (st.left if side > 0 else st.right).append(cone)
+        used[cone] = True
+        st.gates.append((len(st.left), len(st.right)))
+        st.widths.append(0.8 * st.widths[-1] + 0.2 * width)
+        nl, nr = st.gates[-1]
+        mid_new = 0.5 * (xy[st.left[nl - 1]] + xy[st.right[nr - 1]])
+        st.length.append(st.length[-1] + float(np.hypot(*(mid_new - 0.5 * (lp + rp)))))

@@ -1,0 +1,109 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""Lap-2+ mode: switch on loop closure, fall back on a wrong map, and one short closed loop."""
+
+import math
+
+from hil_bridge.bridge.scenario import load_scenario
+from hil_bridge.interface.config import node_params
+from hil_bridge.interface.vehicle_profile import load_vehicle_profile
+import numpy as np
+from path_planning.planner import Planner
+from path_planning.race_planner import race_config_from_mapping, RacePlanner
+from path_planning.tools.closed_loop import cones_in_vehicle_frame, default_config
+from path_planning.tools.race_loop import run_race
+import pytest
+
+FS = load_vehicle_profile('fs_car')
+
+
+def _planner() -> RacePlanner:
+    cfg = race_config_from_mapping(node_params('cone_drive_planner'), FS)
+    return RacePlanner(Planner(default_config('auto', FS)), cfg, FS)
+
+
+def _drive_lap(planner: RacePlanner, track, cones_xy: np.ndarray) -> list:
+    """Feed one lap of centre-line poses with the cones seen from each (20 m)."""
+    cl = track.centerline
+    tang = np.roll(cl, -1, axis=0) - cl
+    yaw = np.arctan2(tang[:, 1], tang[:, 0])
+    outs = []
+    for k in list(range(0, len(cl), 4)) + [0, 4, 8]:
+        rel = cones_in_vehicle_frame(cones_xy, cl[k, 0], cl[k, 1], yaw[k])
+        near = np.hypot(*rel.T) < 20.0
+        outs.append(planner.plan(0.1 * len(outs), rel[near], track.cones.class_id[near], 5.0,
+                                 0.0, pose=(cl[k, 0], cl[k, 1], yaw[k])))
+    return outs
+
+
+def test_map_completes_at_the_start_and_the_line_takes_over() -> None:
+    track = load_scenario('ci_trackdrive').track
+    planner = _planner()
+    outs = _drive_lap(planner, track, track.cones.xy)
+    st = planner.status
+    assert st.attempts == 1 and st.track.ok and st.line is not None
+    assert st.state in ('join', 'race')
+    assert any('map complete' in e for e in planner.drain_events())
+    assert 'raceline' not in {o.mode for o in outs[:-4]}   # lap 1: the lap-1 planner
+    # without a pose the lap-1 planner drives and nothing is mapped
+    fresh = _planner()
+    fresh.plan(0.0, np.array([[5.0, 1.5], [5.0, -1.5]]), np.array([1, 2]), 5.0, 0.0, pose=None)
+    assert fresh.recorder.start is None
+
+
+def test_cones_that_disagree_with_the_map_hand_back_to_lap_1() -> None:
+    track = load_scenario('ci_trackdrive').track
+    planner = _planner()
+    _drive_lap(planner, track, track.cones.xy)
+    planner.status.state = 'race'
+    planner.follower.reset()
+    cl = track.centerline
+    line = planner.status.line
+    i0 = int(np.argmin(np.hypot(*(line.xy - cl[40]).T)))
+    x, y = line.xy[i0]
+    d = line.xy[(i0 + 1) % len(line.xy)] - line.xy[i0]
+    yaw = math.atan2(d[1], d[0])
+    rel = cones_in_vehicle_frame(track.cones.xy, x, y, yaw)
+    near = np.hypot(*rel.T) < 20.0
+    ok = planner.plan(50.0, rel[near], track.cones.class_id[near], 5.0, 0.0, pose=(x, y, yaw))
+    assert ok.mode == 'raceline' and not ok.stop
+    # the same cones 2 m off: a different track than the map
+    modes = [planner.plan(50.1 + 0.1 * k, rel[near] + [0.0, 2.0], track.cones.class_id[near],
+                          5.0, 0.0, pose=(x, y, yaw)).mode for k in range(6)]
+    assert modes[0] == 'raceline' and modes[-1] != 'raceline'
+    assert planner.status.state == 'fallback' and planner.status.fallbacks == 1
+    assert any('disagree' in e for e in planner.drain_events())
+
+
+def test_incomplete_map_keeps_lap_1_mode_with_a_reason() -> None:
+    track = load_scenario('ci_trackdrive').track
+    planner = _planner()
+    keep = np.ones(len(track.cones), dtype=bool)
+    keep[np.flatnonzero(track.cones.class_id == 1)[10:14]] = False   # a 4-cone gap
+    track.cones.class_id = track.cones.class_id.copy()
+    cones_xy = track.cones.xy.copy()
+    cones_xy[~keep] = 1e4                                            # never seen
+    _drive_lap(planner, track, cones_xy)
+    st = planner.status
+    assert st.attempts == 1 and st.state == 'mapping' and st.line is None
+    events = planner.drain_events()
+    assert len(events) == 1 and 'staying in lap-1 mode' in events[0] and 'gap' in events[0]
+
+
+@pytest.fixture(scope='module')
+def race() -> object:
+    """Three laps of ci_trackdrive in-process: the real lap-1 planner, then the line."""
+    scn = load_scenario('ci_trackdrive', laps=3, timeout=200.0)
+    res = run_race(scn, 'auto')
+    print(f'laps {res.lap_times}, reference {res.reference}, cones {res.hit_laps}, '
+          f'line {res.line_ms:.0f} ms, events {res.events}')
+    return res
+
+
+def test_laps_after_the_first_are_faster_with_no_cone_hit(race) -> None:
+    assert race.status == 'finished', race.reason
+    assert len(race.lap_times) == 3
+    assert max(race.lap_times[1:]) < 0.8 * race.lap_times[0]
+    assert [lap for lap in race.hit_laps if lap > 1] == [] and race.off_courses == 0
+    assert race.modes.get('raceline', 0) > 0 and race.fallbacks == 0
+    assert max(race.ratios[1:]) <= 1.3
