@@ -129,28 +129,28 @@ def _cloud(cones: ConeSet, t: float) -> Any:
 
 @pytest.mark.dds
 def test_fusion_node_map_publishes_colours(rclpy_context, capfd) -> None:
-    """With map_enabled the published cones keep the vision colours."""
+    """With map_enabled the published cones keep the vision colours (sim clock)."""
     from cone_detection.fusion_node import ConeFusionNode
     from hil_bridge.interface.codecs import clouds, stamps
-    from rclpy.parameter import Parameter
-    node = ConeFusionNode(context=rclpy_context, parameter_overrides=[
-        Parameter('map_enabled', value=True),
-        Parameter('use_sim_time', value=False)])
+    from inprocess import NodeUnderTest
+    h = NodeUnderTest(ConeFusionNode, rclpy_context, {'map_enabled': True})
+    node = h.node
     try:
         assert node.map is not None
-        got: List[Any] = []
-        node.pub.publish = got.append
         rng = np.random.default_rng(5)
         for k in range(30):
             t = 10.0 + 0.1 * k
             for dt in (-0.05, 0.0, 0.05):
                 x, y, yaw = _ego(k + dt / 0.1)
+                h.at(t + dt)
                 node._on_odom(_odom(t + dt, x, y, yaw))
             lidar, vision = _frame(k, rng)
+            h.at(t)
             if vision is not None:
                 node._on_vision(_cloud(vision, t - 0.02))
             node._on_lidar(_cloud(lidar, t))
-        assert node.published >= 30
+        got = h.topic('/perception/cones')
+        assert node.published >= 30 and len(got) >= 30
         xyz, cls, _ = clouds.cloud_to_cones(got[-1])
         assert stamps.sec_from_stamp(got[-1].header.stamp) == \
             pytest.approx(12.9)

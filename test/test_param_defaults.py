@@ -106,11 +106,11 @@ def _lidar(y: Dict[str, Any]) -> Iterable[Tuple[Any, Any, Dict[str, str]]]:
 
 
 def _fusion(y: Dict[str, Any]) -> Iterable[Tuple[Any, Any, Dict[str, str]]]:
-    from cone_detection.fusion import ConeMap, FusionParams
+    from cone_detection.fusion import FusionParams
+    from path_planning.cone_map import ConeMapParams
     yield FusionParams.from_mapping(y), FusionParams(), {}
     yield ((y['map_merge_radius'], y['map_min_observations']),
-           (_keyword_default(ConeMap, 'merge_radius'),
-            _keyword_default(ConeMap, 'min_observations')), {})
+           (ConeMapParams().merge_radius, ConeMapParams().min_observations), {})
 
 
 def _vision(y: Dict[str, Any]) -> Iterable[Tuple[Any, Any, Dict[str, str]]]:
