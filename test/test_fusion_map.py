@@ -10,7 +10,7 @@ same through ``ConeFusionNode``'s callbacks in-process (no second process),
 with ``map_enabled`` on.
 """
 
-from typing import Any, List, Optional, Tuple
+from typing import Any, Optional, Tuple
 
 from cone_detection.fusion import ConeSet, fuse, FusionParams
 from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_UNKNOWN,
