@@ -72,8 +72,13 @@ def test_scan_to_cones_over_dds(rclpy_context) -> None:
         assert markers and any(m.ns == 'lidar' for m in markers[-1].markers)
         assert h.proc.poll() is None  # bad scans did not kill it
     # one error line per input and 5 s (a flood of bad scans must not flood
-    # the log): the first bad scan is named, the others are counted
-    assert 'bad scan dropped' in h.output and 'angle_increment' in h.output, h.output
+    # the log): the first bad scan that reached the checks is named (which
+    # one depends on when the node's clock arrived: the first may be dropped
+    # as future-stamped), the others are counted
+    lines = [ln for ln in h.output.splitlines() if 'bad scan dropped' in ln]
+    assert lines, h.output
+    assert 'angle_increment' in lines[0] or 'intensities' in lines[0], lines[0]
+    assert len(lines) <= 1 + 30 // 5, lines
 
 
 @pytest.mark.dds
