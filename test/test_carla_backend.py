@@ -86,6 +86,7 @@ def server(fake: fake_carla.FakeCarla) -> fake_carla.FakeServer:
 def make_backend(fake: Any, **kwargs: Any) -> CarlaBackend:
     kwargs.setdefault('sensor_timeout', 1.0)
     kwargs.setdefault('retry_delay', 0.0)
+    kwargs.setdefault('tcp_probe', False)      # the fake has no TCP port
     return CarlaBackend(carla_module=fake, **kwargs)
 
 
@@ -227,7 +228,10 @@ def test_left_turn_is_positive_yaw(fake: Any, server: Any) -> None:
         assert lateral == pytest.approx(ego.angular_velocity[2] *
                                         FRAME_OFFSET, rel=1e-6)
         last = server.control_log[-1][2]
-        assert (last.throttle, last.steer) == pytest.approx((0.5, -0.5))
+        # steer is a fraction of the profile's max_steer (0.61 rad); CARLA's
+        # of the wheels' max_steer_angle (70 deg in the fake)
+        assert (last.throttle, last.steer) == pytest.approx(
+            (0.5, -0.5 * 0.61 / math.radians(70.0)))
     finally:
         backend.teardown()
 
@@ -240,7 +244,8 @@ def test_bad_control_is_clamped(fake: Any, server: Any) -> None:
                                              steer=3.0, brake=float('nan')))
         frame = backend.step(0.05)
         c = server.control_log[-1][2]
-        assert (c.throttle, c.steer, c.brake) == (0.0, 1.0, 1.0)
+        assert (c.throttle, c.brake) == (0.0, 1.0)
+        assert c.steer == pytest.approx(0.61 / math.radians(70.0))
         assert frame.applied_control.brake == 1.0
         with pytest.raises(ValueError, match='dt'):
             backend.step(float('nan'))

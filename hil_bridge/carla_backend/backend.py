@@ -43,6 +43,7 @@ import logging
 import math
 import os
 import signal
+import socket
 import threading
 import time
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
@@ -106,6 +107,27 @@ def camera_intrinsics(width: int, height: int, fov_deg: float) -> np.ndarray:
     f = width / (2.0 * math.tan(math.radians(fov) / 2.0))
     return np.array([[f, 0.0, width / 2.0], [0.0, f, height / 2.0],
                      [0.0, 0.0, 1.0]])
+
+
+class SlowServer(BackendError):
+    """The server is alive (accepts connections) but did not answer in time."""
+
+
+class SetupError(BackendError):
+    """A set-up error retrying cannot fix (e.g. the scenario's map is not on the server)."""
+
+    retry = False
+
+
+#: role_name of the cone props this backend spawns (found again after a crash)
+CONE_ROLE = 'hil_cone'
+#: role_name of the ego's collision sensor
+COLLISION_ROLE = 'hil_collision'
+
+
+def map_basename(name: str) -> str:
+    """Return the bare map name of ``Town``, ``Carla/Maps/Town`` or ``/Game/.../Town``."""
+    return str(name).strip().rstrip('/').split('/')[-1]
 
 
 def _version_core(version: str) -> Tuple[str, ...]:
@@ -289,6 +311,50 @@ class FrameAssembler:
 
 
 # --------------------------------------------------------------------------
+# steering through the vehicle's own physics control
+
+
+@dataclass
+class Steering:
+    """
+    How a CARLA vehicle turns its front wheels (from its physics control).
+
+    CARLA turns each wheel by ``steer x max_steer_angle`` of that wheel
+    (``get_physics_control().wheels``, degrees) times the steering curve
+    at the current forward speed (``steering_curve``: (km/h, factor)
+    points, linear in between, held beyond the ends). ``max_angle`` (rad)
+    is the front wheels' mean ``max_steer_angle``.
+    """
+
+    max_angle: float
+    curve: Tuple[Tuple[float, float], ...] = ()
+
+    @classmethod
+    def of(cls, physics_control: Any, what: str) -> 'Steering':
+        """Read a ``carla.VehiclePhysicsControl``; BackendError if it cannot steer."""
+        wheels = list(physics_control.wheels)
+        front = [abs(float(w.max_steer_angle)) for w in wheels[:2]]
+        if not front or not all(math.isfinite(a) for a in front) or max(front) <= 0.0:
+            raise BackendError(f'{what}: the front wheels have no max_steer_angle '
+                               f'({front} deg): the vehicle cannot steer')
+        curve = tuple(sorted((float(p.x), float(p.y))
+                             for p in physics_control.steering_curve))
+        return cls(math.radians(sum(front) / len(front)), curve)
+
+    def factor(self, speed: float) -> float:
+        """Return the steering curve's factor at ``speed`` (m/s, any sign)."""
+        if not self.curve:
+            return 1.0
+        xs, ys = zip(*self.curve)
+        return max(float(np.interp(abs(speed) * 3.6, xs, ys)), 1e-3)
+
+    def carla_steer(self, angle: float, speed: float) -> float:
+        """Return the CARLA steer (-1..1) for a road-wheel angle (rad, > 0 right)."""
+        steer = angle / (self.max_angle * self.factor(speed))
+        return min(max(steer, -1.0), 1.0)
+
+
+# --------------------------------------------------------------------------
 # the backend
 
 
@@ -326,7 +392,11 @@ class CarlaBackend(Backend):
     to CARLA props; ``cone_z`` is the height (m, REP-103 ``map``) at which
     cones are placed (static props do not fall); ``collision_sensor``
     attaches ``sensor.other.collision`` to the ego for cone_hit and
-    collision events; ``logger`` is a ``logging.Logger`` or rclpy logger.
+    collision events; ``logger`` is a ``logging.Logger`` or rclpy logger;
+    ``map_name`` the CARLA map to run on (None = the scenario's ``map``,
+    '' = whatever the server has); ``tcp_probe`` checks the RPC port with a
+    plain TCP connection before connecting and after a failed call (off for
+    an in-process fake server).
     """
 
     def __init__(self, host: str = 'localhost', port: int = 2000,
@@ -336,8 +406,8 @@ class CarlaBackend(Backend):
                  retry_delay: float = 1.0, max_missed: int = 5,
                  cone_blueprints: Optional[Dict[int, str]] = None,
                  cone_z: float = 0.0, collision_sensor: bool = True,
-                 carla_module: Any = None, logger: Optional[_Log] = None
-                 ) -> None:
+                 carla_module: Any = None, logger: Optional[_Log] = None,
+                 map_name: Optional[str] = None, tcp_probe: bool = True) -> None:
         def positive(name: str, value: Any, allow_zero: bool = False
                      ) -> float:
             v = float(value)
@@ -374,12 +444,18 @@ class CarlaBackend(Backend):
         self.cone_blueprints.update(cone_blueprints or {})
         self.cone_z = float(cone_z)
         self.collision_sensor = bool(collision_sensor)
+        self.map_name = map_name
+        self.tcp_probe = bool(tcp_probe)
         self._carla_module = carla_module
         self._log = logger or logging.getLogger('hil_bridge.carla_backend.backend')
         self._client: Any = None
         self._world: Any = None
         self.server_version = ''
         self.client_version = ''
+        #: counters of the last run (kept after teardown)
+        self.stats: Dict[str, int] = {}
+        #: what set-up found of an earlier run (synchronous, leftover actors)
+        self.recovered: Dict[str, Any] = {}
         self._reset_state()
         self._teardown_lock = threading.RLock()
         self._prev_handlers: Dict[int, Any] = {}
@@ -399,14 +475,17 @@ class CarlaBackend(Backend):
         self._events_lock = threading.Lock()
         self._control = VehicleControl()
         self._max_steer = 0.0
+        self._steering: Optional[Steering] = None
+        self._ego_speed = 0.0
+        self.carla_control: Any = None
         self._frame0: Optional[int] = None
         self._t0 = 0.0
         self._sim_time = 0.0
         self._dt = self.fixed_delta_seconds
         self._ready = False
+        self._gone = False
         self.carla_frame = -1
         self.carla_time = 0.0
-        self.stats: Dict[str, int] = {'frames': 0, 'bad_data': 0}
 
     # ------------------------------------------------------------ helpers
 
@@ -429,6 +508,43 @@ class CarlaBackend(Backend):
     def _lost(self, what: str, exc: BaseException) -> BackendError:
         return BackendError(f'lost the {self._where()} during {what}: {exc}; '
                             'check that the simulator is still running')
+
+    def probe(self) -> bool:
+        """
+        Return True when the server's RPC port accepts a TCP connection.
+
+        Plain Python (the GIL is released while it waits, unlike the CARLA
+        client's calls), at most ``min(timeout, 1 s)``. Always False
+        without ``tcp_probe`` (every failure then counts as a lost server).
+        """
+        if not self.tcp_probe:
+            return False
+        try:
+            with socket.create_connection((self.host, self.port),
+                                          timeout=min(self.timeout, 1.0)):
+                return True
+        except OSError:
+            return False
+
+    def _failed(self, what: str, exc: BaseException) -> BackendError:
+        """
+        Classify a client ``RuntimeError``: slow server, lost server, or other.
+
+        A time-out while the RPC port still accepts connections is a slow
+        server (:class:`SlowServer`, counted in ``stats['slow_ticks']``),
+        not a lost one; a port that refuses is a lost server.
+        """
+        text = str(exc)
+        if self.probe():
+            if 'time-out' in text or 'timed out' in text or 'timeout' in text.lower():
+                self.stats['slow_ticks'] = self.stats.get('slow_ticks', 0) + 1
+                return SlowServer(
+                    f'the {self._where()} is slow: no answer to {what} within '
+                    f'{self.timeout:g} s, but it still accepts connections (not lost; '
+                    'raise the timeout parameter if it stays slow)')
+            return BackendError(f'{what} on the {self._where()} failed: {text}')
+        self._gone = True
+        return self._lost(what, exc)
 
     def _transform(self, pose: Any) -> Any:
         """Return the ``carla.Transform`` of a REP-103 pose."""
@@ -456,6 +572,15 @@ class CarlaBackend(Backend):
         carla = self.carla
         last: Optional[BaseException] = None
         for attempt in range(1, self.retries + 1):
+            if self.tcp_probe and not self.probe():
+                # Nothing listens: do not call the client (it would hold the
+                # GIL, freezing every thread, for its whole time-out).
+                last = ConnectionRefusedError(f'no server on TCP port {self.port}')
+                self._log.warning(f'{self._where()} not reachable (attempt '
+                                  f'{attempt}/{self.retries}): {last}')
+                if attempt < self.retries:
+                    time.sleep(self.retry_delay)
+                continue
             try:
                 client = carla.Client(self.host, self.port)
                 client.set_timeout(self.timeout)
@@ -501,10 +626,13 @@ class CarlaBackend(Backend):
         if self._ready or self._spawned_ids:
             raise BackendError('CarlaBackend.setup called twice; call '
                                'teardown first')
+        self.stats = {'frames': 0, 'bad_data': 0, 'slow_ticks': 0}
         self.connect()
         # Also tear down when the interpreter exits without a teardown.
         atexit.register(self.teardown)
         try:
+            self._recover(scenario, rig)
+            self._ensure_map(scenario)
             self._apply_world_settings()
             self._spawn_ego(scenario.ego)
             self._spawn_rig(rig)
@@ -526,10 +654,90 @@ class CarlaBackend(Backend):
                                    f'{exc}') from exc
             raise
 
+    def _ensure_map(self, scenario: Any) -> None:
+        """
+        Load the scenario's map when the server has another.
+
+        Raises :class:`SetupError` (not retried) naming the maps the server
+        has when it does not have that one.
+        """
+        wanted = self.map_name if self.map_name is not None else \
+            str(getattr(scenario, 'map', '') or '')
+        if not wanted:
+            return
+        try:
+            current = str(self._world.get_map().name)
+            if map_basename(current) == map_basename(wanted):
+                return
+            maps = [str(m) for m in self._client.get_available_maps()]
+        except RuntimeError as exc:
+            raise self._lost('reading the map', exc) from exc
+        if map_basename(wanted) not in {map_basename(m) for m in maps}:
+            raise SetupError(
+                f'map {wanted!r} of scenario {getattr(scenario, "name", "?")} is not on '
+                f'the {self._where()} (it has {sorted(map_basename(m) for m in maps)}); '
+                'set the bridge parameter carla_map to one of them')
+        self._log.info(f'loading map {map_basename(wanted)} (the server has '
+                       f'{map_basename(current)})')
+        try:
+            self._world = self._client.load_world(map_basename(wanted))
+        except RuntimeError as exc:
+            raise BackendError(f'loading map {wanted!r} on the {self._where()} '
+                               f'failed: {exc}') from exc
+
+    def _recover(self, scenario: Any, rig: List[SensorSpec]) -> None:
+        """
+        Clean up after an earlier run that died (crash, SIGKILL).
+
+        Actors whose ``role_name`` is one this backend gives (the ego, the
+        scenario's actors, the rig's sensor ids, cones, the collision
+        sensor) and sensors attached to such a vehicle are leftovers: they
+        are reported and destroyed. A server found in synchronous mode is
+        reported (frozen for every client until someone ticks or restores
+        asynchronous mode); teardown then restores asynchronous mode, not
+        the frozen state it found (:attr:`recovered`).
+        """
+        world = self._world
+        roles = {self.role_name, CONE_ROLE, COLLISION_ROLE}
+        roles.update(str(a.role_name) for a in getattr(scenario, 'actors', []) or [])
+        roles.update(str(s.sensor_id) for s in rig)
+        try:
+            settings = world.get_settings()
+            actors = list(world.get_actors())
+        except RuntimeError as exc:
+            raise self._lost('reading the world', exc) from exc
+        ours = {int(a.id): a for a in actors
+                if str(getattr(a, 'attributes', {}).get('role_name', '')) in roles}
+        egos = {i for i, a in ours.items() if str(a.type_id).startswith('vehicle.')}
+        for a in actors:
+            parent = getattr(a, 'parent', None)
+            if parent is not None and int(parent.id) in egos:
+                ours[int(a.id)] = a
+        self.recovered = {'synchronous': bool(settings.synchronous_mode),
+                          'leftover_actors': len(ours)}
+        if ours:
+            kinds = sorted({str(a.type_id) for a in ours.values()})
+            self._log.warning(
+                f'{len(ours)} actor(s) of an earlier run found on the {self._where()} '
+                f'(role names {sorted(roles & {str(a.attributes.get("role_name", "")) for a in ours.values()})}; '
+                f'{", ".join(kinds[:6])}): destroying them')
+            self._destroy(sorted(ours, reverse=True), dict(ours))
+        if settings.synchronous_mode:
+            self._log.warning(
+                f'the {self._where()} is in synchronous mode '
+                f'(fixed_delta_seconds {settings.fixed_delta_seconds}): '
+                + ('left so by a run that died' if ours else
+                   'left so by a client that did not restore it, or another client '
+                   'drives it') + '; it will be left asynchronous at teardown')
+
     def _apply_world_settings(self) -> None:
         world = self._world
         settings = world.get_settings()
         self._original_settings = world.get_settings()
+        if self._original_settings.synchronous_mode:
+            # Nobody ticks a synchronous server once this run is gone: the
+            # state to go back to is asynchronous (not what was found).
+            self._original_settings.synchronous_mode = False
         settings.synchronous_mode = self.synchronous
         settings.fixed_delta_seconds = (self.fixed_delta_seconds or None)
         if self.fixed_delta_seconds > 0.1:
@@ -612,6 +820,14 @@ class CarlaBackend(Backend):
         if spec.profile:
             from hil_bridge.interface.vehicle_profile import load_vehicle_profile
             self._max_steer = load_vehicle_profile(spec.profile).max_steer
+        self._steering = Steering.of(vehicle.get_physics_control(),
+                                     f'{self.role_name} ({vehicle.type_id})')
+        if self._max_steer > self._steering.max_angle + 1e-6:
+            self._log.warning(
+                f'{self.role_name}: the profile steers up to '
+                f'{math.degrees(self._max_steer):.1f} deg, {vehicle.type_id} only '
+                f'{math.degrees(self._steering.max_angle):.1f} deg: larger angles '
+                'are clipped')
         speed = float(getattr(spec, 'initial_speed', 0.0) or 0.0)
         if speed:
             # As in the ROS 2 AEB tutorial: one set_target_velocity at spawn.
@@ -620,6 +836,8 @@ class CarlaBackend(Backend):
         if self.collision_sensor:
             world = self._world
             bp = self._blueprint(COLLISION, 'collision sensor')
+            if bp.has_attribute('role_name'):
+                bp.set_attribute('role_name', COLLISION_ROLE)
             carla = self.carla
             sensor = self._register(world.spawn_actor(
                 bp, carla.Transform(), attach_to=vehicle))
@@ -694,6 +912,9 @@ class CarlaBackend(Backend):
         bps = {c: self._blueprint(self.cone_blueprints.get(
             int(c), DEFAULT_CONE_BLUEPRINTS[CONE_UNKNOWN]), 'cones')
             for c in np.unique(cls)}
+        for bp in bps.values():
+            if bp.has_attribute('role_name'):
+                bp.set_attribute('role_name', CONE_ROLE)
         ue = ue_frames.ros_to_carla_points(
             np.column_stack([xy, np.full(len(xy), self.cone_z)]))
         transforms = [carla.Transform(carla.Location(*map(float, p)))
@@ -842,15 +1063,39 @@ class CarlaBackend(Backend):
         if not self.synchronous and self._ego is not None:
             self._send_control()
 
+    def carla_steer(self, steer: float) -> float:
+        """
+        Return the CARLA steer that gives the road-wheel angle ``steer`` asks for.
+
+        ``steer`` (-1..1, > 0 right) is a fraction of the vehicle profile's
+        ``max_steer``, as on the built-in simulator; CARLA's steer is a
+        fraction of the front wheels' ``max_steer_angle`` reduced by the
+        steering curve at the current speed (:class:`Steering`). Without a
+        profile the steer goes to CARLA unchanged.
+        """
+        if self._steering is None or self._max_steer <= 0.0:
+            return float(steer)
+        return self._steering.carla_steer(float(steer) * self._max_steer,
+                                          self._ego_speed)
+
     def _send_control(self) -> None:
         carla = self.carla
         c = self._control
+        self.carla_control = carla.VehicleControl(
+            throttle=c.throttle, steer=self.carla_steer(c.steer), brake=c.brake,
+            hand_brake=c.hand_brake, reverse=c.reverse)
         try:
-            self._ego.apply_control(carla.VehicleControl(
-                throttle=c.throttle, steer=c.steer, brake=c.brake,
-                hand_brake=c.hand_brake, reverse=c.reverse))
+            self._ego.apply_control(self.carla_control)
         except RuntimeError as exc:
-            raise self._lost('apply_control', exc) from exc
+            raise self._failed('apply_control', exc) from exc
+
+    def _wheel_angle(self) -> float:
+        """Return the ego's road-wheel angle (rad, REP-103: > 0 left) read back."""
+        loc = self.carla.VehicleWheelLocation
+        ego = self._ego
+        deg = 0.5 * (float(ego.get_wheel_steer_angle(loc.FL_Wheel))
+                     + float(ego.get_wheel_steer_angle(loc.FR_Wheel)))
+        return -math.radians(deg)          # CARLA: > 0 turns right
 
     def _drive_actors(self, t: float, dt: float) -> None:
         """Apply the scripted behaviours for sim time ``t`` (s)."""
@@ -881,6 +1126,15 @@ class CarlaBackend(Backend):
         """
         if not self._ready:
             raise BackendError('CarlaBackend.step before setup')
+        if self._gone and self.tcp_probe:
+            # No call into the client (it holds the GIL for its whole
+            # time-out) while the port refuses connections.
+            if not self.probe():
+                raise BackendError(f'lost the {self._where()}: its RPC port refuses '
+                                   'connections (the simulator is not running)')
+            raise BackendError(f'the {self._where()} is back after it was lost, but it '
+                               'is a new episode (the actors of this run are gone): '
+                               'restart the run')
         dt = float(dt)
         if not math.isfinite(dt) or dt <= 0.0:
             raise ValueError(f'step: dt must be finite and > 0, got {dt}')
@@ -911,7 +1165,7 @@ class CarlaBackend(Backend):
         except BackendError:
             raise
         except RuntimeError as exc:
-            raise self._lost('tick', exc) from exc
+            raise self._failed('tick', exc) from exc
         assembler = self._assembler
         data, missing = assembler.wait(frame_id, t_abs, self.sensor_timeout)
         return self._build(frame_id, t_abs, data, missing)
@@ -931,7 +1185,7 @@ class CarlaBackend(Backend):
             try:
                 world.wait_for_tick(min(self.timeout, remaining))
             except RuntimeError as exc:
-                raise self._lost('wait_for_tick', exc) from exc
+                raise self._failed('wait_for_tick', exc) from exc
             self._assembler.wait_any(min(0.01, max(remaining, 0.0)))
 
     def latest(self) -> Optional[Frame]:
@@ -944,7 +1198,7 @@ class CarlaBackend(Backend):
             try:
                 snapshot = world.get_snapshot()
             except RuntimeError as exc:
-                raise self._lost('get_snapshot', exc) from exc
+                raise self._failed('get_snapshot', exc) from exc
             if int(snapshot.frame) <= self._assembler.emitted:
                 return None
             self._assembler.emitted = int(snapshot.frame)
@@ -999,11 +1253,12 @@ class CarlaBackend(Backend):
                 sid, slot.blueprint, p.frame - self._frame0,
                 p.timestamp - self._t0, p.data, p.intrinsics)
         try:
-            ego = self._actor_state(self._ego_slot,
-                                    -self._control.steer * self._max_steer)
+            ego = self._actor_state(self._ego_slot, self._wheel_angle())
             actors = [self._actor_state(s) for s in self._actor_slots]
+            fwd = frames.rotation_matrix(ego.pose.roll, ego.pose.pitch, ego.pose.yaw)[:, 0]
+            self._ego_speed = float(np.dot(ego.velocity, fwd))
         except RuntimeError as exc:
-            raise self._lost('reading actor states', exc) from exc
+            raise self._failed('reading actor states', exc) from exc
         with self._events_lock:
             events.extend(Event(e.kind, e.sim_time - self._t0, e.data)
                           for e in self._events)

@@ -1,0 +1,112 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+The CARLA backend through the real carla==0.9.16 client and ``carla-hil serve``.
+
+One server per module (a subprocess; the client holds the GIL while it
+waits). Each test sets a backend up, runs a few frames and tears it down;
+what it checks is read back through the client (``get_wheel_steer_angle``,
+``get_actors``, ``get_settings``), not from the backend's own book-keeping.
+"""
+
+import atexit
+import logging
+import math
+from typing import Any, Dict, List
+
+from hil_bridge.bridge.backend import BackendError, VehicleControl
+from hil_bridge.bridge.scenario import ActorSpec, load_scenario, Scenario
+from hil_bridge.carla_backend.backend import CarlaBackend, SetupError
+from hil_bridge.carla_server.launcher import restore_async, serve
+from hil_bridge.interface.frames import Pose
+from hil_bridge.interface.rig import parse_rig
+import numpy as np
+import pytest
+
+carla = pytest.importorskip('carla')
+DT = 0.05
+
+
+@pytest.fixture(scope='module')
+def server():
+    """Run one server (HIL_Flat) and a client to check the backend with."""
+    with serve() as s:
+        client = s.client()
+        yield s, client
+        if s.alive():
+            restore_async(client)
+
+
+@pytest.fixture
+def check(server):
+    """Yield the checking client; afterwards the server must be clean and asynchronous."""
+    s, client = server
+    yield client
+    if s.alive():
+        world = client.get_world()
+        assert not world.get_settings().synchronous_mode
+        left = [a.type_id for a in world.get_actors() if a.type_id != 'spectator']
+        assert left == []
+
+
+def make(server, **kwargs: Any) -> CarlaBackend:
+    s, _client = server
+    kwargs.setdefault('sensor_timeout', 2.0)
+    kwargs.setdefault('retry_delay', 0.0)
+    return CarlaBackend(host='127.0.0.1', port=s.port, **kwargs)
+
+
+def rig(lidar_tick: float = 0.0, cameras: int = 1) -> List[Any]:
+    """Return a small rig: ``cameras`` 160x120 cameras and a 1-channel lidar."""
+    sensors = [{'id': f'cam{i}', 'blueprint': 'sensor.camera.rgb',
+                'mount': {'x': 0.5, 'z': 1.0},
+                'attributes': {'image_size_x': 160, 'image_size_y': 120, 'fov': 90.0}}
+               for i in range(cameras)]
+    sensors.append({'id': 'lidar', 'blueprint': 'sensor.lidar.ray_cast',
+                    'mount': {'x': 1.2, 'z': 0.2},
+                    'attributes': {'channels': 1, 'range': 20.0, 'upper_fov': 0.0,
+                                   'lower_fov': 0.0, 'points_per_second': 3600,
+                                   'rotation_frequency': 20.0,
+                                   'sensor_tick': lidar_tick}})
+    return parse_rig({'sensors': sensors}, '<wire test rig>')
+
+
+def aeb() -> Scenario:
+    """Return the ROS 2 AEB tutorial scenario (map HIL_Flat)."""
+    return load_scenario('aeb_tutorial')
+
+
+# ---------------------------------------------------------------- steering
+def test_steering_through_the_physics_control(server, check) -> None:
+    """
+    The wheels turn by the angle the profile asks for, at speed too.
+
+    steer 0.5 of passenger_car's max_steer (0.61 rad) is a 0.305 rad road-
+    wheel angle to the right. CARLA turns the wheels by steer x
+    max_steer_angle (70 deg on the model3) x the steering curve (0.9 at
+    20 km/h): sending 0.5 unchanged would turn them 31.5 deg instead of
+    17.5 deg. The angle is read back with ``get_wheel_steer_angle``.
+    """
+    backend = make(server)
+    try:
+        frame = backend.setup(aeb(), [])
+        ego = backend._ego
+        pc = ego.get_physics_control()
+        assert pc.wheels[0].max_steer_angle == pytest.approx(70.0)
+        backend.apply_control(VehicleControl(throttle=0.3, steer=0.5))
+        for _ in range(30):
+            frame = backend.step(DT)
+        wanted = 0.5 * 0.61
+        fl = ego.get_wheel_steer_angle(carla.VehicleWheelLocation.FL_Wheel)
+        fr = ego.get_wheel_steer_angle(carla.VehicleWheelLocation.FR_Wheel)
+        assert fl == pytest.approx(math.degrees(wanted), abs=0.5)   # > 0 right
+        assert frame.ego.velocity[0] > 2.0                    # at speed: curve < 1
+        assert fr == pytest.approx(fl)
+        assert frame.ego.steer_angle == pytest.approx(-wanted, abs=0.01)   # REP-103
+        assert frame.ego.angular_velocity[2] < -0.1                # turning right
+        speed = float(np.linalg.norm(frame.ego.velocity[:2]))
+        assert -frame.ego.angular_velocity[2] == pytest.approx(
+            speed * math.tan(wanted) / 2.875, rel=0.1)           # model3 wheelbase
+        assert frame.applied_control.steer == pytest.approx(0.5)
+    finally:
+        backend.teardown()
