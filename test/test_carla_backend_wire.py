@@ -9,15 +9,17 @@ what it checks is read back through the client (``get_wheel_steer_angle``,
 ``get_actors``, ``get_settings``), not from the backend's own book-keeping.
 """
 
-import atexit
 import logging
 import math
+import signal
+import subprocess
+import sys
 from typing import Any, Dict, List
 
 from hil_bridge.bridge.backend import BackendError, VehicleControl
 from hil_bridge.bridge.scenario import ActorSpec, load_scenario, Scenario
 from hil_bridge.carla_backend.backend import CarlaBackend, SetupError
-from hil_bridge.carla_server.launcher import restore_async, serve
+from hil_bridge.carla_server.launcher import restore_async, ROOT, serve
 from hil_bridge.interface.frames import Pose
 from hil_bridge.interface.rig import parse_rig
 import numpy as np
@@ -25,6 +27,19 @@ import pytest
 
 carla = pytest.importorskip('carla')
 DT = 0.05
+#: a run that sets up (synchronous, AEB tutorial, a camera and a lidar),
+#: steps and dies by SIGKILL: no teardown
+DEAD_RUN = '''
+import os, signal, sys
+sys.path.insert(0, 'test')
+from hil_bridge.bridge.scenario import load_scenario
+from hil_bridge.carla_backend.backend import CarlaBackend
+from test_carla_backend_wire import rig
+b = CarlaBackend(host='127.0.0.1', port={port})
+b.setup(load_scenario('aeb_tutorial'), rig())
+b.step(0.05)
+os.kill(os.getpid(), signal.SIGKILL)
+'''
 
 
 @pytest.fixture(scope='module')
@@ -110,3 +125,69 @@ def test_steering_through_the_physics_control(server, check) -> None:
         assert frame.applied_control.steer == pytest.approx(0.5)
     finally:
         backend.teardown()
+
+
+# --------------------------------------------------------------------- map
+def test_the_scenario_map_is_loaded(server, check) -> None:
+    """The server is on another map: set-up loads the scenario's (HIL_Flat)."""
+    _s, client = server
+    client.load_world('HIL_ci_trackdrive')
+    assert client.get_world().get_map().name.endswith('HIL_ci_trackdrive')
+    backend = make(server)
+    try:
+        frame = backend.setup(aeb(), [])
+        assert client.get_world().get_map().name == 'Carla/Maps/HIL_Flat'
+        # the tutorial's poses are on HIL_Flat's road: CARLA (0, 28)
+        loc = backend._ego.get_location()
+        assert loc.y == pytest.approx(28.0, abs=0.01)
+        assert frame.ego.pose.y == pytest.approx(-28.0, abs=0.01)
+    finally:
+        backend.teardown()
+
+
+def test_a_map_the_server_lacks_is_a_clear_error(server, check) -> None:
+    scenario = aeb()
+    scenario.map = 'Town99'
+    backend = make(server)
+    with pytest.raises(SetupError) as err:
+        backend.setup(scenario, [])
+    text = str(err.value)
+    assert "map 'Town99'" in text and 'HIL_Flat' in text and '\n' not in text
+    assert err.value.retry is False
+    assert backend.stats['frames'] == 0
+
+
+# ---------------------------------------------------------------- recovery
+def test_recovery_after_a_run_that_died(server, check, caplog) -> None:
+    """
+    A run that died leaves its actors and a synchronous server behind.
+
+    The next run reports both, destroys the leftovers (found by role name)
+    and at teardown leaves the server asynchronous (not the frozen
+    synchronous state it found).
+    """
+    s, client = server
+    dead = subprocess.run([sys.executable, '-c', DEAD_RUN.format(port=s.port)],
+                          cwd=str(ROOT), capture_output=True, text=True, timeout=120)
+    assert dead.returncode == -signal.SIGKILL, dead.stderr[-2000:]
+    leftover = {a.id for a in client.get_world().get_actors() if a.type_id != 'spectator'}
+    assert len(leftover) == 5                  # ego, target, collision, camera, lidar
+    assert client.get_world().get_settings().synchronous_mode
+    caplog.set_level(logging.WARNING)
+    backend = make(server)
+    try:
+        frame = backend.setup(aeb(), rig())
+        assert backend.recovered == {'synchronous': True, 'leftover_actors': 5}
+        alive = {a.id for a in client.get_world().get_actors()}
+        assert not leftover & alive
+        egos = [a for a in client.get_world().get_actors().filter('vehicle.*')
+                if a.attributes.get('role_name') == 'ego_vehicle']
+        assert len(egos) == 1
+        frame = backend.step(DT)
+        loc = backend._ego.get_location()                     # the spawn point was free
+        assert (loc.x, loc.y) == pytest.approx((0.3, 28.0), abs=0.5)   # 5.5 m/s
+    finally:
+        backend.teardown()
+    text = caplog.text
+    assert '5 actor(s) of an earlier run' in text and 'synchronous mode' in text
+    assert backend.stats['frames'] == 2                  # kept after teardown

@@ -631,9 +631,11 @@ class CarlaBackend(Backend):
         # Also tear down when the interpreter exits without a teardown.
         atexit.register(self.teardown)
         try:
-            self._recover(scenario, rig)
             self._ensure_map(scenario)
-            self._apply_world_settings()
+            found = self._apply_world_settings()
+            # after apply_settings: the client has an episode state then
+            # (get_actors reads the actor list of the last world snapshot)
+            self._recover(scenario, rig, found)
             self._spawn_ego(scenario.ego)
             self._spawn_rig(rig)
             self._spawn_cones(getattr(scenario, 'track', None))
@@ -685,7 +687,7 @@ class CarlaBackend(Backend):
             raise BackendError(f'loading map {wanted!r} on the {self._where()} '
                                f'failed: {exc}') from exc
 
-    def _recover(self, scenario: Any, rig: List[SensorSpec]) -> None:
+    def _recover(self, scenario: Any, rig: List[SensorSpec], settings: Any) -> None:
         """
         Clean up after an earlier run that died (crash, SIGKILL).
 
@@ -702,7 +704,6 @@ class CarlaBackend(Backend):
         roles.update(str(a.role_name) for a in getattr(scenario, 'actors', []) or [])
         roles.update(str(s.sensor_id) for s in rig)
         try:
-            settings = world.get_settings()
             actors = list(world.get_actors())
         except RuntimeError as exc:
             raise self._lost('reading the world', exc) from exc
@@ -730,9 +731,11 @@ class CarlaBackend(Backend):
                    'left so by a client that did not restore it, or another client '
                    'drives it') + '; it will be left asynchronous at teardown')
 
-    def _apply_world_settings(self) -> None:
+    def _apply_world_settings(self) -> Any:
+        """Apply this run's settings; return the settings found."""
         world = self._world
         settings = world.get_settings()
+        found = world.get_settings()
         self._original_settings = world.get_settings()
         if self._original_settings.synchronous_mode:
             # Nobody ticks a synchronous server once this run is gone: the
@@ -745,6 +748,7 @@ class CarlaBackend(Backend):
                 f'fixed_delta_seconds {self.fixed_delta_seconds} > 0.1 s: '
                 'CARLA physics substepping may become inaccurate')
         world.apply_settings(settings)
+        return found
 
     def _register(self, actor: Any) -> Any:
         """Remember a spawned actor for teardown (before anything else)."""
