@@ -191,3 +191,45 @@ def test_recovery_after_a_run_that_died(server, check, caplog) -> None:
     text = caplog.text
     assert '5 actor(s) of an earlier run' in text and 'synchronous mode' in text
     assert backend.stats['frames'] == 2                  # kept after teardown
+
+
+# ----------------------------------------------------------------- sensors
+def test_frame_0_has_every_sensor(server, check) -> None:
+    """listen() connects the streams asynchronously: set-up waits for their first message."""
+    backend = make(server)
+    try:
+        frame = backend.setup(aeb(), rig(cameras=2))
+        assert set(frame.sensors) == {'cam0', 'cam1', 'lidar'}
+        assert all(r.frame == 0 for r in frame.sensors.values())
+        assert not [e for e in frame.events if e.kind == 'warning']
+        assert frame.sensors['cam0'].data.shape == (120, 160, 3)
+        # nothing moved before frame 0: the tutorial's 5.5 m/s start then
+        assert frame.ego.pose.x == pytest.approx(
+            backend._ego_slot.frame_offset, abs=0.3)
+    finally:
+        backend.teardown()
+
+
+def test_sensor_tick_not_a_multiple_of_dt(server, check) -> None:
+    """
+    A 0.12 s lidar at 50 ms frames delivers after 3, 2, 3, 2, 2, 3 frames.
+
+    Every measurement lands in its own frame (matched by frame number,
+    none dropped as stale), no frame waits for a lidar that is not due.
+    """
+    backend = make(server)
+    got: List[int] = []
+    try:
+        backend.setup(aeb(), rig(lidar_tick=0.12, cameras=0))
+        for _ in range(30):
+            frame = backend.step(DT)
+            assert not [e for e in frame.events if e.kind == 'warning']
+            if 'lidar' in frame.sensors:
+                assert frame.sensors['lidar'].frame == frame.frame
+                got.append(frame.frame)
+    finally:
+        backend.teardown()
+    gaps = np.diff(got)
+    assert set(gaps) <= {2, 3} and 2 in gaps and 3 in gaps
+    assert len(got) >= 12                       # 1.5 s / 0.12 s
+    assert backend.stats['sensor_stale'] == 0 and backend.stats['sensor_missing'] == 0

@@ -160,11 +160,16 @@ class FrameAssembler:
     Collect sensor data per CARLA frame and decide when a frame is complete.
 
     ``periods`` maps sensor id to its ``sensor_tick`` (s, 0 = every frame);
-    ``dt`` is the fixed frame period (s). In synchronous mode a sensor is
-    due ``ceil(period / dt)`` frames after its last delivery (every frame
-    for period <= dt); asynchronously, when ``period`` seconds have passed.
-    A sensor never heard of is due. Thread-safe: ``add`` runs in CARLA's
-    callback threads, the rest in the bridge's thread.
+    ``dt`` is the frame period (s). A sensor's schedule is a time grid
+    anchored at a delivery: it is due at the first frame whose sim time
+    reaches the next grid point ``anchor + k * period`` (as CARLA's actor
+    tick interval and ``carla-hil serve`` schedule it), matched by the
+    frame numbers and times its data carries, not by a predicted frame
+    count (``ceil(period / dt)`` is wrong whenever period / dt is not an
+    integer). A delivery off the grid re-anchors it (counted in
+    ``stats['reanchored']``). A sensor never heard of is due. Thread-safe:
+    ``add`` runs in CARLA's callback threads, the rest in the bridge's
+    thread.
     """
 
     def __init__(self, periods: Dict[str, float], dt: float,
@@ -183,20 +188,59 @@ class FrameAssembler:
             s: deque(maxlen=16) for s in self.periods}
         self._missed: Dict[str, int] = dict.fromkeys(self.periods, 0)
         self._ignored: Dict[str, bool] = dict.fromkeys(self.periods, False)
+        #: per sensor: (anchor time, next grid time) of its schedule (s)
+        self._grid: Dict[str, Tuple[float, float]] = {}
         self.emitted = -1
         self.stats: Dict[str, int] = {'stale': 0, 'missing': 0,
-                                      'incomplete_dropped': 0}
+                                      'incomplete_dropped': 0, 'reanchored': 0}
 
-    def frames_between(self, period: float) -> int:
-        """Return after how many frames a sensor with ``period`` is due."""
-        if period <= 0.0 or self.dt <= 0.0:
-            return 1
-        return max(1, int(math.ceil(period / self.dt - 1e-6)))
+    #: slack on sim-time comparisons (s): frame times are sums of float deltas
+    EPS = 1e-4
+
+    def _schedule(self, sensor_id: str, t: float) -> None:
+        """Move a sensor's grid past its delivery at sim time ``t`` (locked)."""
+        period = self.periods.get(sensor_id, 0.0)
+        if period <= 0.0:
+            return
+        grid = self._grid.get(sensor_id)
+        anchor = t if grid is None else grid[0]
+        k = math.floor((t - anchor) / period + self.EPS / period)
+        if t - (anchor + k * period) >= max(self.dt, self.EPS) - self.EPS:
+            # not the first frame after a grid point: a new schedule
+            self.stats['reanchored'] += 1
+            anchor, k = t, 0
+        self._grid[sensor_id] = (anchor, anchor + (k + 1) * period)
+
+    def wait_heard(self, frame: int, sensors: List[str], timeout: float) -> None:
+        """Wait up to ``timeout`` s until each of ``sensors`` delivered for ``frame`` or later."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                late = [s for s in sensors
+                        if not any(f >= frame for f, _ in self._history.get(s, ()))]
+                remaining = deadline - time.monotonic()
+                if not late or remaining <= 0.0:
+                    return
+                self._cond.wait(remaining)
+
+    def discard(self) -> None:
+        """Drop every pending frame (warm-up data); schedules stay."""
+        with self._cond:
+            if self._pending:
+                self.emitted = max(self.emitted, max(self._pending))
+            self._pending.clear()
+
+    def heard(self) -> List[str]:
+        """Return the sensors that delivered at least once."""
+        with self._cond:
+            return [s for s, h in self._history.items() if h]
 
     def add(self, sensor_id: str, payload: _Payload) -> bool:
         """Store one sensor's data; return False when it is stale."""
         with self._cond:
             hist = self._history.setdefault(sensor_id, deque(maxlen=16))
+            if not hist or payload.frame > hist[-1][0]:
+                self._schedule(sensor_id, payload.timestamp)
             hist.append((payload.frame, payload.timestamp))
             if self._ignored.get(sensor_id):
                 self._ignored[sensor_id] = False
@@ -234,13 +278,13 @@ class FrameAssembler:
                 if self._ignored.get(sid):
                     continue
                 last = self._last_before(sid, frame)
-                if last is None:
+                grid = self._grid.get(sid)
+                if last is None or period <= 0.0 or grid is None:
                     out.append(sid)
-                elif self.synchronous:
-                    if frame - last[0] >= self.frames_between(period):
-                        out.append(sid)
-                elif t - last[1] >= period - 1e-3:
+                elif t >= grid[1] - self.EPS:
                     out.append(sid)
+                elif any(f == frame for f, _ in self._history.get(sid, ())):
+                    out.append(sid)          # it delivered for this frame
             return out
 
     def _take(self, frame: int, missing: List[str]) -> Dict[str, _Payload]:
@@ -476,6 +520,8 @@ class CarlaBackend(Backend):
         self._control = VehicleControl()
         self._max_steer = 0.0
         self._steering: Optional[Steering] = None
+        self._start_velocities: List[Tuple[Any, float, float]] = []
+        self._collision: Any = None
         self._ego_speed = 0.0
         self.carla_control: Any = None
         self._frame0: Optional[int] = None
@@ -641,6 +687,9 @@ class CarlaBackend(Backend):
             self._spawn_cones(getattr(scenario, 'track', None))
             for spec in getattr(scenario, 'actors', []) or []:
                 self._spawn_actor(spec, scenario)
+            self._warm_up()
+            for actor, yaw, speed in self._start_velocities:
+                actor.set_target_velocity(self._heading_velocity(yaw, speed))
             self._ready = True
             if self.synchronous:
                 return self._tick_and_collect(self._dt)
@@ -730,6 +779,46 @@ class CarlaBackend(Backend):
                 + ('left so by a run that died' if ours else
                    'left so by a client that did not restore it, or another client '
                    'drives it') + '; it will be left asynchronous at teardown')
+
+    def _warm_up(self) -> None:
+        """
+        Run until every sensor stream delivered once (before frame 0).
+
+        ``listen()`` connects a sensor's stream asynchronously and a CARLA
+        sensor measures only while someone listens: the first frames after
+        ``listen()`` can lack its data. Synchronous: tick (nothing moves
+        yet: initial speeds are set afterwards) until each sensor's first
+        message arrived; asynchronous: wait for it. At most
+        ``sensor_timeout + timeout`` seconds; a sensor still silent is
+        named in a warning (frame 0 then goes out without it).
+        """
+        assembler = self._assembler
+        if assembler is None or not assembler.periods:
+            return
+        deadline = time.monotonic() + self.sensor_timeout + self.timeout
+        world = self._world
+        ticks = 0
+        while True:
+            silent = sorted(set(assembler.periods) - set(assembler.heard()))
+            if not silent or time.monotonic() > deadline:
+                break
+            try:
+                if self.synchronous:
+                    self._send_control()
+                    frame = int(world.tick(self.timeout))
+                    ticks += 1
+                    assembler.wait_heard(frame, silent, 0.2)
+                else:
+                    assembler.wait_any(0.05)
+            except RuntimeError as exc:
+                raise self._failed('warm-up tick', exc) from exc
+        assembler.discard()
+        self.stats['warm_up_ticks'] = ticks
+        if silent:
+            self._log.warning(f'sensor(s) {", ".join(silent)} sent nothing within '
+                              f'{self.sensor_timeout + self.timeout:g} s after listen()')
+        else:
+            self._log.info(f'every sensor stream delivered ({ticks} warm-up tick(s))')
 
     def _apply_world_settings(self) -> Any:
         """Apply this run's settings; return the settings found."""
@@ -834,9 +923,9 @@ class CarlaBackend(Backend):
                 'are clipped')
         speed = float(getattr(spec, 'initial_speed', 0.0) or 0.0)
         if speed:
-            # As in the ROS 2 AEB tutorial: one set_target_velocity at spawn.
-            vehicle.set_target_velocity(
-                self._heading_velocity(spec.pose.yaw, speed))
+            # As in the ROS 2 AEB tutorial: one set_target_velocity, sent
+            # right before frame 0 (after the sensor streams connected).
+            self._start_velocities.append((vehicle, spec.pose.yaw, speed))
         if self.collision_sensor:
             world = self._world
             bp = self._blueprint(COLLISION, 'collision sensor')
@@ -845,6 +934,7 @@ class CarlaBackend(Backend):
             carla = self.carla
             sensor = self._register(world.spawn_actor(
                 bp, carla.Transform(), attach_to=vehicle))
+            self._collision = sensor
             sensor.listen(self._on_collision)
 
     def _spawn_rig(self, rig: List[SensorSpec]) -> None:
@@ -983,8 +1073,8 @@ class CarlaBackend(Backend):
         self._actor_slots.append(slot)
         if spec.initial_speed and behaviour['type'] not in ('static',
                                                             'parked'):
-            actor.set_target_velocity(
-                self._heading_velocity(spec.pose.yaw, spec.initial_speed))
+            self._start_velocities.append((actor, spec.pose.yaw,
+                                           float(spec.initial_speed)))
 
     # ------------------------------------------------------ sensor input
 
@@ -1149,17 +1239,22 @@ class CarlaBackend(Backend):
     def _tick_and_collect(self, dt: float) -> Frame:
         world = self._world
         try:
+            first = self._frame0 is None
+            if not first:
+                self._drive_actors(self._sim_time + dt, dt)
+            self._send_control()
             if abs(dt - self._dt) > 1e-9:
+                # CARLA's client ticks 2 extra frames in synchronous mode
+                # until two snapshots show the new delta: control and
+                # behaviours are sent first so those frames have them.
+                self._log.warning(f'fixed_delta_seconds {self._dt:g} -> {dt:g} s: CARLA '
+                                  'ticks 2 extra frames to apply it')
                 settings = world.get_settings()
                 settings.fixed_delta_seconds = dt
                 world.apply_settings(settings)
                 self._dt = dt
                 if self._assembler is not None:
                     self._assembler.dt = dt
-            first = self._frame0 is None
-            if not first:
-                self._drive_actors(self._sim_time + dt, dt)
-            self._send_control()
             frame_id = int(world.tick(self.timeout))
             snapshot = world.get_snapshot()
             t_abs = float(snapshot.timestamp.elapsed_seconds)
@@ -1187,7 +1282,10 @@ class CarlaBackend(Backend):
                 raise BackendError(f'no complete frame from the '
                                    f'{self._where()} within {budget:g} s')
             try:
-                world.wait_for_tick(min(self.timeout, remaining))
+                # the client truncates to whole ms and 0 ms means "its own
+                # time-out": never pass less than 1 ms
+                world.wait_for_tick(max(math.ceil(min(self.timeout, remaining) * 1000.0)
+                                        / 1000.0, 0.001))
             except RuntimeError as exc:
                 raise self._failed('wait_for_tick', exc) from exc
             self._assembler.wait_any(min(0.01, max(remaining, 0.0)))
@@ -1241,6 +1339,12 @@ class CarlaBackend(Backend):
             self._frame0, self._t0 = frame_id, t_abs
         self.carla_frame, self.carla_time = frame_id, t_abs
         t = t_abs - self._t0
+        if not self.synchronous and t > self._sim_time + 1e-9:
+            # asynchronous: the behaviours follow the server's frames
+            try:
+                self._drive_actors(t, t - self._sim_time)
+            except RuntimeError as exc:
+                raise self._failed('driving the actors', exc) from exc
         self._sim_time = t
         events: List[Event] = []
         if missing:
@@ -1285,15 +1389,20 @@ class CarlaBackend(Backend):
         """
         with self._teardown_lock:
             atexit.unregister(self.teardown)
-            for slot in self._sensors:
-                sensor = slot.actor
+            listening = [(slot.sensor_id, slot.actor) for slot in self._sensors]
+            if self._collision is not None:
+                listening.append(('collision', self._collision))
+            for sid, sensor in listening:
                 try:
                     sensor.stop()
                 except Exception as exc:  # noqa: B902 - best effort
-                    self._log.debug(f'sensor {slot.sensor_id}: stop: {exc}')
+                    self._log.debug(f'sensor {sid}: stop: {exc}')
             ids = list(reversed(self._spawned_ids))
             objs = dict(self._spawned_objs)
             settings = self._original_settings
+            if self._assembler is not None:
+                self.stats.update({f'sensor_{k}': v for k, v in
+                                   self._assembler.stats.items()})
             self._reset_state()
             if ids:
                 self._destroy(ids, objs)
