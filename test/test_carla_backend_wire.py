@@ -233,3 +233,51 @@ def test_sensor_tick_not_a_multiple_of_dt(server, check) -> None:
     assert set(gaps) <= {2, 3} and 2 in gaps and 3 in gaps
     assert len(got) >= 12                       # 1.5 s / 0.12 s
     assert backend.stats['sensor_stale'] == 0 and backend.stats['sensor_missing'] == 0
+
+
+# ------------------------------------------------------- angular velocity
+def test_roll_and_pitch_rates(server, check) -> None:
+    """
+    UE roll/pitch rates through the snapshot come out as REP-103 body rates.
+
+    The server reports the rates ``set_target_angular_velocity`` set (its
+    model is planar). UE (10, -20, 0) deg/s is REP-103 (-10, -20, 0) deg/s:
+    the angular velocity is a pseudo-vector under the y mirror.
+    """
+    backend = make(server)
+    try:
+        backend.setup(aeb(), [])
+        backend._ego.set_target_angular_velocity(carla.Vector3D(10.0, -20.0, 0.0))
+        for _ in range(3):
+            frame = backend.step(DT)
+        w = backend._ego.get_angular_velocity()
+        assert (w.x, w.y) == pytest.approx((10.0, -20.0))
+        assert abs(frame.ego.pose.yaw) < 1e-3 and abs(frame.ego.pose.pitch) < 1e-3
+        assert frame.ego.angular_velocity[:2] == pytest.approx(
+            np.radians([-10.0, -20.0]), abs=1e-4)
+    finally:
+        backend.teardown()
+
+
+# ------------------------------------------------------ asynchronous mode
+def test_asynchronous_mode_runs_the_actor_scripts(server, check) -> None:
+    """The server runs free; frames follow it and the target's behaviour drives it."""
+    scenario = aeb()
+    scenario.actors[0].initial_speed = 4.0
+    scenario.actors[0].behaviour = {'type': 'brake', 'speed': 4.0, 'at_time': 0.2,
+                                    'decel': 8.0}
+    backend = make(server, synchronous=False)
+    try:
+        frame = backend.setup(scenario, rig(cameras=1))
+        x0 = frame.actors[0].pose.x
+        frames = [frame.frame]
+        while frame.sim_time < 1.2:
+            frame = backend.step(DT)
+            frames.append(frame.frame)
+            assert set(frame.sensors) <= {'cam0', 'lidar'}
+        assert frames == sorted(set(frames))
+        # 4 m/s, braking at 8 m/s^2 from t = 0.2 s: stopped after 1.8 m
+        assert np.linalg.norm(frame.actors[0].velocity) < 0.2
+        assert frame.actors[0].pose.x - x0 == pytest.approx(1.8, abs=0.5)
+    finally:
+        backend.teardown()
