@@ -372,6 +372,8 @@ class Steering:
 
     max_angle: float
     curve: Tuple[Tuple[float, float], ...] = ()
+    #: front-to-rear axle distance from the wheel positions (m; 0 = unknown)
+    wheelbase: float = 0.0
 
     @classmethod
     def of(cls, physics_control: Any, what: str) -> 'Steering':
@@ -383,7 +385,15 @@ class Steering:
                                f'({front} deg): the vehicle cannot steer')
         curve = tuple(sorted((float(p.x), float(p.y))
                              for p in physics_control.steering_curve))
-        return cls(math.radians(sum(front) / len(front)), curve)
+        wheelbase = 0.0
+        try:
+            pos = np.array([[w.position.x, w.position.y, w.position.z]
+                            for w in wheels], np.float64) / 100.0   # UE cm -> m
+            if len(pos) == 4 and np.all(np.isfinite(pos)):
+                wheelbase = float(np.linalg.norm(pos[:2].mean(0) - pos[2:].mean(0)))
+        except (AttributeError, TypeError):
+            pass
+        return cls(math.radians(sum(front) / len(front)), curve, wheelbase)
 
     def factor(self, speed: float) -> float:
         """Return the steering curve's factor at ``speed`` (m/s, any sign)."""
@@ -500,6 +510,8 @@ class CarlaBackend(Backend):
         self.stats: Dict[str, int] = {}
         #: what set-up found of an earlier run (synchronous, leftover actors)
         self.recovered: Dict[str, Any] = {}
+        #: the judge of the last run (kept after teardown for ``result``)
+        self.referee: Any = None
         self._reset_state()
         self._teardown_lock = threading.RLock()
         self._prev_handlers: Dict[int, Any] = {}
@@ -521,6 +533,8 @@ class CarlaBackend(Backend):
         self._max_steer = 0.0
         self._steering: Optional[Steering] = None
         self._start_velocities: List[Tuple[Any, float, float]] = []
+        self._wheelbase_ratio = 1.0
+        self._cone_contacts: List[int] = []
         self._collision: Any = None
         self._ego_speed = 0.0
         self.carla_control: Any = None
@@ -687,6 +701,7 @@ class CarlaBackend(Backend):
             self._spawn_cones(getattr(scenario, 'track', None))
             for spec in getattr(scenario, 'actors', []) or []:
                 self._spawn_actor(spec, scenario)
+            self._make_referee(scenario)
             self._warm_up()
             for actor, yaw, speed in self._start_velocities:
                 actor.set_target_velocity(self._heading_velocity(yaw, speed))
@@ -779,6 +794,73 @@ class CarlaBackend(Backend):
                 + ('left so by a run that died' if ours else
                    'left so by a client that did not restore it, or another client '
                    'drives it') + '; it will be left asynchronous at teardown')
+
+    def _make_referee(self, scenario: Any) -> None:
+        """
+        Judge the run with the built-in referee on CARLA's states.
+
+        Laps, off-course, collisions and DOO are judged from the ego's
+        CARLA bounding box (the vehicle CARLA drives, e.g. the model3 for
+        ``fs_car``) and the ground-truth cones; a cone CARLA reports a
+        collision with (``sensor.other.collision`` on its prop: props have
+        no physics, they do not fall) counts as hit too, once.
+        """
+        from hil_bridge.sim.referee import Referee
+        mission = getattr(scenario, 'mission', '')
+        if not mission:
+            self.referee = None
+            return
+        wheelbase, track_width = 1.53, 1.2
+        if getattr(scenario.ego, 'profile', ''):
+            from hil_bridge.interface.vehicle_profile import load_vehicle_profile
+            profile = load_vehicle_profile(scenario.ego.profile)
+            wheelbase, track_width = profile.wheelbase, profile.track_width
+        track = getattr(scenario, 'track', None)
+        if track is not None and not hasattr(track, 'centerline'):
+            track = None                     # cones only: no laps, no course
+        self.referee = Referee(mission, self._cones, track,
+                               laps=int(getattr(scenario, 'laps', 1)),
+                               timeout=float(getattr(scenario, 'timeout', 120.0)),
+                               wheelbase=wheelbase, track_width=track_width)
+
+    @property
+    def result(self) -> Any:
+        """Return the referee's summary of the last run (None before set-up)."""
+        return None if self.referee is None else self.referee.result
+
+    def _judge(self, t: float, ego: ActorState, actors: List[ActorState]) -> List[Event]:
+        """Run the referee on the frame's states; return its events (sim time ``t``)."""
+        from hil_bridge.sim.referee import Box
+        referee = self.referee
+        if referee is None or referee.finished:
+            return []
+        events: List[Event] = []
+        with self._events_lock:
+            contacts, self._cone_contacts = self._cone_contacts, []
+        for idx in contacts:
+            if not self._cones.knocked[idx]:
+                # CARLA reported the contact (the boxes may not overlap)
+                self._cones.knocked[idx] = True
+                referee.result.cones_hit += 1
+                referee.result.knocked_cones.append(int(idx))
+                xy = self._cones.xy[idx]
+                events.append(Event('cone_hit', t, {
+                    'index': int(idx), 'class_id': int(self._cones.class_id[idx]),
+                    'x': float(xy[0]), 'y': float(xy[1]), 'source': 'carla_collision'}))
+                referee._penalty(t, 'DOO', events)
+
+        def box(state: ActorState) -> Box:
+            c, s = math.cos(state.pose.yaw), math.sin(state.pose.yaw)
+            off = float(state.box_offset)
+            return Box(x=state.pose.x + off * c, y=state.pose.y + off * s,
+                       yaw=state.pose.yaw, length=float(state.size[0]),
+                       width=float(state.size[1]), vx=float(state.velocity[0]),
+                       vy=float(state.velocity[1]), name=state.role_name,
+                       box_offset=off)
+        fwd = np.array([math.cos(ego.pose.yaw), math.sin(ego.pose.yaw)])
+        speed = float(np.dot(ego.velocity[:2], fwd))
+        events.extend(referee.update(t, box(ego), speed, [box(a) for a in actors]))
+        return events
 
     def _warm_up(self) -> None:
         """
@@ -915,6 +997,17 @@ class CarlaBackend(Backend):
             self._max_steer = load_vehicle_profile(spec.profile).max_steer
         self._steering = Steering.of(vehicle.get_physics_control(),
                                      f'{self.role_name} ({vehicle.type_id})')
+        self._wheelbase_ratio = 1.0
+        if spec.profile and self._steering.wheelbase > 0.0:
+            from hil_bridge.interface.vehicle_profile import load_vehicle_profile
+            profile = load_vehicle_profile(spec.profile)
+            ratio = self._steering.wheelbase / profile.wheelbase
+            if abs(ratio - 1.0) > 0.05:
+                self._wheelbase_ratio = ratio
+                self._log.warning(
+                    f'{self.role_name}: {vehicle.type_id} has a {self._steering.wheelbase:.2f} '
+                    f'm wheelbase, profile {profile.name} {profile.wheelbase:.2f} m: steering '
+                    "keeps the profile's path curvature")
         if self._max_steer > self._steering.max_angle + 1e-6:
             self._log.warning(
                 f'{self.role_name}: the profile steers up to '
@@ -1123,6 +1216,10 @@ class CarlaBackend(Backend):
             other_id = int(other.id)
             t = float(event.timestamp)       # absolute; rebased in _build
             idx = self._cone_index.get(other_id)
+            if idx is not None and self.referee is not None:
+                with self._events_lock:
+                    self._cone_contacts.append(idx)      # judged in _build
+                return
             if idx is not None:
                 if self._cones.knocked[idx]:
                     return
@@ -1164,13 +1261,21 @@ class CarlaBackend(Backend):
         ``steer`` (-1..1, > 0 right) is a fraction of the vehicle profile's
         ``max_steer``, as on the built-in simulator; CARLA's steer is a
         fraction of the front wheels' ``max_steer_angle`` reduced by the
-        steering curve at the current speed (:class:`Steering`). Without a
-        profile the steer goes to CARLA unchanged.
+        steering curve at the current speed (:class:`Steering`). When the
+        CARLA vehicle's wheelbase (from its wheel positions) differs from
+        the profile's by more than 5 % (``fs_car`` on ``vehicle.tesla.
+        model3``), the angle keeps the profile's path curvature instead:
+        ``atan(tan(delta) L_carla / L_profile)``. Without a profile the
+        steer goes to CARLA unchanged.
         """
         if self._steering is None or self._max_steer <= 0.0:
             return float(steer)
-        return self._steering.carla_steer(float(steer) * self._max_steer,
-                                          self._ego_speed)
+        angle = float(steer) * self._max_steer
+        ratio = self._wheelbase_ratio
+        if ratio != 1.0:
+            # the same path curvature tan(delta) / L on this vehicle
+            angle = math.atan(math.tan(angle) * ratio)
+        return self._steering.carla_steer(angle, self._ego_speed)
 
     def _send_control(self) -> None:
         carla = self.carla
@@ -1371,6 +1476,7 @@ class CarlaBackend(Backend):
             events.extend(Event(e.kind, e.sim_time - self._t0, e.data)
                           for e in self._events)
             self._events = []
+        events.extend(self._judge(t, ego, actors))
         cones = ConeArray(self._cones.xy, self._cones.class_id,
                           self._cones.knocked.copy())
         self.stats['frames'] += 1
