@@ -569,6 +569,15 @@ class CarlaBackend(Backend):
         return BackendError(f'lost the {self._where()} during {what}: {exc}; '
                             'check that the simulator is still running')
 
+    def set_timeout(self, seconds: float) -> None:
+        """Change the RPC timeout (s) of this backend and its client."""
+        value = float(seconds)
+        if not (math.isfinite(value) and value > 0.0):
+            raise ValueError(f'CarlaBackend.set_timeout: must be > 0, got {seconds!r}')
+        self.timeout = value
+        if self._client is not None:
+            self._client.set_timeout(value)
+
     def probe(self) -> bool:
         """
         Return True when the server's RPC port accepts a TCP connection.
