@@ -136,6 +136,6 @@ def test_server_killed_mid_run_bridge_exits_3(ros_domain: int) -> None:
     out = ''.join(lines)
     assert rc == 3, out[-3000:]
     assert f'lost the CARLA server at 127.0.0.1:{s.port}' in out, out[-3000:]
-    print(f"[test] bridge exit {took:.1f} s after the SIGKILL")
+    print(f'[test] bridge exit {took:.1f} s after the SIGKILL')
     # tick time-out (2 s) + reconnect_timeout + shutdown: not minutes
     assert took < 2.0 + reconnect + 10.0, out[-3000:]

@@ -14,13 +14,12 @@ import math
 import signal
 import subprocess
 import sys
-from typing import Any, Dict, List
+from typing import Any, List
 
-from hil_bridge.bridge.backend import BackendError, VehicleControl
-from hil_bridge.bridge.scenario import ActorSpec, load_scenario, Scenario
+from hil_bridge.bridge.backend import VehicleControl
+from hil_bridge.bridge.scenario import load_scenario, Scenario
 from hil_bridge.carla_backend.backend import CarlaBackend, SetupError
 from hil_bridge.carla_server.launcher import restore_async, ROOT, serve
-from hil_bridge.interface.frames import Pose
 from hil_bridge.interface.rig import parse_rig
 import numpy as np
 import pytest
@@ -29,7 +28,7 @@ carla = pytest.importorskip('carla')
 DT = 0.05
 #: a run that sets up (synchronous, AEB tutorial, a camera and a lidar),
 #: steps and dies by SIGKILL: no teardown
-DEAD_RUN = '''
+DEAD_RUN = """
 import os, signal, sys
 sys.path.insert(0, 'test')
 from hil_bridge.bridge.scenario import load_scenario
@@ -39,12 +38,12 @@ b = CarlaBackend(host='127.0.0.1', port={port})
 b.setup(load_scenario('aeb_tutorial'), rig())
 b.step(0.05)
 os.kill(os.getpid(), signal.SIGKILL)
-'''
+"""
 
 
 @pytest.fixture(scope='module')
 def server():
-    """Run one server (HIL_Flat) and a client to check the backend with."""
+    """Yield a carla-hil serve process on HIL_Flat and a checking client."""
     with serve() as s:
         client = s.client()
         yield s, client
@@ -147,7 +146,7 @@ def test_the_scenario_map_is_loaded(server, check) -> None:
 
 def test_a_map_the_server_lacks_is_a_clear_error(server, check) -> None:
     scenario = aeb()
-    scenario.map = 'Town99'
+    scenario.map_name = 'Town99'
     backend = make(server)
     with pytest.raises(SetupError) as err:
         backend.setup(scenario, [])
@@ -176,14 +175,14 @@ def test_recovery_after_a_run_that_died(server, check, caplog) -> None:
     caplog.set_level(logging.WARNING)
     backend = make(server)
     try:
-        frame = backend.setup(aeb(), rig())
+        backend.setup(aeb(), rig())
         assert backend.recovered == {'synchronous': True, 'leftover_actors': 5}
         alive = {a.id for a in client.get_world().get_actors()}
         assert not leftover & alive
         egos = [a for a in client.get_world().get_actors().filter('vehicle.*')
                 if a.attributes.get('role_name') == 'ego_vehicle']
         assert len(egos) == 1
-        frame = backend.step(DT)
+        backend.step(DT)
         loc = backend._ego.get_location()                     # the spawn point was free
         assert (loc.x, loc.y) == pytest.approx((0.3, 28.0), abs=0.5)   # 5.5 m/s
     finally:

@@ -56,9 +56,10 @@ class Scenario:
     actors: List[ActorSpec] = field(default_factory=list)
     track: Optional[Any] = None
     rig: str = 'hil_rig.yaml'
-    #: the CARLA map the poses belong to ('' = any: the server's current
-    #: map); the CARLA backend loads it when the server has another
-    map: str = ''
+    #: the CARLA map the poses belong to (``map:`` in the file; '' = any:
+    #: the server's current map); the CARLA backend loads it when the
+    #: server has another
+    map_name: str = ''
     laps: int = 1
     timeout: float = 120.0
     source: str = ''
@@ -349,7 +350,7 @@ def load_scenario(name_or_path: str, **overrides: Any) -> Scenario:
             isinstance(v, dict) for v in node_params.values()):
         raise w.error(('node_params',), 'expected {node: {param: value}}')
     return Scenario(name=name, mission=mission, ego=ego, actors=actors,
-                    track=track, rig=rig, map=map_name.strip(), laps=int(laps),
+                    track=track, rig=rig, map_name=map_name.strip(), laps=int(laps),
                     timeout=timeout,
                     source=path,
                     node_params={str(k): dict(v)

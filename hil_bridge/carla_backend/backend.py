@@ -737,7 +737,7 @@ class CarlaBackend(Backend):
         has when it does not have that one.
         """
         wanted = self.map_name if self.map_name is not None else \
-            str(getattr(scenario, 'map', '') or '')
+            str(getattr(scenario, 'map_name', '') or '')
         if not wanted:
             return
         try:
@@ -791,9 +791,10 @@ class CarlaBackend(Backend):
                           'leftover_actors': len(ours)}
         if ours:
             kinds = sorted({str(a.type_id) for a in ours.values()})
+            found = roles & {str(a.attributes.get('role_name', '')) for a in ours.values()}
             self._log.warning(
                 f'{len(ours)} actor(s) of an earlier run found on the {self._where()} '
-                f'(role names {sorted(roles & {str(a.attributes.get("role_name", "")) for a in ours.values()})}; '
+                f'(role names {sorted(found)}; '
                 f'{", ".join(kinds[:6])}): destroying them')
             self._destroy(sorted(ours, reverse=True), dict(ours))
         if settings.synchronous_mode:

@@ -249,7 +249,7 @@ class Calls:
             a.vehicle.set_velocity((x, -y, z))
 
     def _target_angular_velocity(self, actor_id: Any, vec: Any) -> None:
-        """A vehicle reports the roll and pitch rates set (UE deg/s; the model is planar)."""
+        """Make a vehicle report these roll and pitch rates (UE deg/s; the model is planar)."""
         a = self.world.actor(actor_id)
         x, y, _z = wt.read_vec3(vec, 'angular velocity')
         if a.vehicle is None:
