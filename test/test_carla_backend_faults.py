@@ -20,6 +20,7 @@ import threading
 import time
 from typing import List
 
+from hil_bridge.bridge.backend import BackendError
 from hil_bridge.bridge.scenario import load_scenario
 from hil_bridge.carla_backend.backend import CarlaBackend, SlowServer
 from hil_bridge.carla_server.launcher import ROOT, serve
@@ -139,3 +140,30 @@ def test_server_killed_mid_run_bridge_exits_3(ros_domain: int) -> None:
     print(f'[test] bridge exit {took:.1f} s after the SIGKILL')
     # tick time-out (2 s) + reconnect_timeout + shutdown: not minutes
     assert took < 2.0 + reconnect + 10.0, out[-3000:]
+
+
+def test_lost_then_restarted_server_is_reported() -> None:
+    """
+    A killed server is lost (not slow); one restarted on the port is reported.
+
+    After the loss no call goes into the client (it would hold the GIL for
+    its time-out): the TCP probe answers. A new server on the same port is
+    a new episode: the run cannot go on, and says so.
+    """
+    with serve() as s:
+        port = s.port
+        backend = make(s, timeout=1.0)
+        backend.setup(load_scenario('aeb_tutorial'), [])
+        backend.step(0.05)
+        s.proc.send_signal(signal.SIGKILL)
+        s.proc.wait(5.0)
+        with pytest.raises(BackendError, match=f'lost the CARLA server at 127.0.0.1:{port}'):
+            backend.step(0.05)
+        with pytest.raises(BackendError, match='refuses connections'):
+            backend.step(0.05)
+        try:
+            with serve('--port', str(port)):
+                with pytest.raises(BackendError, match='back after it was lost.*new episode'):
+                    backend.step(0.05)
+        finally:
+            backend.teardown()

@@ -1300,10 +1300,10 @@ class CarlaBackend(Backend):
 
     def _wheel_angle(self) -> float:
         """Return the ego's road-wheel angle (rad, REP-103: > 0 left) read back."""
-        loc = self.carla.VehicleWheelLocation
-        ego = self._ego
-        deg = 0.5 * (float(ego.get_wheel_steer_angle(loc.FL_Wheel))
-                     + float(ego.get_wheel_steer_angle(loc.FR_Wheel)))
+        wheel = self.carla.VehicleWheelLocation
+        vehicle = self._ego
+        deg = 0.5 * (float(vehicle.get_wheel_steer_angle(wheel.FL_Wheel))
+                     + float(vehicle.get_wheel_steer_angle(wheel.FR_Wheel)))
         return -math.radians(deg)          # CARLA: > 0 turns right
 
     def _drive_actors(self, t: float, dt: float) -> None:
