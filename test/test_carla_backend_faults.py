@@ -151,7 +151,7 @@ def test_lost_then_restarted_server_is_reported() -> None:
     a new episode: the run cannot go on, and says so.
     """
     with serve() as s:
-        port = s.port
+        port, streaming = s.port, s.streaming_port
         backend = make(s, timeout=1.0)
         backend.setup(load_scenario('aeb_tutorial'), [])
         backend.step(0.05)
@@ -162,7 +162,7 @@ def test_lost_then_restarted_server_is_reported() -> None:
         with pytest.raises(BackendError, match='refuses connections'):
             backend.step(0.05)
         try:
-            with serve('--port', str(port)):
+            with serve('--port', str(port), '--streaming-port', str(streaming)):
                 with pytest.raises(BackendError, match='back after it was lost.*new episode'):
                     backend.step(0.05)
         finally:
