@@ -98,6 +98,8 @@ PARAMS = [
     ParamSpec('host', 'CARLA server host'),
     ParamSpec('port', 'CARLA server port', lo=1, hi=65535),
     ParamSpec('timeout', 'CARLA client timeout (s)', lo=0.1, hi=600.0),
+    ParamSpec('carla_map', "CARLA map to run on ('' = the scenario's map; '-' = whatever "
+              'the server has)'),
     ParamSpec('role_name', 'role name of the ego vehicle ({role} in topics)'),
     ParamSpec('scenario', 'scenario name (config/scenarios) or YAML path'),
     ParamSpec('rig', 'sensor rig name (config/sensors) or path; "" = the '
@@ -187,7 +189,9 @@ def make_backend(values: Dict[str, Any]) -> Backend:
                             timeout=float(values['timeout']),
                             role_name=values['role_name'],
                             synchronous=bool(values['synchronous_mode']),
-                            fixed_delta_seconds=float(values['fixed_delta_seconds']))
+                            fixed_delta_seconds=float(values['fixed_delta_seconds']),
+                            map_name=None if not values['carla_map'] else
+                            ('' if values['carla_map'] == '-' else str(values['carla_map'])))
     from hil_bridge.sim.builtin_backend import BuiltinBackend
     return BuiltinBackend(seed=int(values['seed']),
                           render_cameras=bool(values['render_cameras']))
@@ -534,6 +538,8 @@ class BridgeNode(Node):
             except BackendError as err:
                 where = (f"CARLA at {self.values['host']}:{self.values['port']}"
                          if self.values['backend'] == 'carla' else 'the built-in simulator')
+                if not getattr(err, 'retry', True):
+                    raise  # e.g. the scenario's map is not on the server
                 if time.monotonic() >= deadline or not self._running():
                     raise BackendError(
                         f'cannot set up {where}: {err}. Check that the server runs, '
