@@ -392,6 +392,13 @@ def test_recording_table_counts_missing() -> None:
     assert by['/img']['recorded'] is None
     text = '\n'.join(cli.format_recording(rows))
     assert 'recorded 17 of 20 messages' in text and '3 missing' in text
+    assert 'WARNING' not in text
+    # more recorded than published: another publisher on the domain
+    rows = cli.recording_table({'/clock': 10}, {'/clock': 12})
+    assert rows[0]['missing'] == 0 and rows[0]['extra'] == 2
+    text = '\n'.join(cli.format_recording(rows))
+    assert 'WARNING: 2 messages more than the bridge published on 1 topics ' \
+        '(/clock)' in text
 
 
 def test_progress_line() -> None:
@@ -412,3 +419,7 @@ def test_progress_line() -> None:
     # 2 laps left at 20 s minus 10 s done = 30 s of sim time at 2x = 15 s
     assert p.eta() == pytest.approx(15.0)
     assert 'ETA 0:15' in line
+    # the laps left take as long as the last one (lap 1 explores slowly)
+    p.on_clock(36.0, 118.0)
+    p.on_event('lap', {'sim_time': '36.0', 'lap': '2', 'lap_time': '16.0'})
+    assert p.eta() == pytest.approx(16.0 / 2.0)

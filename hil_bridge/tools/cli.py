@@ -304,9 +304,10 @@ def recording_table(published: Dict[str, int],
     Return per-topic rows: published by the bridge, recorded, missing.
 
     ``missing`` is published - recorded for the bridge's topics (never
-    negative; a topic recorded more often, e.g. from another publisher,
-    counts 0 missing); topics only the recorder saw have ``published``
-    None. Excluded topics are listed with ``recorded`` None.
+    negative); ``extra`` is recorded - published when the recorder got
+    more than the bridge sent (another publisher on the same ROS domain:
+    then ``missing`` can hide losses). Topics only the recorder saw have
+    ``published`` None. Excluded topics are listed with ``recorded`` None.
     """
     import fnmatch
     rows = []
@@ -315,11 +316,12 @@ def recording_table(published: Dict[str, int],
         if excluded and any(fnmatch.fnmatch(topic, p) for p in excluded) \
                 and topic not in recorded:
             rows.append({'topic': topic, 'published': pub, 'recorded': None,
-                         'missing': None, 'lost_events': None})
+                         'missing': None, 'extra': None, 'lost_events': None})
             continue
         rec = recorded.get(topic, 0)
         rows.append({'topic': topic, 'published': pub, 'recorded': rec,
                      'missing': None if pub is None else max(0, pub - rec),
+                     'extra': None if pub is None else max(0, rec - pub),
                      'lost_events': (lost or {}).get(topic, 0)})
     return rows
 
@@ -339,6 +341,13 @@ def format_recording(rows: List[Dict[str, Any]]) -> List[str]:
                 if r['recorded'] is not None and r['published'] is not None)
     out.append(f'recorded {total - missing} of {total} messages the bridge '
                f'published on recorded topics: {missing} missing')
+    extra = [r for r in rows if r.get('extra')]
+    if extra:
+        out.append(f'WARNING: {sum(r["extra"] for r in extra)} messages more than '
+                   f'the bridge published on {len(extra)} topics ('
+                   f'{", ".join(r["topic"] for r in extra[:3])}'
+                   f'{", ..." if len(extra) > 3 else ""}): another publisher '
+                   'on this ROS_DOMAIN_ID? Then "missing" can hide losses')
     return out
 
 
