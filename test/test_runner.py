@@ -423,3 +423,80 @@ def test_progress_line() -> None:
     p.on_clock(36.0, 118.0)
     p.on_event('lap', {'sim_time': '36.0', 'lap': '2', 'lap_time': '16.0'})
     assert p.eta() == pytest.approx(16.0 / 2.0)
+
+
+def test_run_exit_code_pass_through() -> None:
+    """2, 3 and 130 of any node pass through; a crash or a signal is 2."""
+    assert cli.run_exit_code('hil_bridge', 0, {'status': 'finished'}, False) == 0
+    assert cli.run_exit_code('hil_bridge', 3, None, False) == 3
+    assert cli.run_exit_code('vision_cone_detector', 2, None, False) == 2
+    assert cli.run_exit_code('cone_fusion', 130, None, False) == 130
+    assert cli.run_exit_code('cone_fusion', 1, None, False) == 2
+    assert cli.run_exit_code('cone_fusion', -9, None, False) == 2
+    assert cli.run_exit_code('cone_fusion', 0, None, False) == 2
+
+
+@pytest.mark.dds
+@pytest.mark.slow
+def test_ctrl_c_exits_130_in_every_profile(ros_domain, tmp_path) -> None:
+    """
+    Ctrl-C (SIGINT to the runner) gives exit code 130 in every profile.
+
+    ``sim_pc`` and ``onboard`` run together in the test's domain (the two
+    machines of a HIL rig), ``all`` in a second one; each is interrupted
+    once it runs. The ``all`` run still ends with its result table and
+    the report of what ran until then.
+    """
+    import signal
+    import threading
+    from hil_bridge.tools.domains import lease_domain
+    base = [sys.executable, '-m', 'hil_bridge.tools.cli', 'run',
+            '--scenario', 'ci_trackdrive', '--progress-every', '1']
+    rig = ['--set', 'hil_bridge.rig=ci_rig.yaml',
+           '--set', 'vision_cone_detector.rig=ci_rig.yaml']
+    other = lease_domain()
+    runs = {
+        'sim_pc': (base + ['--profile', 'sim_pc', '--no-report'] + rig,
+                   'builtin backend ready', ros_domain),
+        'onboard': (base + ['--profile', 'onboard'] + rig,
+                    '[cone_drive_planner]', ros_domain),
+        'all': (base + ['--profile', 'all', '--out', str(tmp_path / 'all')]
+                + rig, '[carla-hil] lap 1/1', other.domain)}
+    procs, lines = {}, {}
+    try:
+        for name, (argv, _ready, domain) in runs.items():
+            env = dict(os.environ, ROS_DOMAIN_ID=str(domain))
+            procs[name] = subprocess.Popen(
+                argv, cwd=str(HERE.parent), env=env, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+            lines[name] = []
+            threading.Thread(target=lambda p=procs[name], out=lines[name]:
+                             out.extend(p.stdout), daemon=True).start()
+        deadline = time.monotonic() + 120.0
+        waiting = set(runs)
+        while waiting and time.monotonic() < deadline:
+            for name in list(waiting):
+                assert procs[name].poll() is None, ''.join(lines[name])[-3000:]
+                if any(runs[name][1] in x for x in lines[name]):
+                    waiting.discard(name)
+            time.sleep(0.2)
+        assert not waiting, {n: ''.join(lines[n])[-1500:] for n in waiting}
+        time.sleep(1.0)
+        for proc in procs.values():
+            proc.send_signal(signal.SIGINT)
+        codes = {name: proc.wait(timeout=120.0) for name, proc in procs.items()}
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        other.release()
+    time.sleep(0.5)  # the reader threads take the last lines
+    outs = {name: ''.join(x) for name, x in lines.items()}
+    assert codes == {'sim_pc': 130, 'onboard': 130, 'all': 130}, \
+        {n: o[-1500:] for n, o in outs.items()}
+    for name, out in outs.items():
+        assert '[carla-hil] exit code 130' in out, out[-2000:]
+        assert 'Traceback' not in out, out[-3000:]
+    assert 'exit code          130' in outs['all']  # in the result table
+    assert (tmp_path / 'all' / 'report.html').is_file(), outs['all'][-2000:]
