@@ -3,6 +3,7 @@
 """The carla-hil runner: process lists, supervision, MCAP, reports."""
 
 import json
+import math
 import os
 from pathlib import Path
 import re
@@ -148,7 +149,7 @@ def _synthetic_run(path: Path, chunk_size: int = 1024 * 1024) -> None:
                                [1.0] * len(gt_xyz), 0.0, 'map')
     msgs.append(('ground_truth_cones', gt, 0.0))
     ev = DiagnosticArray()
-    ev.header = stamps.make_header(3.0, 'map')
+    ev.header = stamps.make_header(4.0, 'map')
     ev.status = [DiagnosticStatus(name='referee/cone_hit', message='cone_hit',
                                   values=[KeyValue(key='x', value='6.0'),
                                           KeyValue(key='y', value='0.2')])]
@@ -195,8 +196,21 @@ def test_report_from_recording(tmp_path) -> None:
     assert figures['referee_result'] == {'status': 'finished'}
     # the car drove 0.3 m left of the centre line between the cone pairs
     assert figures['cross_track_error_m']['mean'] == pytest.approx(0.3)
+    # signed: + towards the blue cones (left, y = +1.5)
+    assert figures['cross_track_error_m']['mean_signed'] == pytest.approx(0.3)
     lap = figures['laps'][0]
     assert lap['time_s'] == 6.0 and len(lap['splits_s']) == 3
+    assert lap['cones_hit'] == 1  # the hit at t = 4 s, in the lap 3-9 s
+    # range error of the detection (5, 1.5) m ahead: against the truth
+    # cone 5 m on (true range hypot(5, 1.2)) when the car is at x = 0, 5,
+    # 10, 15 m; the one 1 m short of it (hypot(6, 1.2)) at x = 4, 9, 14 m
+    from hil_bridge.tools import report
+    run = report.load_run(str(path))
+    row = report.recall_by_range(run, 'fused')[1]  # 5-10 m
+    good = math.hypot(5, 1.5) - math.hypot(5, 1.2)
+    far = math.hypot(5, 1.5) - math.hypot(6, 1.2)
+    assert row['range_error_median_m'] == pytest.approx(good)
+    assert row['range_bias_m'] == pytest.approx((4 * good + 3 * far) / 7)
     assert sum(lap['splits_s']) == pytest.approx(6.0, abs=0.01)
     # the one detected cone (5, 1.5 in the car frame) is the truth cone
     # at x = car + 5 while it is in view
@@ -212,6 +226,7 @@ def test_report_from_recording(tmp_path) -> None:
     assert page.count('data:image/png;base64,') == 3
     assert 'blue cones (truth)' not in page  # legend is in the PNG
     assert '<td>cones hit</td>' in page
+    assert 'recorded per frame' in page and 'range error (m)' in page
 
 
 def test_truncated_recording_still_reads(tmp_path) -> None:
