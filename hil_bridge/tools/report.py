@@ -68,7 +68,8 @@ SOURCES = {'lidar': 'cones_lidar', 'vision': 'cones_vision',
 def _round(value: Any, digits: int = 3) -> Any:
     """Round floats (also inside lists and dicts); NaN/inf become None."""
     if isinstance(value, float):
-        return round(value, digits) if math.isfinite(value) else None
+        # + 0.0: no "-0.0" in the JSON
+        return round(value, digits) + 0.0 if math.isfinite(value) else None
     if isinstance(value, dict):
         return {k: _round(v, digits) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
