@@ -408,6 +408,13 @@ def test_recording_table_counts_missing() -> None:
     text = '\n'.join(cli.format_recording(rows))
     assert 'recorded 17 of 20 messages' in text and '3 missing' in text
     assert 'WARNING' not in text
+    # --record-topics: what it leaves out is not missing
+    rows = cli.recording_table({'/clock': 10, '/lidar': 10, '/img': 10},
+                               {'/clock': 10, '/lidar': 9},
+                               only=['/clock', '/l*'])
+    by = {r['topic']: r for r in rows}
+    assert by['/img']['recorded'] is None and by['/lidar']['missing'] == 1
+    assert 'recorded 19 of 20 messages' in '\n'.join(cli.format_recording(rows))
     # more recorded than published: another publisher on the domain
     rows = cli.recording_table({'/clock': 10}, {'/clock': 12})
     assert rows[0]['missing'] == 0 and rows[0]['extra'] == 2

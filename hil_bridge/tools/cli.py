@@ -299,7 +299,8 @@ def mission_exit_code(result: Optional[Dict[str, Any]],
 def recording_table(published: Dict[str, int],
                     recorded: Dict[str, int],
                     lost: Optional[Dict[str, int]] = None,
-                    excluded: Optional[List[str]] = None) -> List[Dict[str, Any]]:
+                    excluded: Optional[List[str]] = None,
+                    only: Optional[List[str]] = None) -> List[Dict[str, Any]]:
     """
     Return per-topic rows: published by the bridge, recorded, missing.
 
@@ -307,13 +308,15 @@ def recording_table(published: Dict[str, int],
     negative); ``extra`` is recorded - published when the recorder got
     more than the bridge sent (another publisher on the same ROS domain:
     then ``missing`` can hide losses). Topics only the recorder saw have
-    ``published`` None. Excluded topics are listed with ``recorded`` None.
+    ``published`` None. Topics left out (matching ``excluded``, or not
+    ``only`` when it is given: ``--record-exclude``, ``--record-topics``)
+    are listed with ``recorded`` None.
     """
-    import fnmatch
+    from hil_bridge.interface.recorder_status import selected
     rows = []
     for topic in sorted(set(published) | set(recorded)):
         pub = published.get(topic)
-        if excluded and any(fnmatch.fnmatch(topic, p) for p in excluded) \
+        if not selected(topic, only or [], excluded or []) \
                 and topic not in recorded:
             rows.append({'topic': topic, 'published': pub, 'recorded': None,
                          'missing': None, 'extra': None, 'lost_events': None})
@@ -670,10 +673,11 @@ def _finish(args: argparse.Namespace, lines: _Lines, bags: Dict[str, str],
             print(f'[carla-hil] {name}: no summary (killed?); {bag} may lack '
                   'metadata.yaml')
             continue
-        excluded = list(REPORT_EXCLUDE) if name == 'report_recorder' else \
-            list(args.record_exclude)
+        excluded, only = (list(REPORT_EXCLUDE), []) \
+            if name == 'report_recorder' else \
+            (list(args.record_exclude), list(args.record_topics))
         rows = recording_table(published, rec['messages'], rec.get('lost'),
-                               excluded)
+                               excluded, only)
         summary['recordings'][bag] = {'rows': rows,
                                       'refused': rec.get('refused', 0)}
         if name == 'recorder' or not args.record:
