@@ -552,7 +552,7 @@ def plot_track(run: Dict[str, Any], path: str) -> None:
     if seen:
         mxy = np.vstack([s[0] for s in seen])
         cls = np.concatenate([s[1] for s in seen])
-        ax.scatter(mxy[:, 0], mxy[:, 1], s=4, alpha=0.35, marker='o',
+        ax.scatter(mxy[:, 0], mxy[:, 1], s=8, alpha=0.3, marker='o',
                    linewidths=0,
                    c=[CONE_COLOURS.get(int(k), '#777777') for k in cls],
                    label='fused detection (its colour; grey = unknown)',
