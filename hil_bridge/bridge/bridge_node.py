@@ -266,6 +266,7 @@ class BridgeNode(Node):
         #: messages published per topic name (the runner compares a
         #: recording's counts with these)
         self.published: Dict[str, int] = {}
+        self.republished = 0  # first frame re-sent while waiting (in ``published``)
         self.bridge_services = [
             self.create_service(SetBool, '~/pause', self._srv_pause),
             self.create_service(Trigger, '~/step', self._srv_step),
@@ -518,7 +519,8 @@ class BridgeNode(Node):
                     'controller': dict(self.llc.counters),
                     'sources': self.guard.summary(),
                     'rejected_commands': {k: dict(g.rejected) for k, g in self.gates.items()},
-                    'published': dict(sorted(self.published.items()))})
+                    'published': dict(sorted(self.published.items())),
+                    'republished_frames': self.republished})
         return out
 
     def request_stop(self, signum: int = 0, _frame: object = None) -> None:
@@ -626,6 +628,7 @@ class BridgeNode(Node):
                 if waiting_first and time.monotonic() - last_pub > REPUBLISH_PERIOD:
                     # nodes that came up after frame k was sent still get it
                     self.publish_frame(frame)
+                    self.republished += 1
                     last_pub = time.monotonic()
                 continue
             if decision.message:
@@ -670,6 +673,7 @@ class BridgeNode(Node):
             if self.recorder.wait_ack(frame.sim_time, REPUBLISH_PERIOD, self._running):
                 return
             self.publish_frame(frame)
+            self.republished += 1
         if self.recorder.acked < frame.sim_time - 1e-6:
             self.get_logger().warning('no recorder_status within '
                                       f'{limit:g} s; running without it')
