@@ -129,8 +129,9 @@ def test_host_profile_listens_on_loopback_only(ros_domain: int) -> None:
     a participant that uses the shipped one-host profile (the multicast
     group socket aside, which joins on the loopback interface only).
     """
+    profile = str(ROOT / 'config' / 'fastdds.xml')  # both names: Fast DDS 2.x and 3.x
     env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE='SUBNET',
-               FASTDDS_DEFAULT_PROFILES_FILE=str(ROOT / 'config' / 'fastdds.xml'))
+               FASTDDS_DEFAULT_PROFILES_FILE=profile, FASTRTPS_DEFAULT_PROFILES_FILE=profile)
     out = subprocess.run([sys.executable, '-c', PROBE], env=env, capture_output=True,
                          text=True, timeout=60)
     line = next(ln for ln in out.stdout.splitlines() if ln.startswith('BOUND'))

@@ -110,6 +110,20 @@ def parse_peers(text: str) -> List[str]:
     return out
 
 
+def profile_environment(file_name: str) -> Dict[str, str]:
+    """
+    Return both Fast DDS profile variables set to ``config/<file_name>``.
+
+    Fast DDS 2.x (Humble, Jazzy) reads only ``FASTRTPS_DEFAULT_PROFILES_FILE``
+    and 3.x (Kilted) only ``FASTDDS_DEFAULT_PROFILES_FILE``, so both are set
+    to the same file. When the user set either one, that file wins for both
+    (the other name is filled in with it); returns ``{}`` when both are set.
+    """
+    user = [os.environ[v] for v in PROFILE_VARIABLES if os.environ.get(v)]
+    path = user[0] if user else config_path(file_name)
+    return {v: path for v in PROFILE_VARIABLES if not os.environ.get(v)}
+
+
 def dds_environment(peers: Sequence[str] = ()) -> Dict[str, str]:
     """
     Return environment variables for carla_hil's DDS set-up.
@@ -122,12 +136,12 @@ def dds_environment(peers: Sequence[str] = ()) -> Dict[str, str]:
     transport listens on the loopback interface only. Two machines
     (``peers`` named): discovery stays on this host plus the named peers
     (``ROS_STATIC_PEERS``) and ``config/fastdds_udp.xml`` (UDP on the
-    interfaces). Variables the user already set win.
+    interfaces). The profile goes into both variable names, the one
+    Fast DDS 2.x reads and the one 3.x reads (:func:`profile_environment`).
+    Variables the user already set win.
     """
     env: Dict[str, str] = {}
-    if not any(v in os.environ for v in PROFILE_VARIABLES):
-        env['FASTDDS_DEFAULT_PROFILES_FILE'] = config_path(
-            LINK_PROFILE if peers else HOST_PROFILE)
+    env.update(profile_environment(LINK_PROFILE if peers else HOST_PROFILE))
     if os.environ.get('ROS_DISTRO', '') == 'humble':
         if not peers and 'ROS_LOCALHOST_ONLY' not in os.environ:
             env['ROS_LOCALHOST_ONLY'] = '1'
