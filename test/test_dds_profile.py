@@ -35,8 +35,8 @@ def stream(env: Dict[str, str]) -> Tuple[int, int, float, str]:
     Returns the subscriber's intact and broken image counts, the largest
     shared-memory segment it mapped (MB) and the publisher's last line.
     """
-    sub = subprocess.Popen([sys.executable, PEER, 'sub', str(FRAMES)], env=env, stdin=subprocess.PIPE,
-                           stdout=subprocess.PIPE, text=True)
+    sub = subprocess.Popen([sys.executable, PEER, 'sub', str(FRAMES)], env=env,
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert sub.stdout.readline().strip() == 'READY'
         pub = subprocess.run([sys.executable, PEER, 'pub', str(FRAMES), str(RATE_HZ)],
