@@ -15,6 +15,7 @@ import textwrap
 import time
 from typing import Dict, List, Set
 
+from hil_bridge.interface.config import fast_dds_major
 from hil_bridge.interface.dds_shm import clean_zombies, is_locked
 import pytest
 
@@ -74,6 +75,9 @@ def _zombies(names: Set[str]) -> List[str]:
 
 
 @pytest.mark.dds
+@pytest.mark.xfail(fast_dds_major() == 2, strict=False,
+                   reason='known bug on Fast DDS 2.x (Jazzy): 2 of the 7 children leave their '
+                          'segment and port files after kill -9 of the runner (issue 15)')
 def test_kill_9_of_the_runner_leaves_no_process_and_no_segment(ros_domain: int,
                                                                tmp_path: Path) -> None:
     """
