@@ -13,6 +13,10 @@ case "${1:-}" in
 esac
 case "$distro" in
   all)
+    if [ -n "${CARLA_HIL_VENV:-}${CARLA_HIL_REQUIREMENTS:-}" ]; then
+      echo "test.sh: CARLA_HIL_VENV/CARLA_HIL_REQUIREMENTS name one venv: use --distro kilted|jazzy" >&2
+      exit 2
+    fi
     status=0
     summary=()
     for d in kilted jazzy; do
