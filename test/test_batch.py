@@ -170,7 +170,8 @@ def _env(tag: str, **extra: str) -> Dict[str, str]:
     return env
 
 
-CASES = ['ccrs_20_km_h_100', 'ccrs_50_km_h_100']
+#: the shortest full-stack cases; the second one's worker is killed once
+CASES = ['ccrs_30_km_h_100', 'ccrs_20_km_h_100']
 
 
 def test_batch_two_concurrent_runs_one_worker_killed(ros_domain: int,
@@ -208,16 +209,16 @@ def test_batch_ctrl_c_leaves_no_process(ros_domain: int,
                                         tmp_path: Path) -> None:
     """SIGINT while runs are going: exit 130, no process of the batch left."""
     tag = uuid.uuid4().hex
-    proc = _cli(['ncap_full', '--param', 'quick=true', '--only', *CASES,
-                 '--jobs', '2', '--out', str(tmp_path / 'batch')], _env(tag))
+    proc = _cli(['ncap_full', '--param', 'quick=true', '--only', CASES[1],
+                 '--out', str(tmp_path / 'batch')], _env(tag))
     deadline = time.monotonic() + 90.0
-    running = []
+    running: List[str] = []
     while time.monotonic() < deadline and proc.poll() is None:
         running = [c for c in _tagged(tag) if 'aeb_controller' in c]
-        if len(running) == 2:
+        if running:
             break
         time.sleep(0.3)
-    assert len(running) == 2, 'the two runs never started their nodes'
+    assert running, 'the run never started its nodes'
     proc.send_signal(signal.SIGINT)
     text, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130, text[-2000:]

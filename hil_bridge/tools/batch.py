@@ -340,6 +340,17 @@ def describe(criteria: Dict[str, Any]) -> str:
     return ', '.join(parts) or 'none'
 
 
+def describe_jobs(jobs: List[Job]) -> str:
+    """Return the criteria of a batch: one sentence, or one per group."""
+    groups: Dict[str, List[str]] = {}
+    for job in jobs:
+        groups.setdefault(describe(job.criteria), []).append(job.name)
+    if len(groups) == 1:
+        return next(iter(groups))
+    return '; '.join(f'{len(names)} runs ({names[0]}, ...): {text}'
+                     for text, names in groups.items())
+
+
 # ---------------------------------------------------------------- progress
 class BatchProgress:
     """Counts and the one-line text of a batch's progress (no I/O)."""
