@@ -452,9 +452,10 @@ def start_ray(address: Optional[str], cpus: float) -> bool:
     if root not in path.split(os.pathsep):
         path = os.pathsep.join(p for p in (root, path) if p)
     address = address or os.environ.get('RAY_ADDRESS') or None
-    common = dict(include_dashboard=False, log_to_driver=False,
-                  logging_level=logging.WARNING,
-                  runtime_env={'env_vars': {'PYTHONPATH': path}})
+    common: Dict[str, Any] = {
+        'include_dashboard': False, 'log_to_driver': False,
+        'logging_level': logging.WARNING,
+        'runtime_env': {'env_vars': {'PYTHONPATH': path}}}
     if address:
         ray.init(address=address, **common)
         return False

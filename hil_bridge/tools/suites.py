@@ -38,7 +38,7 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from hil_bridge.interface.config import config_dir, load_yaml
-from hil_bridge.tools.batch import describe, describe_jobs, Job, run_batch
+from hil_bridge.tools.batch import describe_jobs, Job, run_batch
 
 #: criteria of a run when its suite names none
 DEFAULT_CRITERIA: Dict[str, Any] = {'status': 'finished'}
