@@ -163,6 +163,16 @@ def _tagged(tag: str) -> List[str]:
     return found
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
 def _env(tag: str, **extra: str) -> Dict[str, str]:
     env = dict(os.environ, CARLA_HIL_TEST_TAG=tag, PYTHONUNBUFFERED='1',
                **extra)
@@ -201,6 +211,10 @@ def test_batch_two_concurrent_runs_one_worker_killed(ros_domain: int,
         for item in ('report.html', 'result.json', 'log.txt', 'scenario.yaml'):
             assert (out / name / item).is_file(), (name, item)
     assert '1 retried' in (out / 'summary.md').read_text()
+    # the killed worker's scratch directory was removed by a later run
+    left = [n for n in os.listdir(batch.scratch_dir())
+            if n.split('_')[0].isdigit() and not _alive(int(n.split('_')[0]))]
+    assert left == []
     time.sleep(0.5)
     assert _tagged(tag) == []
 

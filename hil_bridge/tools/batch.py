@@ -94,7 +94,9 @@ def execute(job: Job, attempt: int = 0,
         killer = threading.Timer(max(0.0, kill_after), _kill_self)
         killer.daemon = True
         killer.start()
-    work = tempfile.mkdtemp(prefix='carla_hil_batch_')
+    base = scratch_dir()
+    clean_scratch(base)
+    work = tempfile.mkdtemp(prefix=f'{os.getpid()}_', dir=base)
     run_dir = os.path.join(work, job.name)
     os.makedirs(run_dir)
     t0, started = time.monotonic(), time.time()
@@ -116,6 +118,34 @@ def execute(job: Job, attempt: int = 0,
         return row
     finally:
         _rmtree(work)
+
+
+def scratch_dir() -> str:
+    """Return (and create) the directory of this host's run scratch dirs."""
+    path = os.path.join(tempfile.gettempdir(), 'carla_hil_batch')
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def clean_scratch(base: str) -> List[str]:
+    """
+    Remove the scratch dirs of workers that died (killed, cancelled).
+
+    A scratch dir is named ``<worker pid>_<random>``; returns the removed.
+    """
+    removed = []
+    for name in os.listdir(base):
+        pid = name.split('_', 1)[0]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            _rmtree(os.path.join(base, name))
+            removed.append(name)
+        except PermissionError:
+            pass  # alive, another user's
+    return removed
 
 
 def _kill_self() -> None:
