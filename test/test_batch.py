@@ -119,6 +119,21 @@ def test_suites_expand() -> None:
         suites.expand('nope')
 
 
+def test_scenario_jobs(tmp_path: Path) -> None:
+    """--scenarios: names stay names, a file of this host travels as text."""
+    own = tmp_path / 'My Test.yaml'
+    own.write_text('name: my_test\n')
+    named, shipped = suites.scenario_jobs(['acceleration', str(own)])
+    assert (named.name, named.scenario, named.scenario_yaml) == \
+        ('acceleration', 'acceleration', '')
+    assert shipped.name == 'my_test' and shipped.scenario_yaml == 'name: my_test\n'
+    assert named.criteria == {'status': 'finished'}
+    with pytest.raises(SystemExit, match='not found'):
+        suites.scenario_jobs(['no_such_scenario'])
+    with pytest.raises(SystemExit, match='--jobs'):
+        suites.main(['run', 'ci', '--jobs', '0'])
+
+
 def test_summary_files(tmp_path: Path) -> None:
     """summary.md names the criteria and verdicts; CSV and PNG are written."""
     rows = [{'name': 'a', 'pass': True, 'why': 'ok', 'status': 'finished',
