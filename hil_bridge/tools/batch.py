@@ -518,7 +518,6 @@ def run_batch(jobs: List[Job], out_dir: str, parallel: Optional[int] = None,
     import ray
     cpus = max((j.cpus for j in jobs), default=1.0)
     local_parallel = parallel or 1
-    local = start_ray(address, local_parallel * cpus)
     previous_term = signal.getsignal(signal.SIGTERM)
 
     def on_term(signum: int, frame: Any) -> None:
@@ -527,6 +526,7 @@ def run_batch(jobs: List[Job], out_dir: str, parallel: Optional[int] = None,
         signal.signal(signal.SIGTERM, on_term)
     inflight: Dict[Any, Tuple[Job, int]] = {}
     try:
+        local = start_ray(address, local_parallel * cpus)
         if parallel is None:
             parallel = local_parallel if local else max(1, int(
                 ray.cluster_resources().get('CPU', 1) // cpus))
