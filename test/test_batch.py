@@ -1,0 +1,257 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""Scenario batches on Ray: suites, criteria, retry of a killed worker, Ctrl-C."""
+
+import csv
+import io
+import os
+from pathlib import Path
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from typing import Dict, List
+import uuid
+
+from hil_bridge.tools import batch, suites
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_judge_criteria() -> None:
+    """Each criterion can fail on its own; a lost run never passes."""
+    row = {'status': 'finished', 'exit_code': 0, 'collisions': 0,
+           'brake_requests': 0, 'cones_hit': 1, 'max_lap_time_ratio': 1.4}
+    assert batch.judge(row, {'status': 'finished'}) == (True, 'ok')
+    assert batch.judge(row, {'status': ['timeout', 'finished'],
+                             'no_collision': True, 'no_brake': True,
+                             'max_cones_hit': 1,
+                             'max_lap_time_ratio': 1.5})[0]
+    assert batch.judge(row, {'status': 'DNF'}) == (False, 'status finished')
+    assert not batch.judge(dict(row, collisions=1), {'no_collision': True})[0]
+    assert not batch.judge(dict(row, collisions=''), {'no_collision': True})[0]
+    assert not batch.judge(dict(row, brake_requests=3), {'no_brake': True})[0]
+    assert not batch.judge(row, {'max_cones_hit': 0})[0]
+    assert not batch.judge(dict(row, max_lap_time_ratio=''),
+                           {'max_lap_time_ratio': 2.0})[0]
+    ok, why = batch.judge({'lost': 'NodeDiedError'}, {})
+    assert not ok and 'NodeDiedError' in why
+
+
+def test_progress_line() -> None:
+    """The one line counts done/failed/running and extrapolates the ETA."""
+    p = batch.BatchProgress(total=4, start=100.0)
+    assert 'ETA -' in p.line(110.0)
+    p.passed, p.failed, p.running, p.retried = 1, 1, 2, 1
+    text = p.line(120.0)
+    assert text.startswith('batch 2/4 done | 1 passed | 1 failed | 2 running')
+    assert '1 retried' in text and 'elapsed 0:20' in text
+    assert p.eta(120.0) == pytest.approx(20.0)
+
+
+def test_pack_unpack(tmp_path: Path) -> None:
+    """Run directories travel as tar.gz; big files stay; no path escapes."""
+    src = tmp_path / 'run'
+    (src / 'bag').mkdir(parents=True)
+    (src / 'result.json').write_text('{"status": "finished"}')
+    (src / 'bag' / 'data.mcap').write_bytes(b'x' * 10)
+    (src / 'huge.bin').write_bytes(b'')
+    os.truncate(src / 'huge.bin', batch.MAX_FILE_BYTES + 1)
+    archive, left = batch.pack(str(src))
+    assert left == 'huge.bin'
+    batch.unpack(archive, str(tmp_path / 'out'))
+    assert (tmp_path / 'out' / 'bag' / 'data.mcap').read_bytes() == b'x' * 10
+    assert not (tmp_path / 'out' / 'huge.bin').exists()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode='w:gz') as tar:
+        info = tarfile.TarInfo('../escaped.txt')
+        info.size = 2
+        tar.addfile(info, io.BytesIO(b'no'))
+    batch.unpack(buf.getvalue(), str(tmp_path / 'out2'))
+    assert not (tmp_path / 'escaped.txt').exists()
+
+
+def test_referee_result_and_row() -> None:
+    """The last REFEREE_RESULT line of a run's log becomes the row."""
+    log = ('[hil_bridge] REFEREE_RESULT {"status": "DNF"}\nnoise\n'
+           '[hil_bridge] REFEREE_RESULT {"status": "finished", "laps": 2, '
+           '"lap_times": [20.5, 18.25], "lap_time_ratio": [1.2, null], '
+           '"cones_hit": 1, "collisions": [], "penalty_time": 2.0}\n')
+    row = batch.run_row(0, batch.referee_result(log), 0)
+    assert row['status'] == 'finished' and row['laps'] == 2
+    assert row['lap_times'] == '20.50 18.25'
+    assert row['max_lap_time_ratio'] == 1.2 and row['collisions'] == 0
+    assert batch.run_row(2, batch.referee_result('crash'))['status'] == \
+        'no result'
+
+
+def test_suites_expand() -> None:
+    """Every suite expands; sweep and NCAP matrix have the expected runs."""
+    for name in suites.suites():
+        jobs, _ = suites.expand(name)
+        assert jobs and all(j.cpus > 0 for j in jobs), name
+    jobs, criteria = suites.expand('track_sweep')
+    assert len(jobs) == 40 and criteria['status'] == 'finished'
+    combos = set()
+    for job in jobs:
+        sets = dict(item.split('=', 1) for item in job.sets)
+        lidar = sets.get('cone_fusion.use_vision') == 'false'
+        assert job.name.endswith('_lidar' if lidar else '_fused')
+        combos.add((sets['hil_bridge.track_seed'], sets['hil_bridge.seed'],
+                    lidar))
+    assert len(combos) == 40 and len({c[0] for c in combos}) == 20
+    small, _ = suites.expand('track_sweep', {'tracks': 3, 'seeds': [0, 1],
+                                             'laps': 1})
+    assert len(small) == 12 and 'laps: 1' in small[0].scenario_yaml
+    full, _ = suites.expand('ncap_full')
+    assert len(full) == 47 and all(j.scenario_yaml for j in full)
+    fa = [j for j in full if j.name.startswith('fa_')]
+    assert fa and all(j.criteria.get('no_brake') for j in fa)
+    assert all(j.criteria['no_collision'] for j in full)
+    assert 'cruise: true' in full[0].scenario_yaml
+    inproc, criteria = suites.expand('ncap', {'quick': True})
+    assert len(inproc) == 20 and {j.kind for j in inproc} == {'ncap'}
+    assert suites.select(full, ['ccrs_2?_km_h_100']) == \
+        [j for j in full if j.name in ('ccrs_20_km_h_100', 'ccrs_25_km_h_100')]
+    with pytest.raises(SystemExit, match='unknown suite'):
+        suites.expand('nope')
+
+
+def test_scenario_jobs(tmp_path: Path) -> None:
+    """--scenarios: names stay names, a file of this host travels as text."""
+    own = tmp_path / 'My Test.yaml'
+    own.write_text('name: my_test\n')
+    named, shipped = suites.scenario_jobs(['acceleration', str(own)])
+    assert (named.name, named.scenario, named.scenario_yaml) == \
+        ('acceleration', 'acceleration', '')
+    assert shipped.name == 'my_test' and shipped.scenario_yaml == 'name: my_test\n'
+    assert named.criteria == {'status': 'finished'}
+    with pytest.raises(SystemExit, match='not found'):
+        suites.scenario_jobs(['no_such_scenario'])
+    with pytest.raises(SystemExit, match='--jobs'):
+        suites.main(['run', 'ci', '--jobs', '0'])
+
+
+def test_summary_files(tmp_path: Path) -> None:
+    """summary.md names the criteria and verdicts; CSV and PNG are written."""
+    rows = [{'name': 'a', 'pass': True, 'why': 'ok', 'status': 'finished',
+             'wall_s': 3.0, 'attempts': 1, 'retried': ''},
+            {'name': 'b', 'pass': False, 'why': 'status DNF', 'status': 'DNF',
+             'wall_s': 5.0, 'attempts': 2, 'retried': 'WorkerCrashedError'}]
+    suites.write_summary(rows, str(tmp_path), 'demo', 'status finished', 9.0)
+    md = (tmp_path / 'summary.md').read_text()
+    assert '2 runs: 1 passed, 1 failed, 1 retried; wall time 9.0 s' in md
+    assert 'Pass criteria: status finished.' in md
+    assert '| b | FAIL | status DNF | DNF |' in md
+    head = (tmp_path / 'summary.csv').read_text().splitlines()[0]
+    assert head.startswith('name,pass,why,status,')
+    assert (tmp_path / 'summary.png').read_bytes()[:4] == b'\x89PNG'
+
+
+# ----------------------------------------------------------- on local Ray
+def _cli(args: List[str], env: Dict[str, str]) -> 'subprocess.Popen[str]':
+    return subprocess.Popen(
+        [sys.executable, '-m', 'hil_bridge.tools.cli', 'scenarios', 'run',
+         *args], cwd=str(ROOT), env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+
+
+def _tagged(tag: str) -> List[str]:
+    """Return the command lines of the live processes carrying ``tag``."""
+    found = []
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f'/proc/{pid}/environ', 'rb') as f:
+                if tag.encode() not in f.read():
+                    continue
+            with open(f'/proc/{pid}/stat', encoding='utf-8') as f:
+                if f.read().rsplit(')', 1)[1].split()[0] == 'Z':
+                    continue
+            with open(f'/proc/{pid}/cmdline', 'rb') as f:
+                found.append(f.read().replace(b'\0', b' ').decode()[:120])
+        except OSError:
+            continue
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def _env(tag: str, **extra: str) -> Dict[str, str]:
+    env = dict(os.environ, CARLA_HIL_TEST_TAG=tag, PYTHONUNBUFFERED='1',
+               **extra)
+    env.pop('RAY_ADDRESS', None)
+    return env
+
+
+#: the shortest full-stack cases; the second one's worker is killed once
+CASES = ['ccrs_30_km_h_100', 'ccrs_20_km_h_100']
+
+
+def test_batch_two_concurrent_runs_one_worker_killed(ros_domain: int,
+                                                     tmp_path: Path) -> None:
+    """Two full-stack runs at once on local Ray; a killed worker's run is retried."""
+    tag = uuid.uuid4().hex
+    out = tmp_path / 'batch'
+    proc = _cli(['ncap_full', '--param', 'quick=true', '--only', *CASES,
+                 '--jobs', '2', '--out', str(out)],
+                _env(tag, **{batch.KILL_ONCE_ENV: CASES[1],
+                             batch.KILL_AFTER_ENV: '1'}))
+    text, _ = proc.communicate(timeout=240)
+    assert proc.returncode == 0, text[-3000:]
+    with open(out / 'summary.csv', encoding='utf-8') as f:
+        rows = {r['name']: r for r in csv.DictReader(f)}
+    assert sorted(rows) == sorted(CASES)
+    kept, killed = rows[CASES[0]], rows[CASES[1]]
+    assert kept['attempts'] == '1' and kept['retried'] == ''
+    assert killed['attempts'] == '2' and 'WorkerCrashedError' in killed['retried']
+    assert all(r['pass'] == 'True' and r['status'] == 'finished'
+               for r in rows.values())
+    # the two ran at the same time on this host, in different domains
+    assert float(kept['started']) < float(killed['ended'])
+    assert float(killed['started']) < float(kept['ended'])
+    assert kept['domain'] != killed['domain']
+    for name in CASES:
+        for item in ('report.html', 'result.json', 'log.txt', 'scenario.yaml'):
+            assert (out / name / item).is_file(), (name, item)
+    assert '1 retried' in (out / 'summary.md').read_text()
+    # the killed worker's scratch directory was removed by a later run
+    left = [n for n in os.listdir(batch.scratch_dir())
+            if n.split('_')[0].isdigit() and not _alive(int(n.split('_')[0]))]
+    assert left == []
+    time.sleep(0.5)
+    assert _tagged(tag) == []
+
+
+def test_batch_ctrl_c_leaves_no_process(ros_domain: int,
+                                        tmp_path: Path) -> None:
+    """SIGINT while runs are going: exit 130, no process of the batch left."""
+    tag = uuid.uuid4().hex
+    proc = _cli(['ncap_full', '--param', 'quick=true', '--only', CASES[1],
+                 '--out', str(tmp_path / 'batch')], _env(tag))
+    deadline = time.monotonic() + 90.0
+    running: List[str] = []
+    while time.monotonic() < deadline and proc.poll() is None:
+        running = [c for c in _tagged(tag) if 'aeb_controller' in c]
+        if running:
+            break
+        time.sleep(0.3)
+    assert running, 'the run never started its nodes'
+    proc.send_signal(signal.SIGINT)
+    text, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, text[-2000:]
+    deadline = time.monotonic() + 15.0
+    while _tagged(tag) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert _tagged(tag) == []
