@@ -21,9 +21,11 @@ merges them (stereo); ``alternate`` runs one camera per cycle, in turn,
 and publishes its cones stamped with its own image: the rig's cameras are
 0.12 m apart and see the same cones, so each output is complete, at half
 the CPU of ``all``; a camera that sends no usable image for
-``SILENT_CAMERA`` s of sim time (image stamps) is skipped until it does (an error once the node has
-worked; at start-up, before any CameraInfo, it is expected and logged at
-info level). Images are processed in
+``SILENT_CAMERA`` s of sim time (image stamps) is skipped until it does:
+a warning (a few images lost under load are not a fault; the other
+camera carries on), an error once it has sent nothing for
+``LOST_CAMERA`` s; at start-up, before the node has worked, it is
+expected and logged at info level. Images are processed in
 their subscription callback (no polling timer). CameraInfo is read once
 per camera and read again when an image's size stops matching it (the
 subscription stays: destroying it from a callback could crash rclpy).
@@ -69,6 +71,10 @@ NODE_NAME = 'vision_cone_detector'
 #: the image processed last. (Not wall time: in lockstep on a loaded
 #: machine both cameras send every frame, however slowly.)
 SILENT_CAMERA = 0.5
+
+#: Seconds of image stamps without a usable image after which a skipped
+#: camera is reported as an error (lost), not a warning.
+LOST_CAMERA = 5.0
 
 #: Rig camera id -> contract key prefix of its topics.
 CAMERA_KEYS = {'rgb_left': 'camera_left', 'rgb_right': 'camera_right'}
@@ -222,7 +228,8 @@ class VisionConeNode(Node):
         self._last_stamp = -1.0
         for cam in self.cameras:
             cam.pending = None
-        self._due_since = time.monotonic()
+            cam.stamp = -float('inf')  # stamps of the old time line
+        self._due_since = None  # sim time: set again by the next image
 
     def _on_image(self, cam: _Camera, msg: Any) -> None:
         if self.inputs.admit(self.gates[cam.sensor_id], msg.header.stamp) is None:
@@ -237,10 +244,13 @@ class VisionConeNode(Node):
             if cam is not due and \
                     cam.stamp - max(due.stamp, self._due_since) > SILENT_CAMERA:
                 # the camera due has sent nothing usable: go on without it
-                text = (f'{due.sensor_id}: no usable image for {SILENT_CAMERA} s; '
+                silent = cam.stamp - due.stamp  # since its last image (inf: none yet)
+                text = (f'{due.sensor_id}: no usable image for {silent:.2f} s; '
                         f'taking {cam.sensor_id} instead')
-                if self.frames:
+                if self.frames and silent > LOST_CAMERA:
                     due.log.error(text, throttle_duration_sec=self.throttle)
+                elif self.frames:  # lost images (load): the other camera carries on
+                    due.log.warning(text, throttle_duration_sec=self.throttle)
                 else:  # start-up (CameraInfo not in yet): expected, not an error
                     self.get_logger().info(text, once=True)
                 self._turn = self.cameras.index(cam)

@@ -203,3 +203,14 @@ def test_alternate_schedule_takes_the_cameras_in_turn(rclpy_context) -> None:
         run_frames(seen + 4, deadline + 30.0, ('camera_left',), t)
         later = [len(clouds.cloud_to_cones(c)[1]) for c in received[seen:]]
         assert len(later) >= 4 and later[-3:] == [len(CONES)] * 3, later
+        # silent for longer than LOST_CAMERA (sim time): now an error
+        seen = len(received)
+        run_frames(seen + 2, deadline + 45.0, ('camera_left',), round(t + 6.0, 3))
+        assert len(received) >= seen + 2
+    log = h.output
+    first_error = log.find('[ERROR]')
+    skipped = log.find('rgb_right: no usable image')
+    # lost images for a few frames (as under load): a warning, the left goes on
+    assert skipped >= 0 and '[WARN]' in log[log.rfind('\n', 0, skipped):skipped], log[-3000:]
+    assert first_error > skipped, log[-3000:]
+    assert 'rgb_right: no usable image for 6.' in log[first_error:], log[-3000:]
