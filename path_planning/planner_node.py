@@ -80,7 +80,7 @@ NODE_MODES = MODES + ROUTE_MODES
 
 PARAMS = [
     ParamSpec('role_name', 'ego role name in the contract topics'),
-    ParamSpec('mode', 'cone_drive | midline | auto | skidpad (known route '
+    ParamSpec('mode', 'cone_drive | midline | auto | lane | skidpad (known route '
               'followed on odometry)', choices=NODE_MODES),
     ParamSpec('vehicle_profile', 'vehicle profile name (config/vehicles) or path'),
     ParamSpec('lookahead', 'CONEDRIVE look-ahead arc length (m)', lo=1.0,
@@ -107,6 +107,9 @@ PARAMS = [
               hi=5.0),
     ParamSpec('cone_memory_radius', 'a detection this near (m) replaces a '
               'remembered cone', lo=0.0, hi=5.0),
+    ParamSpec('use_map', 'map the cones with odometry and plan on the car\'s lane only'),
+    ParamSpec('min_lane_length', 'walked lane ahead (m) needed to use it', lo=0.0,
+              hi=100.0),
     ParamSpec('max_speed', 'top target speed (m/s)', lo=0.1, hi=40.0),
     ParamSpec('min_speed', 'lowest target while driving (m/s)', lo=0.0,
               hi=10.0),
@@ -365,7 +368,8 @@ class ConeDrivePlannerNode(Node):
             self._follow_route(cloud.header, t, speed)
             return
         try:
-            extra = {'pose': self.pose} if isinstance(self.planner, RacePlanner) else {}
+            extra = {'pose': self.pose} if getattr(self.planner, 'uses_pose', False) or \
+                isinstance(self.planner, RacePlanner) else {}
             out = self.planner.plan(t, xyz, cls, speed,
                                     None if speed is None else self.yaw_rate, **extra)
         except ValueError as err:  # malformed arrays: stop, do not die
