@@ -25,7 +25,7 @@ turns the part of the lane near the car into the vehicle frame of a pose
   is skewed), starting at the car.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import math
 from typing import Any, Optional, Tuple
 
@@ -45,7 +45,9 @@ class LaneView:
     ``cones`` (K, 2) chain cones and ``side_class`` (K,) blue for the left
     chain, yellow for the right; ``corridor`` (P, 2) the lane polygon;
     ``path`` (Q, 2) the lane centre ahead from the car; ``length`` (m)
-    the walked lane ahead of the car; ``closed`` the walk's loop closed.
+    the walked lane ahead of the car; ``closed`` the walk's loop closed;
+    ``centre`` (R, 2) the smoothed gate midpoints from a few gates behind
+    the car (what :func:`track_path` follows).
     """
 
     cones: np.ndarray
@@ -54,6 +56,7 @@ class LaneView:
     path: np.ndarray
     length: float
     closed: bool = False
+    centre: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
 
 
 def _gate_range(st: Any, ahead: int) -> np.ndarray:
@@ -106,7 +109,7 @@ def lane_view(cmap: ConeMap, pose: Tuple[float, float, float], reach: float = 25
     near = np.hypot(cones[:, 0], cones[:, 1]) <= reach
     corridor = np.vstack([lv, rv[::-1]])
     return LaneView(cones=cones[near], side_class=side[near], corridor=corridor, path=path,
-                    length=float(seg.sum()), closed=bool(st.closed))
+                    length=float(seg.sum()), closed=bool(st.closed), centre=mid)
 
 
 def inside(polygon: np.ndarray, pts: np.ndarray, margin: float = 0.0) -> np.ndarray:
@@ -165,9 +168,45 @@ def lane_cones(view: LaneView, xy: np.ndarray, cls: np.ndarray, merge: float = 0
             max(n_ignored, 0))
 
 
-def heading_of(path: np.ndarray) -> float:
-    """Return the initial heading (rad) of a path from the car (0 for a short one)."""
-    if path.shape[0] < 2:
-        return 0.0
-    d = path[min(3, path.shape[0] - 1)] - path[0]
-    return math.atan2(d[1], d[0])
+def track_path(path: np.ndarray, speed: float, pursuit: Any, step: float = 0.5,
+               span: float = 1.5) -> Tuple[float, float, float, float]:
+    """
+    Return ``(delta, kappa, lateral_error, heading_error)`` to follow ``path``.
+
+    ``path`` (P, 2) in the vehicle frame from the car (m); ``speed`` (m/s);
+    ``pursuit`` a :class:`path_planning.pure_pursuit.PursuitParams` (its
+    look-ahead ``l`` from the speed, wheelbase, steering limit). The
+    curvature is the path's own at the car's foot point (feed-forward,
+    from points ``span`` m either side) plus a critically damped feedback
+    on the lateral and heading error, ``kappa_path - e / l^2 - 2 sin(th) / l``
+    (the raceline follower's law): unlike pure pursuit alone it does not
+    cut a hairpin on entry. ``e`` > 0: the car is left of the path; ``th``
+    > 0: it heads left of it.
+    """
+    from path_planning.pure_pursuit import lookahead_distance
+    from hil_bridge.interface.speed_profile import resample_polyline
+    pts = resample_polyline(np.asarray(path, dtype=np.float64), False, step)
+    if pts.shape[0] < 3:
+        return 0.0, 0.0, 0.0, 0.0
+    d = np.hypot(pts[:, 0], pts[:, 1])
+    i = int(np.argmin(d[:-1]))
+    tang = pts[i + 1] - pts[i]
+    seg = max(float(np.hypot(*tang)), 1e-9)
+    rel = -pts[i]
+    lat = float((tang[0] * rel[1] - tang[1] * rel[0]) / seg)
+    head = -math.atan2(tang[1], tang[0])
+    m = max(int(round(span / step)), 1)
+    a, b = max(i - m, 0), min(i + m, pts.shape[0] - 1)
+    c = min(max(i, a + 1), b - 1) if b - a >= 2 else i
+    k_ff = 0.0
+    if b - a >= 2:
+        p0, p1, p2 = pts[a], pts[c], pts[b]
+        u, v = p1 - p0, p2 - p1
+        cross = u[0] * v[1] - u[1] * v[0]
+        den = np.hypot(*u) * np.hypot(*v) * np.hypot(*(p2 - p0))
+        k_ff = float(2.0 * cross / den) if den > 1e-9 else 0.0
+    ell = lookahead_distance(speed, pursuit)
+    kappa = k_ff - lat / (ell * ell) - 2.0 * math.sin(head) / ell
+    delta = math.atan(pursuit.wheelbase * kappa)
+    delta = min(max(delta, -pursuit.max_steer), pursuit.max_steer)
+    return delta, math.tan(delta) / pursuit.wheelbase, lat, head

@@ -50,7 +50,7 @@ import numpy as np
 from path_planning.cone_drive import (arc_points, cone_drive, ConeDriveParams, ConeDriveResult,
                                       STATUS_STOP, steering_ranges)
 from path_planning.cone_map import ConeMap
-from path_planning.lane import lane_cones, lane_view, LaneView
+from path_planning.lane import lane_cones, lane_view, LaneView, track_path
 from path_planning.midline import midline, MidlineParams, MidlineResult
 from path_planning.pure_pursuit import profile_speed, pure_pursuit, PursuitParams, PursuitResult
 from path_planning.speed_policy import command_speed, rate_limit, SpeedParams, target_speed
@@ -418,6 +418,8 @@ class Planner:
         cfg = self.config
         pp = pure_pursuit(mid.path, speed_est, cfg.pursuit)
         delta = pp.delta
+        if crawl:
+            delta = track_path(counts['lane'].centre, speed_est, cfg.pursuit)[0]
         reason = 'lane_pursuit' if crawl else 'pure_pursuit'
         check = None
         if cfg.pursuit_check:

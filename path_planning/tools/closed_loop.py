@@ -59,6 +59,7 @@ class LapResult:
     trace: List[Any] = field(default_factory=list)
     lap_times: List[float] = field(default_factory=list)
     hit_laps: List[int] = field(default_factory=list)
+    knocked: List[int] = field(default_factory=list)
 
 
 def default_config(mode: str, profile: Any = None, **speed: float
@@ -157,7 +158,8 @@ def run_lap(config: PlannerConfig, scenario: Any = None, seed: int = 0,
                      distance=distance, modes=modes,
                      max_plan_ms=max(plan_ms, default=0.0),
                      median_plan_ms=float(np.median(plan_ms)) if plan_ms
-                     else 0.0, trace=trace, lap_times=list(r.lap_times), hit_laps=hit_laps)
+                     else 0.0, trace=trace, lap_times=list(r.lap_times), hit_laps=hit_laps,
+                     knocked=list(r.knocked_cones))
 
 
 def main(argv: Optional[List[str]] = None) -> None:
