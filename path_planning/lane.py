@@ -95,9 +95,11 @@ def lane_view(cmap: ConeMap, pose: Tuple[float, float, float], reach: float = 25
         pad = np.vstack([np.repeat(mid[:1], smooth, 0), mid, np.repeat(mid[-1:], smooth, 0)])
         mid = np.column_stack([np.convolve(pad[:, 0], k, 'valid'),
                                np.convolve(pad[:, 1], k, 'valid')])
-    # the lane centre from the car on: drop the midpoints behind it
+    # the lane centre from the car on: from the nearest midpoint, or the one
+    # after it when that is behind the car (a hairpin's far leg may lie
+    # behind the car's heading: it stays in the path)
     j = int(np.argmin(np.hypot(mid[:, 0], mid[:, 1])))
-    while j < len(mid) and mid[j, 0] <= 0.0:
+    if mid[j, 0] <= 0.0:
         j += 1
     path = np.vstack([np.zeros((1, 2)), mid[j:]])
     seg = np.hypot(*np.diff(path, axis=0).T)
@@ -169,21 +171,23 @@ def lane_cones(view: LaneView, xy: np.ndarray, cls: np.ndarray, merge: float = 0
 
 
 def track_path(path: np.ndarray, speed: float, pursuit: Any, step: float = 0.5,
-               span: float = 1.5) -> Tuple[float, float, float, float]:
+               span: float = 1.5, gain: float = 0.25, preview: float = 0.15
+               ) -> Tuple[float, float, float, float]:
     """
     Return ``(delta, kappa, lateral_error, heading_error)`` to follow ``path``.
 
     ``path`` (P, 2) in the vehicle frame from the car (m); ``speed`` (m/s);
-    ``pursuit`` a :class:`path_planning.pure_pursuit.PursuitParams` (its
-    look-ahead ``l`` from the speed, wheelbase, steering limit). The
-    curvature is the path's own at the car's foot point (feed-forward,
-    from points ``span`` m either side) plus a critically damped feedback
+    ``pursuit`` a :class:`path_planning.pure_pursuit.PursuitParams`
+    (wheelbase, steering limit, ``ld_min`` / ``ld_max``; the feedback
+    length is ``l = ld_min + gain * speed`` within them). The curvature
+    is the path's own ``preview`` s ahead of the car's foot point (the
+    steering lags; feed-forward from points ``span`` m either side) plus a
+    critically damped feedback
     on the lateral and heading error, ``kappa_path - e / l^2 - 2 sin(th) / l``
     (the raceline follower's law): unlike pure pursuit alone it does not
     cut a hairpin on entry. ``e`` > 0: the car is left of the path; ``th``
     > 0: it heads left of it.
     """
-    from path_planning.pure_pursuit import lookahead_distance
     from hil_bridge.interface.speed_profile import resample_polyline
     pts = resample_polyline(np.asarray(path, dtype=np.float64), False, step)
     if pts.shape[0] < 3:
@@ -196,8 +200,9 @@ def track_path(path: np.ndarray, speed: float, pursuit: Any, step: float = 0.5,
     lat = float((tang[0] * rel[1] - tang[1] * rel[0]) / seg)
     head = -math.atan2(tang[1], tang[0])
     m = max(int(round(span / step)), 1)
-    a, b = max(i - m, 0), min(i + m, pts.shape[0] - 1)
-    c = min(max(i, a + 1), b - 1) if b - a >= 2 else i
+    ip = min(i + int(round(max(speed, 0.0) * preview / step)), pts.shape[0] - 1)
+    a, b = max(ip - m, 0), min(ip + m, pts.shape[0] - 1)
+    c = min(max(ip, a + 1), b - 1) if b - a >= 2 else ip
     k_ff = 0.0
     if b - a >= 2:
         p0, p1, p2 = pts[a], pts[c], pts[b]
@@ -205,7 +210,8 @@ def track_path(path: np.ndarray, speed: float, pursuit: Any, step: float = 0.5,
         cross = u[0] * v[1] - u[1] * v[0]
         den = np.hypot(*u) * np.hypot(*v) * np.hypot(*(p2 - p0))
         k_ff = float(2.0 * cross / den) if den > 1e-9 else 0.0
-    ell = lookahead_distance(speed, pursuit)
+    v = abs(float(speed)) if math.isfinite(speed) else 0.0
+    ell = min(max(pursuit.ld_min + gain * v, pursuit.ld_min), pursuit.ld_max)
     kappa = k_ff - lat / (ell * ell) - 2.0 * math.sin(head) / ell
     delta = math.atan(pursuit.wheelbase * kappa)
     delta = min(max(delta, -pursuit.max_steer), pursuit.max_steer)
