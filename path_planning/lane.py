@@ -70,7 +70,7 @@ def _gate_range(st: Any, ahead: int) -> np.ndarray:
 
 
 def lane_view(cmap: ConeMap, pose: Tuple[float, float, float], reach: float = 25.0,
-              max_gates: int = 80, smooth: int = 2) -> Optional[LaneView]:
+              max_gates: int = 80, smooth: int = 0) -> Optional[LaneView]:
     """
     Return the lane near ``pose`` (x, y, yaw in ``map``), None before the walk starts.
 

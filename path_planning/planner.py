@@ -94,23 +94,34 @@ class PlannerConfig:
     ramp_lead: float = 0.5
     use_map: bool = True
     min_lane_length: float = 6.0
+    lane_check_lookahead: float = 8.0
+    lane_max_speed: float = 12.0
+    lane_a_lat_max: float = 8.0
+    lane_accel: float = 6.0
 
     def __post_init__(self) -> None:
         """Validate the mode and the limits (ValueError naming the field)."""
         if self.mode not in MODES:
             raise ValueError(f'PlannerConfig.mode {self.mode!r} not in '
                              f'{list(MODES)}')
-        for name in ('sensor_range', 'sensor_fov', 'max_dt'):
+        for name in ('sensor_range', 'sensor_fov', 'max_dt', 'lane_max_speed',
+                     'lane_a_lat_max', 'lane_accel'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f'PlannerConfig.{name} must be finite and > 0,'
                                  f' got {value}')
         for name in ('min_midline_length', 'memory', 'memory_radius',
-                     'ramp_lead', 'min_lane_length'):
+                     'ramp_lead', 'min_lane_length', 'lane_check_lookahead'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise ValueError(f'PlannerConfig.{name} must be finite and >= '
                                  f'0, got {value}')
+
+    @property
+    def lane_speed(self) -> SpeedParams:
+        """Return the speed policy of lane mode (its own top speed and limits)."""
+        return replace(self.speed, max_speed=self.lane_max_speed,
+                       a_lat_max=self.lane_a_lat_max, accel=self.lane_accel)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], profile: Any
@@ -155,7 +166,11 @@ class PlannerConfig:
                    memory=float(v['cone_memory']),
                    memory_radius=float(v['cone_memory_radius']),
                    use_map=bool(v['use_map']),
-                   min_lane_length=float(v['min_lane_length']))
+                   min_lane_length=float(v['min_lane_length']),
+                   lane_check_lookahead=float(v['lane_check_lookahead']),
+                   lane_max_speed=float(v['lane_max_speed']),
+                   lane_a_lat_max=float(v['lane_a_lat_max']),
+                   lane_accel=float(v['lane_accel']))
 
 
 @dataclass
@@ -202,6 +217,10 @@ class Planner:
         self.cone_map = ConeMap()
         #: CONEDRIVE without the comfort margin, tried before a stop.
         self.tight = replace(config.cone_drive, margin=0.0)
+        #: lane mode's check: only the arc just ahead (the lane is known)
+        self.lane_check = replace(config.cone_drive,
+                                  lookahead=max(config.lane_check_lookahead, 0.5))
+        self.lane_tight = replace(self.lane_check, margin=0.0)
         self.last_delta = 0.0
         self.last_speed = 0.0
         self.last_t: Optional[float] = None
@@ -422,13 +441,13 @@ class Planner:
             delta = track_path(counts['lane'].centre, speed_est, cfg.pursuit)[0]
         reason = 'lane_pursuit' if crawl else 'pure_pursuit'
         check = None
-        if cfg.pursuit_check:
+        if cfg.pursuit_check and not (crawl and cfg.lane_check_lookahead <= 0.0):
             colours = cls if cfg.use_colours or counts.get('lane') is not None else None
-            free, blocked, n_used, n_drop = steering_ranges(
-                xy, cfg.cone_drive, colours)
+            normal, tight = (self.lane_check, self.lane_tight) if crawl else \
+                (cfg.cone_drive, self.tight)
+            free, blocked, n_used, n_drop = steering_ranges(xy, normal, colours)
             if free.shape[0] == 0 and cfg.cone_drive.margin > 0.0:
-                free, blocked, n_used, n_drop = steering_ranges(
-                    xy, self.tight, colours)
+                free, blocked, n_used, n_drop = steering_ranges(xy, tight, colours)
                 reason += '_no_margin'
             if free.shape[0] == 0 and not crawl:
                 return self.stop(t, 'no_free_range', midline=mid, pursuit=pp,
@@ -450,7 +469,7 @@ class Planner:
                 chosen=int(np.argmin(np.maximum(
                     np.maximum(free[:, 0] - delta, delta - free[:, 1]), 0.0))),
                 rule=reason, n_cones=n_used, n_dropped=n_drop)
-        sp = cfg.speed
+        sp = cfg.lane_speed if crawl else cfg.speed
         v_path = profile_speed(mid.path, sp.max_speed, sp.a_lat_max, sp.decel,
                                stop_at_end=True, end_margin=sp.stop_margin)
         kappa = math.tan(delta) / cfg.cone_drive.wheelbase

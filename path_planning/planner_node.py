@@ -110,6 +110,12 @@ PARAMS = [
     ParamSpec('use_map', 'map the cones with odometry and plan on the car\'s lane only'),
     ParamSpec('min_lane_length', 'walked lane ahead (m) needed to use it', lo=0.0,
               hi=100.0),
+    ParamSpec('lane_check_lookahead', 'lane mode: CONEDRIVE checks the steering on this '
+              'much arc ahead (m; 0 = no check)', lo=0.0, hi=50.0),
+    ParamSpec('lane_max_speed', 'lane mode: top target speed (m/s)', lo=0.1, hi=40.0),
+    ParamSpec('lane_a_lat_max', 'lane mode: lateral acceleration limit (m/s^2)', lo=0.1,
+              hi=30.0),
+    ParamSpec('lane_accel', 'lane mode: target speed ramp up (m/s^2)', lo=0.1, hi=30.0),
     ParamSpec('max_speed', 'top target speed (m/s)', lo=0.1, hi=40.0),
     ParamSpec('min_speed', 'lowest target while driving (m/s)', lo=0.0,
               hi=10.0),
