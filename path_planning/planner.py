@@ -56,6 +56,9 @@ from path_planning.pure_pursuit import profile_speed, pure_pursuit, PursuitParam
 from path_planning.speed_policy import command_speed, rate_limit, SpeedParams, target_speed
 
 MODES = ('cone_drive', 'midline', 'auto', 'lane')
+#: lane mode moves its steering into a free CONEDRIVE range by at most
+#: this much (rad); farther free ranges lead out of the lane
+LANE_MAX_CORRECTION = math.radians(6.0)
 
 
 @dataclass(frozen=True)
@@ -460,8 +463,14 @@ class Planner:
                 reason = reason.replace('_no_margin', '') + '_no_free_range'
                 free = np.array([[delta, delta]])
             elif not inside.any():
-                delta = nearest_free(free, delta)
-                reason = reason.replace('pursuit', 'pursuit_corrected')
+                moved = nearest_free(free, delta)
+                if crawl and abs(moved - delta) > LANE_MAX_CORRECTION:
+                    # the free arcs lead out of the lane (a hairpin tighter
+                    # than the steering): keep to the lane, slowly
+                    reason += '_no_free_range'
+                else:
+                    delta = moved
+                    reason = reason.replace('pursuit', 'pursuit_corrected')
             check = ConeDriveResult(
                 status='ok', delta=delta,
                 kappa=math.tan(delta) / cfg.cone_drive.wheelbase,
