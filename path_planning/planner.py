@@ -80,7 +80,7 @@ class PlannerConfig:
     the car is held).
     """
 
-    mode: str = 'cone_drive'
+    mode: str = 'lane'
     cone_drive: ConeDriveParams = ConeDriveParams()
     speed: SpeedParams = SpeedParams()
     midline: MidlineParams = MidlineParams()

@@ -48,9 +48,10 @@ Run::
         --params-file config/cone_drive_planner.yaml
 """
 
+from collections import deque
 import math
 import sys
-from typing import Any, List, Optional
+from typing import Any, Deque, List, Optional, Tuple
 
 from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import Point, PoseStamped, TwistStamped
@@ -77,6 +78,8 @@ NODE_NAME = 'cone_drive_planner'
 #: cone-based modes of the Planner plus routes known in advance
 ROUTE_MODES = ('skidpad',)
 NODE_MODES = MODES + ROUTE_MODES
+#: odometry poses kept to find the one at a cone cloud's stamp (at 50 Hz: 2 s)
+POSE_HISTORY = 100
 
 PARAMS = [
     ParamSpec('role_name', 'ego role name in the contract topics'),
@@ -319,6 +322,9 @@ class ConeDrivePlannerNode(Node):
             else lap1
         self.route: Optional[RouteFollower] = None
         self.pose: Optional[tuple] = None
+        #: recent (stamp s, pose) of odometry: the cones are mapped with the
+        #: pose at their own stamp (detection lags the odometry)
+        self.poses: Deque[Tuple[float, tuple]] = deque(maxlen=POSE_HISTORY)
         self.speed: Optional[float] = None
         self.yaw_rate: Optional[float] = None
         self.odom_stamp: Optional[float] = None
@@ -345,6 +351,13 @@ class ConeDrivePlannerNode(Node):
         yaw = quaternion_yaw(q)
         if all(math.isfinite(c) for c in (p.x, p.y, yaw)):
             self.pose = (float(p.x), float(p.y), yaw)
+            self.poses.append((self.odom_stamp, self.pose))
+
+    def pose_at(self, t: float) -> Optional[tuple]:
+        """Return the odometry pose stamped nearest to ``t`` (s), None without any."""
+        if not self.poses:
+            return None
+        return min(self.poses, key=lambda item: abs(item[0] - t))[1]
 
     def _measured_speed(self, t: float) -> Optional[float]:
         if self.odom_stamp is None or self.speed is None \
@@ -374,7 +387,7 @@ class ConeDrivePlannerNode(Node):
             self._follow_route(cloud.header, t, speed)
             return
         try:
-            extra = {'pose': self.pose} if getattr(self.planner, 'uses_pose', False) or \
+            extra = {'pose': self.pose_at(t)} if getattr(self.planner, 'uses_pose', False) or \
                 isinstance(self.planner, RacePlanner) else {}
             out = self.planner.plan(t, xyz, cls, speed,
                                     None if speed is None else self.yaw_rate, **extra)

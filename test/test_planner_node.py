@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_params_match_config() -> None:
     defaults = check_specs(PARAMS, NODE_NAME)
-    assert defaults['mode'] == 'cone_drive'
+    assert defaults['mode'] == 'lane'
 
 
 def test_markers_and_path_messages() -> None:
