@@ -170,7 +170,7 @@ def lane_cones(view: LaneView, xy: np.ndarray, cls: np.ndarray, merge: float = 0
             max(n_ignored, 0))
 
 
-def track_path(path: np.ndarray, speed: float, pursuit: Any, step: float = 0.5,
+def track_path(path: np.ndarray, speed: float, pursuit: Any, step: float = 0.1,
                span: float = 1.5, gain: float = 0.25, preview: float = 0.15
                ) -> Tuple[float, float, float, float]:
     """
