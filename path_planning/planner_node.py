@@ -51,6 +51,7 @@ Run::
 from collections import deque
 import math
 import sys
+import time
 from typing import Any, Deque, List, Optional, Tuple
 
 from builtin_interfaces.msg import Duration
@@ -80,6 +81,10 @@ ROUTE_MODES = ('skidpad',)
 NODE_MODES = MODES + ROUTE_MODES
 #: odometry poses kept to find the one at a cone cloud's stamp (at 50 Hz: 2 s)
 POSE_HISTORY = 100
+#: wall seconds a cone cloud waits for the odometry of its stamp
+ODOM_WAIT = 0.3
+#: stamps go through builtin_interfaces/Time (ns)
+STAMP_EPS = 1e-6
 
 PARAMS = [
     ParamSpec('role_name', 'ego role name in the contract topics'),
@@ -324,7 +329,10 @@ class ConeDrivePlannerNode(Node):
         self.pose: Optional[tuple] = None
         #: recent (stamp s, pose) of odometry: the cones are mapped with the
         #: pose at their own stamp (detection lags the odometry)
-        self.poses: Deque[Tuple[float, tuple]] = deque(maxlen=POSE_HISTORY)
+        self.poses: Deque[Tuple[float, tuple, float, float]] = deque(maxlen=POSE_HISTORY)
+        #: a cone cloud waiting for the odometry of its stamp:
+        #: (cloud, t, xyz, class_id, wall time)
+        self._pending: Optional[tuple] = None
         self.speed: Optional[float] = None
         self.yaw_rate: Optional[float] = None
         self.odom_stamp: Optional[float] = None
@@ -351,13 +359,20 @@ class ConeDrivePlannerNode(Node):
         yaw = quaternion_yaw(q)
         if all(math.isfinite(c) for c in (p.x, p.y, yaw)):
             self.pose = (float(p.x), float(p.y), yaw)
-            self.poses.append((self.odom_stamp, self.pose))
+            self.poses.append((self.odom_stamp, self.pose, v, w))
+        if self._pending is not None and self.odom_stamp >= self._pending[1] - STAMP_EPS:
+            self._plan_pending()
+
+    def odom_at(self, t: float) -> Optional[tuple]:
+        """Return (pose, speed, yaw rate) of the odometry stamped nearest to ``t`` (s)."""
+        if not self.poses:
+            return None
+        return min(self.poses, key=lambda item: abs(item[0] - t))[1:]
 
     def pose_at(self, t: float) -> Optional[tuple]:
         """Return the odometry pose stamped nearest to ``t`` (s), None without any."""
-        if not self.poses:
-            return None
-        return min(self.poses, key=lambda item: abs(item[0] - t))[1]
+        near = self.odom_at(t)
+        return None if near is None else near[0]
 
     def _measured_speed(self, t: float) -> Optional[float]:
         if self.odom_stamp is None or self.speed is None \
@@ -382,7 +397,28 @@ class ConeDrivePlannerNode(Node):
         # cloud_to_cones drops non-finite rows already: count them here.
         n_rows = cloud.width * cloud.height
         self.counts['nan_cones'] += max(int(n_rows) - int(xyz.shape[0]), 0)
+        if self._pending is not None:
+            self._plan_pending()
+        newest = self.poses[-1][0] if self.poses else None
+        if newest is not None and newest < t - STAMP_EPS:
+            # the odometry of this stamp is still on its way: plan when it
+            # comes (the same inputs whatever the machine's load)
+            self._pending = (cloud, t, xyz, cls, time.monotonic())
+            return
+        self._plan(cloud, t, xyz, cls)
+
+    def _plan_pending(self) -> None:
+        cloud, t, xyz, cls, _wall = self._pending
+        self._pending = None
+        self._plan(cloud, t, xyz, cls)
+
+    def _plan(self, cloud: PointCloud2, t: float, xyz: np.ndarray, cls: np.ndarray) -> None:
+        """Plan on one cone cloud with the odometry of its stamp (or the newest)."""
         speed = self._measured_speed(t)
+        yaw_rate = self.yaw_rate
+        near = self.odom_at(t)
+        if near is not None and speed is not None:
+            speed, yaw_rate = near[1], near[2]
         if self.route_mode:
             self._follow_route(cloud.header, t, speed)
             return
@@ -390,7 +426,7 @@ class ConeDrivePlannerNode(Node):
             extra = {'pose': self.pose_at(t)} if getattr(self.planner, 'uses_pose', False) or \
                 isinstance(self.planner, RacePlanner) else {}
             out = self.planner.plan(t, xyz, cls, speed,
-                                    None if speed is None else self.yaw_rate, **extra)
+                                    None if speed is None else yaw_rate, **extra)
         except ValueError as err:  # malformed arrays: stop, do not die
             self.counts['bad_clouds'] += 1
             self.get_logger().error(f'planning failed, stopping: {err}',
@@ -451,6 +487,11 @@ class ConeDrivePlannerNode(Node):
 
     def _watchdog(self) -> None:
         """Command a stop while no cones arrived (node clock) for ``cone_timeout``."""
+        if self._pending is not None and time.monotonic() - self._pending[4] > ODOM_WAIT:
+            self.get_logger().warning('no odometry of the cone cloud\'s stamp within '
+                                      f'{ODOM_WAIT:g} s: planning with the newest',
+                                      throttle_duration_sec=5.0)
+            self._plan_pending()
         now = self._now()
         if self.cones_gate.fresh(now):
             return
