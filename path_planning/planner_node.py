@@ -85,6 +85,8 @@ POSE_HISTORY = 100
 ODOM_WAIT = 0.3
 #: stamps go through builtin_interfaces/Time (ns)
 STAMP_EPS = 1e-6
+#: the watchdog's stop is stamped this much behind the node's time (s)
+WATCHDOG_LAG = 1e-3
 
 PARAMS = [
     ParamSpec('role_name', 'ego role name in the contract topics'),
@@ -333,6 +335,7 @@ class ConeDrivePlannerNode(Node):
         #: a cone cloud waiting for the odometry of its stamp:
         #: (cloud, t, xyz, class_id, wall time)
         self._pending: Optional[tuple] = None
+        self._last_planned = -math.inf
         self.speed: Optional[float] = None
         self.yaw_rate: Optional[float] = None
         self.odom_stamp: Optional[float] = None
@@ -397,6 +400,10 @@ class ConeDrivePlannerNode(Node):
         # cloud_to_cones drops non-finite rows already: count them here.
         n_rows = cloud.width * cloud.height
         self.counts['nan_cones'] += max(int(n_rows) - int(xyz.shape[0]), 0)
+        if t <= self._last_planned + STAMP_EPS:
+            # a frame re-sent (lockstep start-up): planned once, from its first copy
+            return
+        self._last_planned = t
         if self._pending is not None:
             self._plan_pending()
         newest = self.poses[-1][0] if self.poses else None
@@ -501,7 +508,10 @@ class ConeDrivePlannerNode(Node):
             f'{what}: commanding a stop', throttle_duration_sec=5.0)
         self.counts['stale_stops'] += 1
         self.planner.stop(now, 'stale_cones')
-        header = Header(stamp=stamps.stamp_from_sec(max(now, 0.0)),
+        # stamped just behind the node's time: computed from no frame, it
+        # never answers a lockstep frame (the bridge waits for the command
+        # planned on that frame's cones)
+        header = Header(stamp=stamps.stamp_from_sec(max(now - WATCHDOG_LAG, 0.0)),
                         frame_id=self.vehicle_frame)
         self._publish_cmd(header, 0.0, 0.0)
 

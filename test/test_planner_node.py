@@ -138,13 +138,18 @@ def test_planner_node_stamps_and_stops(rclpy_context) -> None:
             assert cmd[-1].twist.linear.x == 0.0
             assert cmd[-1].twist.angular.z == 0.0
         # Stale cones: sim time moves on (/clock) without clouds -> stop
-        # commands stamped with the node's (sim) time.
+        # commands stamped 1 ms behind the node's (sim) time (so they never
+        # answer a lockstep frame).
+        from path_planning.planner_node import WATCHDOG_LAG
+        lag = round(200.0 - WATCHDOG_LAG, 6)
 
         def stale_stop() -> bool:
             clock_pub.publish(Clock(clock=stamps.stamp_from_sec(200.0)))
-            return 200.0 in cmd_stamps()
+            return lag in cmd_stamps()
         assert spin_until(stale_stop, 10.0), 'no stop on stale cones'
-        late = [c for c in cmds if stamps.sec_from_stamp(c.header.stamp) == 200.0]
+        assert 200.0 not in cmd_stamps()
+        late = [c for c in cmds
+                if round(stamps.sec_from_stamp(c.header.stamp), 6) == lag]
         assert late[-1].twist.linear.x == 0.0
     finally:
         stop_process(child, signal.SIGINT)
