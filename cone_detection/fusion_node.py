@@ -20,10 +20,11 @@ seconds) a lidar message waits until the vision detection with its stamp
 how fast the vision detector happened to be (in lockstep the whole loop
 then gives the same result on any machine load); it waits only once the
 detector has published and while it keeps publishing (nothing from it for
-``VISION_ALIVE`` s: lidar cones pass on at once), and after
+``VISION_ALIVE`` s, or twice the wait: lidar cones pass on at once), and after
 ``wait_for_vision`` s it fuses what it has (counted, warned). Lockstep
 needs a vision result for every lidar stamp (cameras at the frame rate,
-``camera_schedule`` ``alternate``). With ``map_enabled`` the fused cones are
+``camera_schedule`` ``alternate``), and on a loaded machine a wait (and a
+bridge ``lockstep_timeout``) longer than the slowest vision frame. With ``map_enabled`` the fused cones are
 accumulated in ``map`` (:class:`path_planning.cone_map.ConeMap`) and the
 confirmed map cones within ``map_publish_range`` are published instead.
 Malformed messages and cone clouds of more than ``max_cones`` points are
@@ -206,7 +207,7 @@ class ConeFusionNode(Node):
         if self._pending is not None:
             self._fuse_pending()
         if self.wait > 0.0 and self.v['use_vision'] and \
-                now - self._last_vision <= VISION_ALIVE and \
+                now - self._last_vision <= max(VISION_ALIVE, 2.0 * self.wait) and \
                 self._vision_t < t - STAMP_EPS:
             self._pending = (msg.header.stamp, lidar, t, now)
             return
