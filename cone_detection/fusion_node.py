@@ -24,7 +24,8 @@ detector has published and while it keeps publishing (nothing from it for
 ``wait_for_vision`` s it fuses what it has (counted, warned). Lockstep
 needs a vision result for every lidar stamp (cameras at the frame rate,
 ``camera_schedule`` ``alternate``), and on a loaded machine a wait (and a
-bridge ``lockstep_timeout``) longer than the slowest vision frame. With ``map_enabled`` the fused cones are
+bridge ``lockstep_timeout``) longer than the slowest vision frame. With
+``map_enabled`` the fused cones are
 accumulated in ``map`` (:class:`path_planning.cone_map.ConeMap`) and the
 confirmed map cones within ``map_publish_range`` are published instead.
 Malformed messages and cone clouds of more than ``max_cones`` points are

@@ -117,7 +117,7 @@ PARAMS = [
               hi=5.0),
     ParamSpec('cone_memory_radius', 'a detection this near (m) replaces a '
               'remembered cone', lo=0.0, hi=5.0),
-    ParamSpec('use_map', 'map the cones with odometry and plan on the car\'s lane only'),
+    ParamSpec('use_map', "map the cones with odometry and plan on the car's lane only"),
     ParamSpec('min_lane_length', 'walked lane ahead (m) needed to use it', lo=0.0,
               hi=100.0),
     ParamSpec('lane_check_lookahead', 'lane mode: CONEDRIVE checks the steering on this '
@@ -495,7 +495,7 @@ class ConeDrivePlannerNode(Node):
     def _watchdog(self) -> None:
         """Command a stop while no cones arrived (node clock) for ``cone_timeout``."""
         if self._pending is not None and time.monotonic() - self._pending[4] > ODOM_WAIT:
-            self.get_logger().warning('no odometry of the cone cloud\'s stamp within '
+            self.get_logger().warning("no odometry of the cone cloud's stamp within "
                                       f'{ODOM_WAIT:g} s: planning with the newest',
                                       throttle_duration_sec=5.0)
             self._plan_pending()

@@ -275,7 +275,8 @@ class RacePlanner:
         if st.state == 'mapping':
             self._map(xy, cls, pose)
             if st.state == 'mapping':
-                return self.lap1.plan(t, xyz, class_id, measured_speed, measured_yaw_rate, **self._pose_arg(pose))
+                return self.lap1.plan(t, xyz, class_id, measured_speed, measured_yaw_rate,
+                                      **self._pose_arg(pose))
         yaw_rate = measured_yaw_rate if measured_yaw_rate is not None and math.isfinite(
             measured_yaw_rate) else 0.0
         cmd = self.follower.plan(pose[0], pose[1], pose[2], float(measured_speed), yaw_rate)
@@ -301,14 +302,16 @@ class RacePlanner:
                                          yaw_rate)
                 st.last = cmd
             else:
-                return self.lap1.plan(t, xyz, class_id, measured_speed, measured_yaw_rate, **self._pose_arg(pose))
+                return self.lap1.plan(t, xyz, class_id, measured_speed, measured_yaw_rate,
+                                      **self._pose_arg(pose))
         if not cmd.ok:
             st.state = 'fallback'
             st.fallbacks += 1
             self._near_since = None
             self.events.append(f'lap-2+ mode: lap-1 planner takes over: {cmd.reason}')
             self.follower.reset()
-            return self.lap1.plan(t, xyz, class_id, measured_speed, measured_yaw_rate, **self._pose_arg(pose))
+            return self.lap1.plan(t, xyz, class_id, measured_speed, measured_yaw_rate,
+                                  **self._pose_arg(pose))
         if self.follower.join_limit is None:
             st.max_error = max(st.max_error, abs(cmd.lateral_error))
         kappa = math.tan(cmd.delta) / self.lap1.config.cone_drive.wheelbase

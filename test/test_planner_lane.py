@@ -25,7 +25,7 @@ import pytest
 
 
 def _two_lanes() -> np.ndarray:
-    """A straight 3 m lane along +x and a second one 5 m beyond its left boundary."""
+    """Return a straight 3 m lane along +x and a second one 5 m beyond its left boundary."""
     x = np.arange(-4.0, 30.0, 3.0)
     own = np.vstack([np.column_stack([x, np.full(x.size, 1.5)]),
                      np.column_stack([x, np.full(x.size, -1.5)])])

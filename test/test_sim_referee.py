@@ -230,7 +230,7 @@ def test_skidpad_four_timed_laps() -> None:
 
 
 def _stadium(gap: float = 5.0, width: float = 3.0, straight: float = 60.0) -> Track:
-    """A closed stadium: two straights whose boundaries are ``gap`` m apart."""
+    """Return a closed stadium: two straights whose boundaries are ``gap`` m apart."""
     r = 0.5 * (gap + width)
     a = np.linspace(-math.pi / 2, math.pi / 2, 60, endpoint=False)
     top = np.column_stack([np.linspace(0.0, straight, 120, endpoint=False),

@@ -189,8 +189,8 @@ def main(argv: Optional[List[str]] = None) -> None:
         late = sum(lap > 1 for lap in res.hit_laps)
         print(f'{res.name:<10} {res.status:<9} {res.cones_hit:>5} {late:>3} {res.off_courses:>3} '
               f'{res.fallbacks:>3} {res.max_error:>5.2f} {res.line_ms:>8.0f} '
-              f'{res.wall_s:>6.1f}  {laps}' + ('' if res.status == 'finished' else
-                                                f'  [{res.reason}]'), flush=True)
+              f'{res.wall_s:>6.1f}  {laps}'
+              + ('' if res.status == 'finished' else f'  [{res.reason}]'), flush=True)
         if args.verbose:
             print(f'    planning cycle {res.median_plan_ms:.2f} ms median, '
                   f'{res.max_plan_ms:.0f} ms slowest')
