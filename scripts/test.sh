@@ -1,7 +1,40 @@
 #!/usr/bin/env bash
-# The whole test suite: set-up, colcon build, colcon test, fail on any failure.
+# The whole test suite on both pinned ROS 2 distros (what .ci/run calls):
+#   bash scripts/test.sh                       # Kilted, then Jazzy (--distro all)
+#   bash scripts/test.sh --distro kilted|jazzy [PYTEST_ARGS...]
+# Per distro: set-up of its venv, colcon build, colcon test, colcon
+# test-result --verbose. Exit code non-zero when any distro failed; both run.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+distro=all
+case "${1:-}" in
+  --distro) distro="${2:?--distro needs kilted, jazzy or all}"; shift 2 ;;
+  --distro=*) distro="${1#--distro=}"; shift ;;
+esac
+case "$distro" in
+  all)
+    if [ -n "${CARLA_HIL_VENV:-}${CARLA_HIL_REQUIREMENTS:-}" ]; then
+      echo "test.sh: CARLA_HIL_VENV/CARLA_HIL_REQUIREMENTS name one venv: use --distro kilted|jazzy" >&2
+      exit 2
+    fi
+    status=0
+    summary=()
+    for d in kilted jazzy; do
+      start=$SECONDS
+      echo "[test] === distro $d ==="
+      rc=0
+      bash "$root/scripts/test.sh" --distro "$d" "$@" || rc=$?
+      summary+=("$d: exit code $rc, $((SECONDS - start)) s (set-up, build and tests)")
+      [ "$rc" -eq 0 ] || status=1
+    done
+    echo "[test] === summary ==="
+    printf '[test] %s\n' "${summary[@]}"
+    exit "$status"
+    ;;
+  kilted|jazzy) ;;
+  *) echo "test.sh: unknown distro '$distro' (kilted, jazzy or all)" >&2; exit 2 ;;
+esac
+export CARLA_HIL_DISTRO="$distro"
 source "$root/scripts/common.sh"
 export ROS_AUTOMATIC_DISCOVERY_RANGE="${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}"
 colcon test --base-paths "$root" --build-base "$ws/build" \

@@ -333,6 +333,19 @@ class Vehicle(Actor):
         """Return the last control."""
         return self._control or VehicleControl()
 
+    def get_physics_control(self) -> Any:
+        """Return the wheels' max_steer_angle (70 deg front) and a flat curve."""
+        self._server.check()
+        wheels = [SimpleNamespace(max_steer_angle=a) for a in (70.0, 70.0, 0.0, 0.0)]
+        return SimpleNamespace(wheels=wheels,
+                               steering_curve=[SimpleNamespace(x=0.0, y=1.0)])
+
+    def get_wheel_steer_angle(self, wheel_location: int) -> float:
+        """Return a wheel's angle (deg, > 0 right): steer x 70 deg at the front."""
+        self._server.check()
+        steer = self._control.steer if self._control is not None else 0.0
+        return 70.0 * steer if int(wheel_location) in (0, 1) else 0.0
+
     def advance(self, dt: float) -> None:
         """Integrate one step of the kinematic model."""
         v0 = self._velocity.copy()
@@ -344,7 +357,7 @@ class Vehicle(Actor):
             speed += (4.0 * c.throttle - 9.0 * c.brake) * dt
             speed = max(speed, 0.0)
             self._yaw_rate = math.degrees(
-                speed * math.tan(0.6 * c.steer) / 2.8)
+                speed * math.tan(math.radians(70.0) * c.steer) / 2.8)
             yaw += math.radians(self._yaw_rate) * dt
             self._tf.rotation.yaw = math.degrees(yaw)
             self._velocity = speed * np.array([math.cos(yaw), math.sin(yaw),
@@ -445,6 +458,8 @@ class FakeServer:
         self.sensor_delay: Dict[str, Any] = {}
         self.ticks = 0
         self.connections = 0
+        self.map_name = 'HIL_Flat'
+        self.maps = ['HIL_Flat']
         self._ids = itertools.count(200)
         self._lock = threading.RLock()
         self._queue: List[Tuple[float, int, Callable, Any]] = []
@@ -652,6 +667,11 @@ class World:
         self._server.settings_log.append(_copy_settings(world_settings))
         return self._server.frame
 
+    def get_map(self) -> Any:
+        """Return the map (its name only)."""
+        self._server.check()
+        return SimpleNamespace(name='Carla/Maps/' + self._server.map_name)
+
     def tick(self, seconds: float = 10.0) -> int:
         """Advance one frame (synchronous mode) and return its id."""
         return self._server.advance()
@@ -740,6 +760,18 @@ class Client:
         """Return this client's version."""
         return CLIENT_VERSION
 
+    def get_available_maps(self) -> List[str]:
+        """Return the server's maps."""
+        return ['/Game/Carla/Maps/' + m for m in self._check().maps]
+
+    def load_world(self, map_name: str, reset_settings: bool = True) -> World:
+        """Switch the map (every actor is gone)."""
+        s = self._check()
+        s.map_name = map_name.split('/')[-1]
+        for i in list(s.actors):
+            s.destroy(i)
+        return s.world
+
     def apply_batch_sync(self, commands: List[Any], do_tick: bool = False
                          ) -> List[Response]:
         """Run SpawnActor/DestroyActor commands; one Response each."""
@@ -780,6 +812,7 @@ class FakeCarla:
     WorldSettings = WorldSettings
     BoundingBox = BoundingBox
     Timestamp = Timestamp
+    VehicleWheelLocation = _carla.VehicleWheelLocation
 
     def __init__(self) -> None:
         servers: Dict[Tuple[str, int], FakeServer] = {}

@@ -54,7 +54,7 @@ def test_carla_ros_velocity_round_trip(v: tuple, wx: float, wy: float,
                        [vel.x, vel.y, vel.z])
     w = carla.Vector3D(wx, wy, wz)
     ros_w = U.carla_to_ros_angular_velocity(w)
-    assert np.allclose(ros_w, np.radians([w.x, -w.y, -w.z]))
+    assert np.allclose(ros_w, np.radians([-w.x, w.y, -w.z]))
     assert np.allclose(U.ros_to_carla_angular_velocity(ros_w), [w.x, w.y, w.z],
                        atol=1e-9)
 
@@ -129,21 +129,37 @@ def test_left_turn_is_positive_ros_yaw_rate() -> None:
     assert np.allclose(U.carla_to_ros_point(fwd), heading, atol=1e-6)
 
 
+def _omega(R0: np.ndarray, R1: np.ndarray, dt: float) -> np.ndarray:
+    """Return w with R1 = (I + dt [w]x) R0 (the numeric v = w x r)."""
+    skew = (R1 @ R0.T - np.eye(3)) / dt
+    return np.array([skew[2, 1], skew[0, 2], skew[1, 0]])
+
+
 @pytest.mark.parametrize('axis', [0, 1, 2])
 def test_angular_velocity_matches_rotation_rate(axis: int) -> None:
-    """The rate conversion is the derivative of the rotation conversion."""
-    dt = 1e-3
-    w_deg = np.zeros(3)
-    w_deg[axis] = 40.0                       # roll, pitch, yaw rates, deg/s
-    r0 = carla.Rotation(0.0, 0.0, 0.0)
-    r1 = carla.Rotation(pitch=w_deg[1] * dt, yaw=w_deg[2] * dt,
-                        roll=w_deg[0] * dt)
-    R0 = F.rotation_matrix(*U.carla_to_ros_rotation(r0))
-    R1 = F.rotation_matrix(*U.carla_to_ros_rotation(r1))
-    skew = (R1 @ R0.T - np.eye(3)) / dt
-    omega = np.array([skew[2, 1], skew[0, 2], skew[1, 0]])
-    expected = U.carla_to_ros_angular_velocity(carla.Vector3D(*w_deg))
-    assert np.allclose(omega, expected, atol=1e-3)
+    """
+    The rate conversion turns UE4's physics angular velocity into REP-103's.
+
+    UE4's physics (PhysX) reports the ``v = w x r`` vector in UE numbers;
+    it is computed here from two ``carla.Transform.get_matrix()`` (the real
+    client's own rotation convention) a small step apart, for a roll, a
+    pitch and a yaw motion. Its conversion must equal the REP-103 rate of
+    the converted rotations: a pseudo-vector, ``(-x, y, -z)``.
+    """
+    dt = 1e-4
+    rates = np.zeros(3)
+    rates[axis] = 40.0                       # UE roll, pitch, yaw rates, deg/s
+    r0 = carla.Rotation(pitch=5.0, yaw=20.0, roll=-3.0)
+    r1 = carla.Rotation(pitch=r0.pitch + rates[1] * dt, yaw=r0.yaw + rates[2] * dt,
+                        roll=r0.roll + rates[0] * dt)
+    R_ue = [np.array(carla.Transform(carla.Location(), r).get_matrix())[:3, :3]
+            for r in (r0, r1)]
+    w_ue = np.degrees(_omega(R_ue[0], R_ue[1], dt))
+    R_ros = [F.rotation_matrix(*U.carla_to_ros_rotation(r)) for r in (r0, r1)]
+    expected = _omega(R_ros[0], R_ros[1], dt)
+    got = U.carla_to_ros_angular_velocity(carla.Vector3D(*w_ue))
+    assert np.linalg.norm(expected) > 0.5
+    assert np.allclose(got, expected, atol=1e-3)
 
 
 def test_carla_analytic_cases() -> None:

@@ -167,7 +167,11 @@ def test_launch_files_keep_discovery_local_unless_peers(name, monkeypatch) -> No
     assert env['ROS_AUTOMATIC_DISCOVERY_RANGE'] == 'LOCALHOST'
     assert 'ROS_STATIC_PEERS' not in env
     assert env['FASTDDS_DEFAULT_PROFILES_FILE'].endswith('fastdds.xml')
+    assert env.get('FASTRTPS_DEFAULT_PROFILES_FILE', '') in (
+        '', env['FASTDDS_DEFAULT_PROFILES_FILE'])  # Fast DDS 2.x's name where set
     context.launch_configurations['peers'] = '192.168.10.2, jetson'
     env = {a.args[0]: a.args[1] for a in opaque.kwargs['function'](context)}
     assert env['ROS_STATIC_PEERS'] == '192.168.10.2;jetson'
     assert env['FASTDDS_DEFAULT_PROFILES_FILE'].endswith('fastdds_udp.xml')
+    assert env.get('FASTRTPS_DEFAULT_PROFILES_FILE', '') in (
+        '', env['FASTDDS_DEFAULT_PROFILES_FILE'])  # Fast DDS 2.x's name where set

@@ -52,13 +52,22 @@ def test_scan_to_cones_over_dds(rclpy_context) -> None:
         mismatched.intensities = [1.0, 2.0]
         good = _scan_msg(ranges, a0, inc, 2.25)
 
-        def send() -> None:
-            # one at a time: the node keeps only the newest scan (depth 1)
-            for msg in (bad, mismatched, good):
-                pub.publish(msg)
-                h.spin_once(0.1)
-        assert h.spin_until(lambda: bool(got), 30.0, send), \
+        def send_good() -> None:
+            pub.publish(good)
+            h.spin_once(0.1)
+        # first the node's clock must be in effect (until then every scan is
+        # "future" and dropped before the checks): wait for cones of a good scan
+        assert h.spin_until(lambda: bool(got), 30.0, send_good), \
             'no cones received'
+        # then each bad scan a few times, one at a time (the node keeps only
+        # the newest scan, depth 1), then good scans again
+        for msg in (bad, mismatched):
+            for _ in range(5):
+                pub.publish(msg)
+                h.spin_once(0.2)
+        n = len(got)
+        assert h.spin_until(lambda: len(got) > n, 30.0, send_good), \
+            'no cones after the bad scans'
         h.spin_until(lambda: bool(markers), 2.0, period=0.1)
         msg = got[-1]
         assert msg.header.frame_id == 'ego_vehicle'
@@ -72,13 +81,12 @@ def test_scan_to_cones_over_dds(rclpy_context) -> None:
         assert markers and any(m.ns == 'lidar' for m in markers[-1].markers)
         assert h.proc.poll() is None  # bad scans did not kill it
     # one error line per input and 5 s (a flood of bad scans must not flood
-    # the log): the first bad scan that reached the checks is named (which
-    # one depends on when the node's clock arrived: the first may be dropped
-    # as future-stamped), the others are counted
+    # the log): the first bad scan is named, the others are only counted
     lines = [ln for ln in h.output.splitlines() if 'bad scan dropped' in ln]
-    assert lines, h.output
-    assert 'angle_increment' in lines[0] or 'intensities' in lines[0], lines[0]
-    assert len(lines) <= 1 + 30 // 5, lines
+    assert lines and 'angle_increment' in lines[0], h.output
+    assert len(lines) <= 2, lines
+    assert all(stamps.sec_from_stamp(m.header.stamp) == pytest.approx(2.25)
+               for m in got)  # no output from a bad scan
 
 
 @pytest.mark.dds

@@ -107,6 +107,8 @@ def test_dds_env_is_udp_only() -> None:
     """The rig's DDS environment selects a UDP-only Fast DDS profile."""
     env = netns_rig.dds_env('10.77.0.2')
     assert env['FASTDDS_DEFAULT_PROFILES_FILE'].endswith('fastdds_udp.xml')
+    assert env.get('FASTRTPS_DEFAULT_PROFILES_FILE', '') in (
+        '', env['FASTDDS_DEFAULT_PROFILES_FILE'])  # Fast DDS 2.x's name where set
     assert env['ROS_STATIC_PEERS'] == '10.77.0.2'
     with open(env['FASTDDS_DEFAULT_PROFILES_FILE'], encoding='utf-8') as f:
         text = f.read()

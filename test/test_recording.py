@@ -216,3 +216,114 @@ def test_replay_keeps_latched_ground_truth(bridge_bag: tuple,
         node.destroy_node()
     assert player.returncode == 0, out
     assert len(cones) == 1 and cones[0].width > 10
+
+
+def _pids_of(*words: str) -> list:
+    """Return the pids whose command line holds every word."""
+    out = []
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f'/proc/{entry}/cmdline', 'rb') as f:
+                argv = f.read().decode(errors='replace').split('\0')
+        except OSError:
+            continue
+        if all(any(w in a for a in argv) for w in words):
+            out.append(int(entry))
+    return out
+
+
+def _bag_counts(bag: Path) -> dict:
+    """Return messages per topic as rosbags reads them from the bag."""
+    from rosbags.rosbag2 import Reader
+    counts: dict = {}
+    with Reader(bag) as reader:
+        for conn, _t, _raw in reader.messages():
+            counts[conn.topic] = counts.get(conn.topic, 0) + 1
+    return counts
+
+
+@pytest.mark.dds
+@pytest.mark.slow
+def test_stalled_recorder_loss_is_reported(ros_domain: int,
+                                           tmp_path: Path) -> None:
+    """
+    A recorder stopped for 6 s in a paced run: the loss is counted, not hidden.
+
+    Paced at real time with no lockstep (``--profile sim_pc`` keeps the
+    config), the bridge does not wait for a recorder that is SIGSTOPped, so
+    frames are lost in DDS; the runner's table must show the true number:
+    per topic, what the bridge published minus what rosbags reads from
+    the bag, and the images left out by ``--record-exclude`` as excluded.
+    """
+    import signal
+    import threading
+    bag = tmp_path / 'stalled'
+    proc = subprocess.Popen(
+        [sys.executable, '-m', 'hil_bridge.tools.cli', 'run',
+         '--profile', 'sim_pc', '--scenario', 'acceleration',
+         '--duration', '10', '--record', str(bag), '--no-report',
+         '--record-exclude', '*/rgb_right/image',
+         '--set', 'hil_bridge.rig=ci_rig.yaml',
+         '--set', 'hil_bridge.cruise=true'],
+        cwd=str(ROOT), env=dict(os.environ), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    lines: list = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout),
+                              daemon=True)
+    reader.start()
+    stalled = []
+    try:
+        deadline = time.monotonic() + 120.0
+        while time.monotonic() < deadline and proc.poll() is None and \
+                not any('recorder matched' in x for x in lines):
+            time.sleep(0.1)
+        assert proc.poll() is None, ''.join(lines)[-3000:]
+        time.sleep(1.0)  # a second of frames recorded, then stall
+        stalled = _pids_of('hil_bridge.tools.recorder', str(bag))
+        assert len(stalled) == 1, stalled
+        os.kill(stalled[0], signal.SIGSTOP)
+        time.sleep(6.0)
+        os.kill(stalled[0], signal.SIGCONT)
+        proc.wait(timeout=180.0)
+    finally:
+        for pid in stalled:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        reader.join(timeout=10.0)
+    out = ''.join(lines)
+    assert proc.returncode == 0, out[-4000:]
+    result = json.loads(out.split('REFEREE_RESULT ', 1)[1].splitlines()[0])
+    published = result['published']
+    counts = _bag_counts(bag)
+    table = {}
+    for line in out.split('[carla-hil] recording', 1)[1].splitlines()[2:]:
+        parts = line.split()
+        if len(parts) == 4 and parts[0].startswith('/'):
+            table[parts[0]] = parts[1:]
+    excluded = '/carla/ego_vehicle/rgb_right/image'
+    assert table[excluded] == [str(published[excluded]), 'excluded', '-']
+    assert excluded not in counts
+    missing = 0
+    for topic, n in published.items():
+        if topic == excluded:
+            continue
+        # the table's figures are the bag's, read by an independent reader
+        want = [str(n), str(counts.get(topic, 0)),
+                str(max(0, n - counts.get(topic, 0)))]
+        assert table[topic] == want, (topic, table[topic], want)
+        missing += n - counts.get(topic, 0)
+    # 6 s at 20 Hz is more than the recorder's queues hold: frames lost
+    assert published['/carla/ego_vehicle/lidar'] - \
+        counts['/carla/ego_vehicle/lidar'] > 20, table
+    total = sum(n for t, n in published.items() if t != excluded)
+    print(f'[test] recorder stopped 6 s: {missing} of {total} messages '
+          'missing, as the table says')
+    assert f'recorded {total - missing} of {total} messages the bridge ' \
+        f'published on recorded topics: {missing} missing' in out

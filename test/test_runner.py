@@ -3,6 +3,7 @@
 """The carla-hil runner: process lists, supervision, MCAP, reports."""
 
 import json
+import math
 import os
 from pathlib import Path
 import re
@@ -148,7 +149,7 @@ def _synthetic_run(path: Path, chunk_size: int = 1024 * 1024) -> None:
                                [1.0] * len(gt_xyz), 0.0, 'map')
     msgs.append(('ground_truth_cones', gt, 0.0))
     ev = DiagnosticArray()
-    ev.header = stamps.make_header(3.0, 'map')
+    ev.header = stamps.make_header(4.0, 'map')
     ev.status = [DiagnosticStatus(name='referee/cone_hit', message='cone_hit',
                                   values=[KeyValue(key='x', value='6.0'),
                                           KeyValue(key='y', value='0.2')])]
@@ -195,8 +196,21 @@ def test_report_from_recording(tmp_path) -> None:
     assert figures['referee_result'] == {'status': 'finished'}
     # the car drove 0.3 m left of the centre line between the cone pairs
     assert figures['cross_track_error_m']['mean'] == pytest.approx(0.3)
+    # signed: + towards the blue cones (left, y = +1.5)
+    assert figures['cross_track_error_m']['mean_signed'] == pytest.approx(0.3)
     lap = figures['laps'][0]
     assert lap['time_s'] == 6.0 and len(lap['splits_s']) == 3
+    assert lap['cones_hit'] == 1  # the hit at t = 4 s, in the lap 3-9 s
+    # range error of the detection (5, 1.5) m ahead: against the truth
+    # cone 5 m on (true range hypot(5, 1.2)) when the car is at x = 0, 5,
+    # 10, 15 m; the one 1 m short of it (hypot(6, 1.2)) at x = 4, 9, 14 m
+    from hil_bridge.tools import report
+    run = report.load_run(str(path))
+    row = report.recall_by_range(run, 'fused')[1]  # 5-10 m
+    good = math.hypot(5, 1.5) - math.hypot(5, 1.2)
+    far = math.hypot(5, 1.5) - math.hypot(6, 1.2)
+    assert row['range_error_median_m'] == pytest.approx(good)
+    assert row['range_bias_m'] == pytest.approx((4 * good + 3 * far) / 7)
     assert sum(lap['splits_s']) == pytest.approx(6.0, abs=0.01)
     # the one detected cone (5, 1.5 in the car frame) is the truth cone
     # at x = car + 5 while it is in view
@@ -212,6 +226,11 @@ def test_report_from_recording(tmp_path) -> None:
     assert page.count('data:image/png;base64,') == 3
     assert 'blue cones (truth)' not in page  # legend is in the PNG
     assert '<td>cones hit</td>' in page
+    assert 'recorded per frame' in page and 'range error (m)' in page
+    # the command line: `carla-hil report BAG --out DIR`; a bad bag is one line
+    assert report.main([str(path), '--out', str(tmp_path / 'cli')]) == 0
+    assert (tmp_path / 'cli' / 'report.html').is_file()
+    assert report.main([str(tmp_path / 'nope'), '--out', str(tmp_path / 'x')]) == 2
 
 
 def test_truncated_recording_still_reads(tmp_path) -> None:
@@ -392,6 +411,20 @@ def test_recording_table_counts_missing() -> None:
     assert by['/img']['recorded'] is None
     text = '\n'.join(cli.format_recording(rows))
     assert 'recorded 17 of 20 messages' in text and '3 missing' in text
+    assert 'WARNING' not in text
+    # --record-topics: what it leaves out is not missing
+    rows = cli.recording_table({'/clock': 10, '/lidar': 10, '/img': 10},
+                               {'/clock': 10, '/lidar': 9},
+                               only=['/clock', '/l*'])
+    by = {r['topic']: r for r in rows}
+    assert by['/img']['recorded'] is None and by['/lidar']['missing'] == 1
+    assert 'recorded 19 of 20 messages' in '\n'.join(cli.format_recording(rows))
+    # more recorded than published: another publisher on the domain
+    rows = cli.recording_table({'/clock': 10}, {'/clock': 12})
+    assert rows[0]['missing'] == 0 and rows[0]['extra'] == 2
+    text = '\n'.join(cli.format_recording(rows))
+    assert 'WARNING: 2 messages more than the bridge published on 1 topics ' \
+        '(/clock)' in text
 
 
 def test_progress_line() -> None:
@@ -412,3 +445,90 @@ def test_progress_line() -> None:
     # 2 laps left at 20 s minus 10 s done = 30 s of sim time at 2x = 15 s
     assert p.eta() == pytest.approx(15.0)
     assert 'ETA 0:15' in line
+    # the laps left take as long as the last one (lap 1 explores slowly)
+    p.on_clock(36.0, 118.0)
+    p.on_event('lap', {'sim_time': '36.0', 'lap': '2', 'lap_time': '16.0'})
+    assert p.eta() == pytest.approx(16.0 / 2.0)
+
+
+def test_run_exit_code_pass_through() -> None:
+    """2, 3 and 130 of any node pass through; a crash or a signal is 2."""
+    assert cli.run_exit_code('hil_bridge', 0, {'status': 'finished'}, False) == 0
+    assert cli.run_exit_code('hil_bridge', 3, None, False) == 3
+    assert cli.run_exit_code('vision_cone_detector', 2, None, False) == 2
+    assert cli.run_exit_code('cone_fusion', 130, None, False) == 130
+    assert cli.run_exit_code('cone_fusion', 1, None, False) == 2
+    assert cli.run_exit_code('cone_fusion', -9, None, False) == 2
+    assert cli.run_exit_code('cone_fusion', 0, None, False) == 2
+
+
+#: start-up lines of the onboard nodes (each logs once its imports are done)
+_NODES_UP = ('[cone_drive_planner] [', '[lidar_cone_detector] [',
+             '[vision_cone_detector] [', '[cone_fusion] [', '[aeb_controller] [')
+
+
+@pytest.mark.dds
+@pytest.mark.slow
+def test_ctrl_c_exits_130_in_every_profile(ros_domain, tmp_path) -> None:
+    """
+    Ctrl-C (SIGINT to the runner) gives exit code 130 in every profile.
+
+    ``sim_pc`` and ``onboard`` run together in the test's domain (the two
+    machines of a HIL rig), ``all`` in a second one; each is interrupted
+    once its nodes are up. The ``all`` run still ends with its result table and
+    the report of what ran until then.
+    """
+    import signal
+    import threading
+    from hil_bridge.tools.domains import lease_domain
+    base = [sys.executable, '-m', 'hil_bridge.tools.cli', 'run',
+            '--scenario', 'ci_trackdrive', '--progress-every', '1']
+    rig = ['--set', 'hil_bridge.rig=ci_rig.yaml',
+           '--set', 'vision_cone_detector.rig=ci_rig.yaml']
+    other = lease_domain()
+    runs = {
+        'sim_pc': (base + ['--profile', 'sim_pc', '--no-report'] + rig,
+                   ('builtin backend ready',), ros_domain),
+        'onboard': (base + ['--profile', 'onboard'] + rig, _NODES_UP,
+                    ros_domain),
+        'all': (base + ['--profile', 'all', '--out', str(tmp_path / 'all')]
+                + rig, _NODES_UP + ('builtin backend ready',), other.domain)}
+    procs, lines = {}, {}
+    try:
+        for name, (argv, _ready, domain) in runs.items():
+            env = dict(os.environ, ROS_DOMAIN_ID=str(domain))
+            procs[name] = subprocess.Popen(
+                argv, cwd=str(HERE.parent), env=env, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+            lines[name] = []
+            threading.Thread(target=lambda p=procs[name], out=lines[name]:
+                             out.extend(p.stdout), daemon=True).start()
+        deadline = time.monotonic() + 120.0
+        waiting = set(runs)
+        while waiting and time.monotonic() < deadline:
+            for name in list(waiting):
+                assert procs[name].poll() is None, ''.join(lines[name])[-3000:]
+                text = ''.join(lines[name])
+                if all(marker in text for marker in runs[name][1]):
+                    waiting.discard(name)
+            time.sleep(0.2)
+        assert not waiting, {n: ''.join(lines[n])[-1500:] for n in waiting}
+        time.sleep(1.0)
+        for proc in procs.values():
+            proc.send_signal(signal.SIGINT)
+        codes = {name: proc.wait(timeout=120.0) for name, proc in procs.items()}
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        other.release()
+    time.sleep(0.5)  # the reader threads take the last lines
+    outs = {name: ''.join(x) for name, x in lines.items()}
+    assert codes == {'sim_pc': 130, 'onboard': 130, 'all': 130}, \
+        {n: o[-1500:] for n, o in outs.items()}
+    for name, out in outs.items():
+        assert '[carla-hil] exit code 130' in out, out[-2000:]
+        assert 'Traceback' not in out, out[-3000:]
+    assert 'exit code          130' in outs['all']  # in the result table
+    assert (tmp_path / 'all' / 'report.html').is_file(), outs['all'][-2000:]

@@ -253,9 +253,13 @@ def test_runner_keeps_discovery_local_unless_peers(monkeypatch: pytest.MonkeyPat
     env = dds_environment()
     assert env['ROS_AUTOMATIC_DISCOVERY_RANGE'] == 'LOCALHOST'
     assert env['FASTDDS_DEFAULT_PROFILES_FILE'].endswith('fastdds.xml')
+    assert env.get('FASTRTPS_DEFAULT_PROFILES_FILE', '') in (
+        '', env['FASTDDS_DEFAULT_PROFILES_FILE'])  # Fast DDS 2.x's name where set
     env = dds_environment(parse_peers('192.168.10.2,jetson'))
     assert env['ROS_STATIC_PEERS'] == '192.168.10.2;jetson'
     assert env['FASTDDS_DEFAULT_PROFILES_FILE'].endswith('fastdds_udp.xml')
+    assert env.get('FASTRTPS_DEFAULT_PROFILES_FILE', '') in (
+        '', env['FASTDDS_DEFAULT_PROFILES_FILE'])  # Fast DDS 2.x's name where set
     monkeypatch.setenv('ROS_DISTRO', 'humble')
     assert dds_environment()['ROS_LOCALHOST_ONLY'] == '1'
     monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'SUBNET')

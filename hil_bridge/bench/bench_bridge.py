@@ -21,7 +21,7 @@ tables, each with a baseline measured in the same run:
 
 Frames come from the built-in simulator (rendered before timing starts and
 replayed with new stamps). Both processes use carla_hil's Fast DDS profile
-(``config/fastdds.xml``, unless FASTDDS_DEFAULT_PROFILES_FILE is set). Run
+(``config/fastdds.xml``, unless a profile variable is set). Run
 it on a quiet machine; figures on a loaded one are pessimistic.
 """
 

@@ -17,6 +17,11 @@ cones, the rig's sensors (``hil_rig``: two 1288x964 RGB cameras and the
   client plus the wait until every sensor's data of that frame has
   arrived in its ``listen`` callback (each callback copies the buffer into
   numpy, as a bridge does) - a server subprocess on local TCP;
+* ``CARLA backend``: ``CarlaBackend.step`` (the bridge's backend: tick,
+  wait for the due sensors, zero-copy bgr8/lidar conversion, actor states
+  incl. the wheel angle read back, referee) with the same rig and
+  scenario against a server subprocess; its wall time per frame minus the
+  raw client's is the bridge overhead per frame;
 * ``built-in backend``: ``BuiltinBackend.step`` with the same rig (the
   project's simulator without any wire), the reference;
 
@@ -138,6 +143,31 @@ def through_client(scenario: str, rig: List[SensorSpec], frames: int, dt: float
             'client_cpu': client_cpu}
 
 
+def through_backend(scenario: str, rig: List[SensorSpec], frames: int, dt: float
+                    ) -> Dict[str, float]:
+    """Return frames/s and CPU ms/frame (server, client) of ``CarlaBackend.step``."""
+    from hil_bridge.carla_backend.backend import CarlaBackend
+    with serve() as s:
+        be = CarlaBackend(host='127.0.0.1', port=s.port, timeout=20.0,
+                          fixed_delta_seconds=dt)
+        try:
+            be.setup(load_scenario(scenario), rig)
+            be.apply_control(VehicleControl(throttle=0.3))
+            for _ in range(3):
+                be.step(dt)
+            t0, c0, s0 = time.perf_counter(), time.process_time(), _cpu_seconds(s.proc.pid)
+            for _ in range(frames):
+                frame = be.step(dt)
+            fps = frames / (time.perf_counter() - t0)
+            client_cpu = (time.process_time() - c0) / frames * 1e3
+            server_cpu = (_cpu_seconds(s.proc.pid) - s0) / frames * 1e3
+            if set(frame.sensors) != {spec.sensor_id for spec in rig}:
+                raise RuntimeError(f'frame {frame.frame} lacks sensors: {sorted(frame.sensors)}')
+        finally:
+            be.teardown()
+    return {'fps': fps, 'cpu': server_cpu, 'client_cpu': client_cpu}
+
+
 def builtin(scenario: str, rig: List[SensorSpec], frames: int, dt: float
             ) -> Dict[str, float]:
     """Return steps/s and CPU ms per step of the built-in backend with the same rig."""
@@ -166,22 +196,30 @@ def main(argv=None) -> int:
              for s in rig if s.blueprint == 'sensor.camera.rgb']
     print(f'rig {args.rig}: {cams} cameras {sizes}, {len(rig) - cams} lidar; '
           f'scenario {args.scenario}; dt {args.dt} s; {args.frames} frames')
-    runs: Dict[str, List[Dict[str, float]]] = {'client': [], 'server': [], 'builtin': []}
+    runs: Dict[str, List[Dict[str, float]]] = {'client': [], 'server': [], 'builtin': [],
+                                               'backend': []}
     for _ in range(args.repeats):        # interleaved: the machine's load varies
         runs['client'].append(through_client(args.scenario, rig, args.frames, args.dt))
+        runs['backend'].append(through_backend(args.scenario, rig, args.frames, args.dt))
         runs['server'].append(server_only(args.scenario, rig, args.frames, args.dt))
         runs['builtin'].append(builtin(args.scenario, rig, args.frames, args.dt))
     best = {k: max(v, key=lambda r: r['fps']) for k, v in runs.items()}
     print(f'load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; best of '
           f'{args.repeats} runs')
     print(f'{"measurement":<26}{"frames/s":>10}{"x client":>10}{"CPU ms/frame":>14}')
-    for name, key in (('through the client', 'client'), ('server only', 'server'),
-                      ('built-in backend', 'builtin')):
+    for name, key in (('through the client', 'client'), ('CARLA backend', 'backend'),
+                      ('server only', 'server'), ('built-in backend', 'builtin')):
         r = best[key]
         print(f'{name:<26}{r["fps"]:>10.1f}{r["fps"] / best["client"]["fps"]:>10.2f}'
               f'{r["cpu"]:>14.1f}')
     print(f'  (through the client: server process {best["client"]["cpu"]:.1f} + client '
           f'process {best["client"]["client_cpu"]:.1f} CPU ms per frame)')
+    print(f'  (CARLA backend: server process {best["backend"]["cpu"]:.1f} + bridge '
+          f'process {best["backend"]["client_cpu"]:.1f} CPU ms per frame)')
+    wall = 1e3 / best['backend']['fps'] - 1e3 / best['client']['fps']
+    cpu = best['backend']['client_cpu'] - best['client']['client_cpu']
+    print(f'bridge overhead per frame (CARLA backend - raw client): {wall:+.1f} ms wall, '
+          f'{cpu:+.1f} ms CPU in the client process')
     print(f'sensor bytes per frame through the client: {best["client"]["bytes"] / 1e6:.2f} MB')
     return 0
 

@@ -104,6 +104,8 @@ PARAMS = [
     ParamSpec('host', 'CARLA server host'),
     ParamSpec('port', 'CARLA server port', lo=1, hi=65535),
     ParamSpec('timeout', 'CARLA client timeout (s)', lo=0.1, hi=600.0),
+    ParamSpec('carla_map', "CARLA map to run on ('' = the scenario's map; '-' = whatever "
+              'the server has)'),
     ParamSpec('role_name', 'role name of the ego vehicle ({role} in topics)'),
     ParamSpec('scenario', 'scenario name (config/scenarios) or YAML path'),
     ParamSpec('rig', 'sensor rig name (config/sensors) or path; "" = the '
@@ -194,7 +196,9 @@ def make_backend(values: Dict[str, Any]) -> Backend:
                             timeout=float(values['timeout']),
                             role_name=values['role_name'],
                             synchronous=bool(values['synchronous_mode']),
-                            fixed_delta_seconds=float(values['fixed_delta_seconds']))
+                            fixed_delta_seconds=float(values['fixed_delta_seconds']),
+                            map_name=None if not values['carla_map'] else
+                            ('' if values['carla_map'] == '-' else str(values['carla_map'])))
     from hil_bridge.sim.builtin_backend import BuiltinBackend
     return BuiltinBackend(seed=int(values['seed']),
                           render_cameras=bool(values['render_cameras']))
@@ -273,6 +277,7 @@ class BridgeNode(Node):
         #: messages published per topic name (the runner compares a
         #: recording's counts with these)
         self.published: Dict[str, int] = {}
+        self.republished = 0  # first frame re-sent while waiting (in ``published``)
         self.bridge_services = [
             self.create_service(SetBool, '~/pause', self._srv_pause),
             self.create_service(Trigger, '~/step', self._srv_step),
@@ -331,20 +336,29 @@ class BridgeNode(Node):
         if isinstance(info, dict) and info.get('publisher_gid'):
             gid = bytes(info['publisher_gid'].get('data', b''))
         topic = self.topic_names[key]
+        if gid is None and self.guard.strict:
+            # no publisher gid in MessageInfo (rclpy before 8: Humble, Jazzy): judge
+            # by the topic's publishers now, not as the last check saw them (an
+            # intruder would be obeyed until the next check)
+            self._update_publishers(topic)
         if not self.guard.allows(topic, gid):
             self._warn(f'source/{key}', f'{topic}: message from a publisher that is not '
                        f'expected ignored (strict_sources; {self.guard.ignored[topic]} so far)')
             return False
         return True
 
+    def _update_publishers(self, topic: str) -> None:
+        """Feed the guard the graph's publishers of ``topic``; log alarms."""
+        eps = [Endpoint(i.node_name, i.node_namespace, bytes(i.endpoint_gid))
+               for i in self.get_publishers_info_by_topic(topic)]
+        for line in self.guard.update(topic, eps):
+            self.get_logger().error(line)
+
     def check_sources(self) -> None:
         """Compare the graph's command publishers and service clients with the contract."""
         try:
-            for key, topic in self.topic_names.items():
-                eps = [Endpoint(i.node_name, i.node_namespace, bytes(i.endpoint_gid))
-                       for i in self.get_publishers_info_by_topic(topic)]
-                for line in self.guard.update(topic, eps):
-                    self.get_logger().error(line)
+            for topic in self.topic_names.values():
+                self._update_publishers(topic)
             clients: Dict[str, List[Endpoint]] = {
                 s.service_name: [] for s in self.bridge_services}
             me = (self.get_name(), self.get_namespace())
@@ -532,7 +546,8 @@ class BridgeNode(Node):
                     'controller': dict(self.llc.counters),
                     'sources': self.guard.summary(),
                     'rejected_commands': {k: dict(g.rejected) for k, g in self.gates.items()},
-                    'published': dict(sorted(self.published.items()))})
+                    'published': dict(sorted(self.published.items())),
+                    'republished_frames': self.republished})
         return out
 
     def request_stop(self, signum: int = 0, _frame: object = None) -> None:
@@ -552,6 +567,8 @@ class BridgeNode(Node):
             except BackendError as err:
                 where = (f"CARLA at {self.values['host']}:{self.values['port']}"
                          if self.values['backend'] == 'carla' else 'the built-in simulator')
+                if not getattr(err, 'retry', True):
+                    raise  # e.g. the scenario's map is not on the server
                 if time.monotonic() >= deadline or not self._running():
                     raise BackendError(
                         f'cannot set up {where}: {err}. Check that the server runs, '
@@ -638,6 +655,7 @@ class BridgeNode(Node):
                 if waiting_first and time.monotonic() - last_pub > REPUBLISH_PERIOD:
                     # nodes that came up after frame k was sent still get it
                     self.publish_frame(frame)
+                    self.republished += 1
                     last_pub = time.monotonic()
                 continue
             if decision.message:
@@ -682,6 +700,7 @@ class BridgeNode(Node):
             if self.recorder.wait_ack(frame.sim_time, REPUBLISH_PERIOD, self._running):
                 return
             self.publish_frame(frame)
+            self.republished += 1
         if self.recorder.acked < frame.sim_time - 1e-6:
             self.get_logger().warning('no recorder_status within '
                                       f'{limit:g} s; running without it')

@@ -8,7 +8,11 @@ yaw rate into actuator commands and implements the safety functions (manual
 override, emergency brake, command watchdog). :class:`LowLevelController`
 does the same for the simulator and returns a CARLA-style
 :class:`~hil_bridge.bridge.backend.VehicleControl` (throttle 0..1, brake 0..1,
-steer -1..1 with **steer > 0 = right**). No rclpy: planners can reuse it
+steer -1..1 with **steer > 0 = right**, a fraction of the profile's
+``max_steer``: the road-wheel angle is ``-steer * max_steer`` in REP-103;
+the CARLA backend turns it into CARLA's steer through the vehicle's own
+physics control, see ``hil_bridge.carla_backend.backend.Steering``).
+No rclpy: planners can reuse it
 in-process for their own closed-loop tests::
 
     llc = LowLevelController(load_vehicle_profile('fs_car'), LLCParams())

@@ -56,6 +56,10 @@ class Scenario:
     actors: List[ActorSpec] = field(default_factory=list)
     track: Optional[Any] = None
     rig: str = 'hil_rig.yaml'
+    #: the CARLA map the poses belong to (``map:`` in the file; '' = any:
+    #: the server's current map); the CARLA backend loads it when the
+    #: server has another
+    map_name: str = ''
     laps: int = 1
     timeout: float = 120.0
     source: str = ''
@@ -65,7 +69,7 @@ class Scenario:
 
 
 # ----------------------------------------------------------------- loading
-SCENARIO_KEYS = ('name', 'mission', 'ego', 'actors', 'track', 'rig', 'laps',
+SCENARIO_KEYS = ('name', 'mission', 'ego', 'actors', 'track', 'rig', 'map', 'laps',
                  'timeout', 'description', 'node_params')
 ACTOR_KEYS = ('role_name', 'blueprint', 'profile', 'pose', 'size',
               'initial_speed', 'behaviour')
@@ -338,12 +342,16 @@ def load_scenario(name_or_path: str, **overrides: Any) -> Scenario:
     rig = data.get('rig', 'hil_rig.yaml')
     if not isinstance(rig, str) or not rig:
         raise w.error(('rig',), f'expected a rig file name, got {rig!r}')
+    map_name = data.get('map', '') or ''
+    if not isinstance(map_name, str):
+        raise w.error(('map',), f'expected a CARLA map name, got {map_name!r}')
     node_params = data.get('node_params') or {}
     if not isinstance(node_params, dict) or not all(
             isinstance(v, dict) for v in node_params.values()):
         raise w.error(('node_params',), 'expected {node: {param: value}}')
     return Scenario(name=name, mission=mission, ego=ego, actors=actors,
-                    track=track, rig=rig, laps=int(laps), timeout=timeout,
+                    track=track, rig=rig, map_name=map_name.strip(), laps=int(laps),
+                    timeout=timeout,
                     source=path,
                     node_params={str(k): dict(v)
                                  for k, v in node_params.items()})

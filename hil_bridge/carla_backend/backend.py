@@ -43,6 +43,7 @@ import logging
 import math
 import os
 import signal
+import socket
 import threading
 import time
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
@@ -108,6 +109,27 @@ def camera_intrinsics(width: int, height: int, fov_deg: float) -> np.ndarray:
                      [0.0, 0.0, 1.0]])
 
 
+class SlowServer(BackendError):
+    """The server is alive (accepts connections) but did not answer in time."""
+
+
+class SetupError(BackendError):
+    """A set-up error retrying cannot fix (e.g. the scenario's map is not on the server)."""
+
+    retry = False
+
+
+#: role_name of the cone props this backend spawns (found again after a crash)
+CONE_ROLE = 'hil_cone'
+#: role_name of the ego's collision sensor
+COLLISION_ROLE = 'hil_collision'
+
+
+def map_basename(name: str) -> str:
+    """Return the bare map name of ``Town``, ``Carla/Maps/Town`` or ``/Game/.../Town``."""
+    return str(name).strip().rstrip('/').split('/')[-1]
+
+
 def _version_core(version: str) -> Tuple[str, ...]:
     """Return the leading ``major.minor.patch`` parts of a version string."""
     core = str(version).strip().split('-')[0]
@@ -138,11 +160,16 @@ class FrameAssembler:
     Collect sensor data per CARLA frame and decide when a frame is complete.
 
     ``periods`` maps sensor id to its ``sensor_tick`` (s, 0 = every frame);
-    ``dt`` is the fixed frame period (s). In synchronous mode a sensor is
-    due ``ceil(period / dt)`` frames after its last delivery (every frame
-    for period <= dt); asynchronously, when ``period`` seconds have passed.
-    A sensor never heard of is due. Thread-safe: ``add`` runs in CARLA's
-    callback threads, the rest in the bridge's thread.
+    ``dt`` is the frame period (s). A sensor's schedule is a time grid
+    anchored at a delivery: it is due at the first frame whose sim time
+    reaches the next grid point ``anchor + k * period`` (as CARLA's actor
+    tick interval and ``carla-hil serve`` schedule it), matched by the
+    frame numbers and times its data carries, not by a predicted frame
+    count (``ceil(period / dt)`` is wrong whenever period / dt is not an
+    integer). A delivery off the grid re-anchors it (counted in
+    ``stats['reanchored']``). A sensor never heard of is due. Thread-safe:
+    ``add`` runs in CARLA's callback threads, the rest in the bridge's
+    thread.
     """
 
     def __init__(self, periods: Dict[str, float], dt: float,
@@ -161,20 +188,59 @@ class FrameAssembler:
             s: deque(maxlen=16) for s in self.periods}
         self._missed: Dict[str, int] = dict.fromkeys(self.periods, 0)
         self._ignored: Dict[str, bool] = dict.fromkeys(self.periods, False)
+        #: per sensor: (anchor time, next grid time) of its schedule (s)
+        self._grid: Dict[str, Tuple[float, float]] = {}
         self.emitted = -1
         self.stats: Dict[str, int] = {'stale': 0, 'missing': 0,
-                                      'incomplete_dropped': 0}
+                                      'incomplete_dropped': 0, 'reanchored': 0}
 
-    def frames_between(self, period: float) -> int:
-        """Return after how many frames a sensor with ``period`` is due."""
-        if period <= 0.0 or self.dt <= 0.0:
-            return 1
-        return max(1, int(math.ceil(period / self.dt - 1e-6)))
+    #: slack on sim-time comparisons (s): frame times are sums of float deltas
+    EPS = 1e-4
+
+    def _schedule(self, sensor_id: str, t: float) -> None:
+        """Move a sensor's grid past its delivery at sim time ``t`` (locked)."""
+        period = self.periods.get(sensor_id, 0.0)
+        if period <= 0.0:
+            return
+        grid = self._grid.get(sensor_id)
+        anchor = t if grid is None else grid[0]
+        k = math.floor((t - anchor) / period + self.EPS / period)
+        if t - (anchor + k * period) >= max(self.dt, self.EPS) - self.EPS:
+            # not the first frame after a grid point: a new schedule
+            self.stats['reanchored'] += 1
+            anchor, k = t, 0
+        self._grid[sensor_id] = (anchor, anchor + (k + 1) * period)
+
+    def wait_heard(self, frame: int, sensors: List[str], timeout: float) -> None:
+        """Wait up to ``timeout`` s until each of ``sensors`` delivered for ``frame`` or later."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                late = [s for s in sensors
+                        if not any(f >= frame for f, _ in self._history.get(s, ()))]
+                remaining = deadline - time.monotonic()
+                if not late or remaining <= 0.0:
+                    return
+                self._cond.wait(remaining)
+
+    def discard(self) -> None:
+        """Drop every pending frame (warm-up data); schedules stay."""
+        with self._cond:
+            if self._pending:
+                self.emitted = max(self.emitted, max(self._pending))
+            self._pending.clear()
+
+    def heard(self) -> List[str]:
+        """Return the sensors that delivered at least once."""
+        with self._cond:
+            return [s for s, h in self._history.items() if h]
 
     def add(self, sensor_id: str, payload: _Payload) -> bool:
         """Store one sensor's data; return False when it is stale."""
         with self._cond:
             hist = self._history.setdefault(sensor_id, deque(maxlen=16))
+            if not hist or payload.frame > hist[-1][0]:
+                self._schedule(sensor_id, payload.timestamp)
             hist.append((payload.frame, payload.timestamp))
             if self._ignored.get(sensor_id):
                 self._ignored[sensor_id] = False
@@ -212,13 +278,13 @@ class FrameAssembler:
                 if self._ignored.get(sid):
                     continue
                 last = self._last_before(sid, frame)
-                if last is None:
+                grid = self._grid.get(sid)
+                if last is None or period <= 0.0 or grid is None:
                     out.append(sid)
-                elif self.synchronous:
-                    if frame - last[0] >= self.frames_between(period):
-                        out.append(sid)
-                elif t - last[1] >= period - 1e-3:
+                elif t >= grid[1] - self.EPS:
                     out.append(sid)
+                elif any(f == frame for f, _ in self._history.get(sid, ())):
+                    out.append(sid)          # it delivered for this frame
             return out
 
     def _take(self, frame: int, missing: List[str]) -> Dict[str, _Payload]:
@@ -289,6 +355,60 @@ class FrameAssembler:
 
 
 # --------------------------------------------------------------------------
+# steering through the vehicle's own physics control
+
+
+@dataclass
+class Steering:
+    """
+    How a CARLA vehicle turns its front wheels (from its physics control).
+
+    CARLA turns each wheel by ``steer x max_steer_angle`` of that wheel
+    (``get_physics_control().wheels``, degrees) times the steering curve
+    at the current forward speed (``steering_curve``: (km/h, factor)
+    points, linear in between, held beyond the ends). ``max_angle`` (rad)
+    is the front wheels' mean ``max_steer_angle``.
+    """
+
+    max_angle: float
+    curve: Tuple[Tuple[float, float], ...] = ()
+    #: front-to-rear axle distance from the wheel positions (m; 0 = unknown)
+    wheelbase: float = 0.0
+
+    @classmethod
+    def of(cls, physics_control: Any, what: str) -> 'Steering':
+        """Read a ``carla.VehiclePhysicsControl``; BackendError if it cannot steer."""
+        wheels = list(physics_control.wheels)
+        front = [abs(float(w.max_steer_angle)) for w in wheels[:2]]
+        if not front or not all(math.isfinite(a) for a in front) or max(front) <= 0.0:
+            raise BackendError(f'{what}: the front wheels have no max_steer_angle '
+                               f'({front} deg): the vehicle cannot steer')
+        curve = tuple(sorted((float(p.x), float(p.y))
+                             for p in physics_control.steering_curve))
+        wheelbase = 0.0
+        try:
+            pos = np.array([[w.position.x, w.position.y, w.position.z]
+                            for w in wheels], np.float64) / 100.0   # UE cm -> m
+            if len(pos) == 4 and np.all(np.isfinite(pos)):
+                wheelbase = float(np.linalg.norm(pos[:2].mean(0) - pos[2:].mean(0)))
+        except (AttributeError, TypeError):
+            pass
+        return cls(math.radians(sum(front) / len(front)), curve, wheelbase)
+
+    def factor(self, speed: float) -> float:
+        """Return the steering curve's factor at ``speed`` (m/s, any sign)."""
+        if not self.curve:
+            return 1.0
+        xs, ys = zip(*self.curve)
+        return max(float(np.interp(abs(speed) * 3.6, xs, ys)), 1e-3)
+
+    def carla_steer(self, angle: float, speed: float) -> float:
+        """Return the CARLA steer (-1..1) for a road-wheel angle (rad, > 0 right)."""
+        steer = angle / (self.max_angle * self.factor(speed))
+        return min(max(steer, -1.0), 1.0)
+
+
+# --------------------------------------------------------------------------
 # the backend
 
 
@@ -326,7 +446,11 @@ class CarlaBackend(Backend):
     to CARLA props; ``cone_z`` is the height (m, REP-103 ``map``) at which
     cones are placed (static props do not fall); ``collision_sensor``
     attaches ``sensor.other.collision`` to the ego for cone_hit and
-    collision events; ``logger`` is a ``logging.Logger`` or rclpy logger.
+    collision events; ``logger`` is a ``logging.Logger`` or rclpy logger;
+    ``map_name`` the CARLA map to run on (None = the scenario's ``map``,
+    '' = whatever the server has); ``tcp_probe`` checks the RPC port with a
+    plain TCP connection before connecting and after a failed call (off for
+    an in-process fake server).
     """
 
     def __init__(self, host: str = 'localhost', port: int = 2000,
@@ -336,8 +460,8 @@ class CarlaBackend(Backend):
                  retry_delay: float = 1.0, max_missed: int = 5,
                  cone_blueprints: Optional[Dict[int, str]] = None,
                  cone_z: float = 0.0, collision_sensor: bool = True,
-                 carla_module: Any = None, logger: Optional[_Log] = None
-                 ) -> None:
+                 carla_module: Any = None, logger: Optional[_Log] = None,
+                 map_name: Optional[str] = None, tcp_probe: bool = True) -> None:
         def positive(name: str, value: Any, allow_zero: bool = False
                      ) -> float:
             v = float(value)
@@ -374,12 +498,20 @@ class CarlaBackend(Backend):
         self.cone_blueprints.update(cone_blueprints or {})
         self.cone_z = float(cone_z)
         self.collision_sensor = bool(collision_sensor)
+        self.map_name = map_name
+        self.tcp_probe = bool(tcp_probe)
         self._carla_module = carla_module
         self._log = logger or logging.getLogger('hil_bridge.carla_backend.backend')
         self._client: Any = None
         self._world: Any = None
         self.server_version = ''
         self.client_version = ''
+        #: counters of the last run (kept after teardown)
+        self.stats: Dict[str, int] = {}
+        #: what set-up found of an earlier run (synchronous, leftover actors)
+        self.recovered: Dict[str, Any] = {}
+        #: the judge of the last run (kept after teardown for ``result``)
+        self.referee: Any = None
         self._reset_state()
         self._teardown_lock = threading.RLock()
         self._prev_handlers: Dict[int, Any] = {}
@@ -399,14 +531,21 @@ class CarlaBackend(Backend):
         self._events_lock = threading.Lock()
         self._control = VehicleControl()
         self._max_steer = 0.0
+        self._steering: Optional[Steering] = None
+        self._start_velocities: List[Tuple[Any, float, float]] = []
+        self._wheelbase_ratio = 1.0
+        self._cone_contacts: List[int] = []
+        self._collision: Any = None
+        self._ego_speed = 0.0
+        self.carla_control: Any = None
         self._frame0: Optional[int] = None
         self._t0 = 0.0
         self._sim_time = 0.0
         self._dt = self.fixed_delta_seconds
         self._ready = False
+        self._gone = False
         self.carla_frame = -1
         self.carla_time = 0.0
-        self.stats: Dict[str, int] = {'frames': 0, 'bad_data': 0}
 
     # ------------------------------------------------------------ helpers
 
@@ -429,6 +568,52 @@ class CarlaBackend(Backend):
     def _lost(self, what: str, exc: BaseException) -> BackendError:
         return BackendError(f'lost the {self._where()} during {what}: {exc}; '
                             'check that the simulator is still running')
+
+    def set_timeout(self, seconds: float) -> None:
+        """Change the RPC timeout (s) of this backend and its client."""
+        value = float(seconds)
+        if not (math.isfinite(value) and value > 0.0):
+            raise ValueError(f'CarlaBackend.set_timeout: must be > 0, got {seconds!r}')
+        self.timeout = value
+        if self._client is not None:
+            self._client.set_timeout(value)
+
+    def probe(self) -> bool:
+        """
+        Return True when the server's RPC port accepts a TCP connection.
+
+        Plain Python (the GIL is released while it waits, unlike the CARLA
+        client's calls), at most ``min(timeout, 1 s)``. Always False
+        without ``tcp_probe`` (every failure then counts as a lost server).
+        """
+        if not self.tcp_probe:
+            return False
+        try:
+            with socket.create_connection((self.host, self.port),
+                                          timeout=min(self.timeout, 1.0)):
+                return True
+        except OSError:
+            return False
+
+    def _failed(self, what: str, exc: BaseException) -> BackendError:
+        """
+        Classify a client ``RuntimeError``: slow server, lost server, or other.
+
+        A time-out while the RPC port still accepts connections is a slow
+        server (:class:`SlowServer`, counted in ``stats['slow_ticks']``),
+        not a lost one; a port that refuses is a lost server.
+        """
+        text = str(exc)
+        if self.probe():
+            if 'time-out' in text or 'timed out' in text or 'timeout' in text.lower():
+                self.stats['slow_ticks'] = self.stats.get('slow_ticks', 0) + 1
+                return SlowServer(
+                    f'the {self._where()} is slow: no answer to {what} within '
+                    f'{self.timeout:g} s, but it still accepts connections (not lost; '
+                    'raise the timeout parameter if it stays slow)')
+            return BackendError(f'{what} on the {self._where()} failed: {text}')
+        self._gone = True
+        return self._lost(what, exc)
 
     def _transform(self, pose: Any) -> Any:
         """Return the ``carla.Transform`` of a REP-103 pose."""
@@ -456,6 +641,15 @@ class CarlaBackend(Backend):
         carla = self.carla
         last: Optional[BaseException] = None
         for attempt in range(1, self.retries + 1):
+            if self.tcp_probe and not self.probe():
+                # Nothing listens: do not call the client (it would hold the
+                # GIL, freezing every thread, for its whole time-out).
+                last = ConnectionRefusedError(f'no server on TCP port {self.port}')
+                self._log.warning(f'{self._where()} not reachable (attempt '
+                                  f'{attempt}/{self.retries}): {last}')
+                if attempt < self.retries:
+                    time.sleep(self.retry_delay)
+                continue
             try:
                 client = carla.Client(self.host, self.port)
                 client.set_timeout(self.timeout)
@@ -501,16 +695,25 @@ class CarlaBackend(Backend):
         if self._ready or self._spawned_ids:
             raise BackendError('CarlaBackend.setup called twice; call '
                                'teardown first')
+        self.stats = {'frames': 0, 'bad_data': 0, 'slow_ticks': 0}
         self.connect()
         # Also tear down when the interpreter exits without a teardown.
         atexit.register(self.teardown)
         try:
-            self._apply_world_settings()
+            self._ensure_map(scenario)
+            found = self._apply_world_settings()
+            # after apply_settings: the client has an episode state then
+            # (get_actors reads the actor list of the last world snapshot)
+            self._recover(scenario, rig, found)
             self._spawn_ego(scenario.ego)
             self._spawn_rig(rig)
             self._spawn_cones(getattr(scenario, 'track', None))
             for spec in getattr(scenario, 'actors', []) or []:
                 self._spawn_actor(spec, scenario)
+            self._make_referee(scenario)
+            self._warm_up()
+            for actor, yaw, speed in self._start_velocities:
+                actor.set_target_velocity(self._heading_velocity(yaw, speed))
             self._ready = True
             if self.synchronous:
                 return self._tick_and_collect(self._dt)
@@ -526,10 +729,199 @@ class CarlaBackend(Backend):
                                    f'{exc}') from exc
             raise
 
-    def _apply_world_settings(self) -> None:
+    def _ensure_map(self, scenario: Any) -> None:
+        """
+        Load the scenario's map when the server has another.
+
+        Raises :class:`SetupError` (not retried) naming the maps the server
+        has when it does not have that one.
+        """
+        wanted = self.map_name if self.map_name is not None else \
+            str(getattr(scenario, 'map_name', '') or '')
+        if not wanted:
+            return
+        try:
+            current = str(self._world.get_map().name)
+            if map_basename(current) == map_basename(wanted):
+                return
+            maps = [str(m) for m in self._client.get_available_maps()]
+        except RuntimeError as exc:
+            raise self._lost('reading the map', exc) from exc
+        if map_basename(wanted) not in {map_basename(m) for m in maps}:
+            raise SetupError(
+                f'map {wanted!r} of scenario {getattr(scenario, "name", "?")} is not on '
+                f'the {self._where()} (it has {sorted(map_basename(m) for m in maps)}); '
+                'set the bridge parameter carla_map to one of them')
+        self._log.info(f'loading map {map_basename(wanted)} (the server has '
+                       f'{map_basename(current)})')
+        try:
+            self._world = self._client.load_world(map_basename(wanted))
+        except RuntimeError as exc:
+            raise BackendError(f'loading map {wanted!r} on the {self._where()} '
+                               f'failed: {exc}') from exc
+
+    def _recover(self, scenario: Any, rig: List[SensorSpec], settings: Any) -> None:
+        """
+        Clean up after an earlier run that died (crash, SIGKILL).
+
+        Actors whose ``role_name`` is one this backend gives (the ego, the
+        scenario's actors, the rig's sensor ids, cones, the collision
+        sensor) and sensors attached to such a vehicle are leftovers: they
+        are reported and destroyed. A server found in synchronous mode is
+        reported (frozen for every client until someone ticks or restores
+        asynchronous mode); teardown then restores asynchronous mode, not
+        the frozen state it found (:attr:`recovered`).
+        """
+        world = self._world
+        roles = {self.role_name, CONE_ROLE, COLLISION_ROLE}
+        roles.update(str(a.role_name) for a in getattr(scenario, 'actors', []) or [])
+        roles.update(str(s.sensor_id) for s in rig)
+        try:
+            actors = list(world.get_actors())
+        except RuntimeError as exc:
+            raise self._lost('reading the world', exc) from exc
+        ours = {int(a.id): a for a in actors
+                if str(getattr(a, 'attributes', {}).get('role_name', '')) in roles}
+        egos = {i for i, a in ours.items() if str(a.type_id).startswith('vehicle.')}
+        for a in actors:
+            parent = getattr(a, 'parent', None)
+            if parent is not None and int(parent.id) in egos:
+                ours[int(a.id)] = a
+        self.recovered = {'synchronous': bool(settings.synchronous_mode),
+                          'leftover_actors': len(ours)}
+        if ours:
+            kinds = sorted({str(a.type_id) for a in ours.values()})
+            found = roles & {str(a.attributes.get('role_name', '')) for a in ours.values()}
+            self._log.warning(
+                f'{len(ours)} actor(s) of an earlier run found on the {self._where()} '
+                f'(role names {sorted(found)}; '
+                f'{", ".join(kinds[:6])}): destroying them')
+            self._destroy(sorted(ours, reverse=True), dict(ours))
+        if settings.synchronous_mode:
+            self._log.warning(
+                f'the {self._where()} is in synchronous mode '
+                f'(fixed_delta_seconds {settings.fixed_delta_seconds}): '
+                + ('left so by a run that died' if ours else
+                   'left so by a client that did not restore it, or another client '
+                   'drives it') + '; it will be left asynchronous at teardown')
+
+    def _make_referee(self, scenario: Any) -> None:
+        """
+        Judge the run with the built-in referee on CARLA's states.
+
+        Laps, off-course, collisions and DOO are judged from the ego's
+        CARLA bounding box (the vehicle CARLA drives, e.g. the model3 for
+        ``fs_car``) and the ground-truth cones; a cone CARLA reports a
+        collision with (``sensor.other.collision`` on its prop: props have
+        no physics, they do not fall) counts as hit too, once.
+        """
+        from hil_bridge.sim.referee import Referee
+        mission = getattr(scenario, 'mission', '')
+        if not mission:
+            self.referee = None
+            return
+        wheelbase, track_width = 1.53, 1.2
+        if getattr(scenario.ego, 'profile', ''):
+            from hil_bridge.interface.vehicle_profile import load_vehicle_profile
+            profile = load_vehicle_profile(scenario.ego.profile)
+            wheelbase, track_width = profile.wheelbase, profile.track_width
+        track = getattr(scenario, 'track', None)
+        if track is not None and not hasattr(track, 'centerline'):
+            track = None                     # cones only: no laps, no course
+        self.referee = Referee(mission, self._cones, track,
+                               laps=int(getattr(scenario, 'laps', 1)),
+                               timeout=float(getattr(scenario, 'timeout', 120.0)),
+                               wheelbase=wheelbase, track_width=track_width)
+
+    @property
+    def result(self) -> Any:
+        """Return the referee's summary of the last run (None before set-up)."""
+        return None if self.referee is None else self.referee.result
+
+    def _judge(self, t: float, ego: ActorState, actors: List[ActorState]) -> List[Event]:
+        """Run the referee on the frame's states; return its events (sim time ``t``)."""
+        from hil_bridge.sim.referee import Box
+        referee = self.referee
+        if referee is None or referee.finished:
+            return []
+        events: List[Event] = []
+        with self._events_lock:
+            contacts, self._cone_contacts = self._cone_contacts, []
+        for idx in contacts:
+            if not self._cones.knocked[idx]:
+                # CARLA reported the contact (the boxes may not overlap)
+                self._cones.knocked[idx] = True
+                referee.result.cones_hit += 1
+                referee.result.knocked_cones.append(int(idx))
+                xy = self._cones.xy[idx]
+                events.append(Event('cone_hit', t, {
+                    'index': int(idx), 'class_id': int(self._cones.class_id[idx]),
+                    'x': float(xy[0]), 'y': float(xy[1]), 'source': 'carla_collision'}))
+                referee._penalty(t, 'DOO', events)
+
+        def box(state: ActorState) -> Box:
+            c, s = math.cos(state.pose.yaw), math.sin(state.pose.yaw)
+            off = float(state.box_offset)
+            return Box(x=state.pose.x + off * c, y=state.pose.y + off * s,
+                       yaw=state.pose.yaw, length=float(state.size[0]),
+                       width=float(state.size[1]), vx=float(state.velocity[0]),
+                       vy=float(state.velocity[1]), name=state.role_name,
+                       box_offset=off)
+        fwd = np.array([math.cos(ego.pose.yaw), math.sin(ego.pose.yaw)])
+        speed = float(np.dot(ego.velocity[:2], fwd))
+        events.extend(referee.update(t, box(ego), speed, [box(a) for a in actors]))
+        return events
+
+    def _warm_up(self) -> None:
+        """
+        Run until every sensor stream delivered once (before frame 0).
+
+        ``listen()`` connects a sensor's stream asynchronously and a CARLA
+        sensor measures only while someone listens: the first frames after
+        ``listen()`` can lack its data. Synchronous: tick (nothing moves
+        yet: initial speeds are set afterwards) until each sensor's first
+        message arrived; asynchronous: wait for it. At most
+        ``sensor_timeout + timeout`` seconds; a sensor still silent is
+        named in a warning (frame 0 then goes out without it).
+        """
+        assembler = self._assembler
+        if assembler is None or not assembler.periods:
+            return
+        deadline = time.monotonic() + self.sensor_timeout + self.timeout
+        world = self._world
+        ticks = 0
+        while True:
+            silent = sorted(set(assembler.periods) - set(assembler.heard()))
+            if not silent or time.monotonic() > deadline:
+                break
+            try:
+                if self.synchronous:
+                    self._send_control()
+                    frame = int(world.tick(self.timeout))
+                    ticks += 1
+                    assembler.wait_heard(frame, silent, 0.2)
+                else:
+                    assembler.wait_any(0.05)
+            except RuntimeError as exc:
+                raise self._failed('warm-up tick', exc) from exc
+        assembler.discard()
+        self.stats['warm_up_ticks'] = ticks
+        if silent:
+            self._log.warning(f'sensor(s) {", ".join(silent)} sent nothing within '
+                              f'{self.sensor_timeout + self.timeout:g} s after listen()')
+        else:
+            self._log.info(f'every sensor stream delivered ({ticks} warm-up tick(s))')
+
+    def _apply_world_settings(self) -> Any:
+        """Apply this run's settings; return the settings found."""
         world = self._world
         settings = world.get_settings()
+        found = world.get_settings()
         self._original_settings = world.get_settings()
+        if self._original_settings.synchronous_mode:
+            # Nobody ticks a synchronous server once this run is gone: the
+            # state to go back to is asynchronous (not what was found).
+            self._original_settings.synchronous_mode = False
         settings.synchronous_mode = self.synchronous
         settings.fixed_delta_seconds = (self.fixed_delta_seconds or None)
         if self.fixed_delta_seconds > 0.1:
@@ -537,6 +929,7 @@ class CarlaBackend(Backend):
                 f'fixed_delta_seconds {self.fixed_delta_seconds} > 0.1 s: '
                 'CARLA physics substepping may become inaccurate')
         world.apply_settings(settings)
+        return found
 
     def _register(self, actor: Any) -> Any:
         """Remember a spawned actor for teardown (before anything else)."""
@@ -612,17 +1005,39 @@ class CarlaBackend(Backend):
         if spec.profile:
             from hil_bridge.interface.vehicle_profile import load_vehicle_profile
             self._max_steer = load_vehicle_profile(spec.profile).max_steer
+        self._steering = Steering.of(vehicle.get_physics_control(),
+                                     f'{self.role_name} ({vehicle.type_id})')
+        self._wheelbase_ratio = 1.0
+        if spec.profile and self._steering.wheelbase > 0.0:
+            from hil_bridge.interface.vehicle_profile import load_vehicle_profile
+            profile = load_vehicle_profile(spec.profile)
+            ratio = self._steering.wheelbase / profile.wheelbase
+            if abs(ratio - 1.0) > 0.05:
+                self._wheelbase_ratio = ratio
+                self._log.warning(
+                    f'{self.role_name}: {vehicle.type_id} has a {self._steering.wheelbase:.2f} '
+                    f'm wheelbase, profile {profile.name} {profile.wheelbase:.2f} m: steering '
+                    "keeps the profile's path curvature")
+        if self._max_steer > self._steering.max_angle + 1e-6:
+            self._log.warning(
+                f'{self.role_name}: the profile steers up to '
+                f'{math.degrees(self._max_steer):.1f} deg, {vehicle.type_id} only '
+                f'{math.degrees(self._steering.max_angle):.1f} deg: larger angles '
+                'are clipped')
         speed = float(getattr(spec, 'initial_speed', 0.0) or 0.0)
         if speed:
-            # As in the ROS 2 AEB tutorial: one set_target_velocity at spawn.
-            vehicle.set_target_velocity(
-                self._heading_velocity(spec.pose.yaw, speed))
+            # As in the ROS 2 AEB tutorial: one set_target_velocity, sent
+            # right before frame 0 (after the sensor streams connected).
+            self._start_velocities.append((vehicle, spec.pose.yaw, speed))
         if self.collision_sensor:
             world = self._world
             bp = self._blueprint(COLLISION, 'collision sensor')
+            if bp.has_attribute('role_name'):
+                bp.set_attribute('role_name', COLLISION_ROLE)
             carla = self.carla
             sensor = self._register(world.spawn_actor(
                 bp, carla.Transform(), attach_to=vehicle))
+            self._collision = sensor
             sensor.listen(self._on_collision)
 
     def _spawn_rig(self, rig: List[SensorSpec]) -> None:
@@ -694,6 +1109,9 @@ class CarlaBackend(Backend):
         bps = {c: self._blueprint(self.cone_blueprints.get(
             int(c), DEFAULT_CONE_BLUEPRINTS[CONE_UNKNOWN]), 'cones')
             for c in np.unique(cls)}
+        for bp in bps.values():
+            if bp.has_attribute('role_name'):
+                bp.set_attribute('role_name', CONE_ROLE)
         ue = ue_frames.ros_to_carla_points(
             np.column_stack([xy, np.full(len(xy), self.cone_z)]))
         transforms = [carla.Transform(carla.Location(*map(float, p)))
@@ -758,8 +1176,8 @@ class CarlaBackend(Backend):
         self._actor_slots.append(slot)
         if spec.initial_speed and behaviour['type'] not in ('static',
                                                             'parked'):
-            actor.set_target_velocity(
-                self._heading_velocity(spec.pose.yaw, spec.initial_speed))
+            self._start_velocities.append((actor, spec.pose.yaw,
+                                           float(spec.initial_speed)))
 
     # ------------------------------------------------------ sensor input
 
@@ -808,6 +1226,10 @@ class CarlaBackend(Backend):
             other_id = int(other.id)
             t = float(event.timestamp)       # absolute; rebased in _build
             idx = self._cone_index.get(other_id)
+            if idx is not None and self.referee is not None:
+                with self._events_lock:
+                    self._cone_contacts.append(idx)      # judged in _build
+                return
             if idx is not None:
                 if self._cones.knocked[idx]:
                     return
@@ -842,15 +1264,47 @@ class CarlaBackend(Backend):
         if not self.synchronous and self._ego is not None:
             self._send_control()
 
+    def carla_steer(self, steer: float) -> float:
+        """
+        Return the CARLA steer that gives the road-wheel angle ``steer`` asks for.
+
+        ``steer`` (-1..1, > 0 right) is a fraction of the vehicle profile's
+        ``max_steer``, as on the built-in simulator; CARLA's steer is a
+        fraction of the front wheels' ``max_steer_angle`` reduced by the
+        steering curve at the current speed (:class:`Steering`). When the
+        CARLA vehicle's wheelbase (from its wheel positions) differs from
+        the profile's by more than 5 % (``fs_car`` on ``vehicle.tesla.
+        model3``), the angle keeps the profile's path curvature instead:
+        ``atan(tan(delta) L_carla / L_profile)``. Without a profile the
+        steer goes to CARLA unchanged.
+        """
+        if self._steering is None or self._max_steer <= 0.0:
+            return float(steer)
+        angle = float(steer) * self._max_steer
+        ratio = self._wheelbase_ratio
+        if ratio != 1.0:
+            # the same path curvature tan(delta) / L on this vehicle
+            angle = math.atan(math.tan(angle) * ratio)
+        return self._steering.carla_steer(angle, self._ego_speed)
+
     def _send_control(self) -> None:
         carla = self.carla
         c = self._control
+        self.carla_control = carla.VehicleControl(
+            throttle=c.throttle, steer=self.carla_steer(c.steer), brake=c.brake,
+            hand_brake=c.hand_brake, reverse=c.reverse)
         try:
-            self._ego.apply_control(carla.VehicleControl(
-                throttle=c.throttle, steer=c.steer, brake=c.brake,
-                hand_brake=c.hand_brake, reverse=c.reverse))
+            self._ego.apply_control(self.carla_control)
         except RuntimeError as exc:
-            raise self._lost('apply_control', exc) from exc
+            raise self._failed('apply_control', exc) from exc
+
+    def _wheel_angle(self) -> float:
+        """Return the ego's road-wheel angle (rad, REP-103: > 0 left) read back."""
+        wheel = self.carla.VehicleWheelLocation
+        vehicle = self._ego
+        deg = 0.5 * (float(vehicle.get_wheel_steer_angle(wheel.FL_Wheel))
+                     + float(vehicle.get_wheel_steer_angle(wheel.FR_Wheel)))
+        return -math.radians(deg)          # CARLA: > 0 turns right
 
     def _drive_actors(self, t: float, dt: float) -> None:
         """Apply the scripted behaviours for sim time ``t`` (s)."""
@@ -881,6 +1335,15 @@ class CarlaBackend(Backend):
         """
         if not self._ready:
             raise BackendError('CarlaBackend.step before setup')
+        if self._gone and self.tcp_probe:
+            # No call into the client (it holds the GIL for its whole
+            # time-out) while the port refuses connections.
+            if not self.probe():
+                raise BackendError(f'lost the {self._where()}: its RPC port refuses '
+                                   'connections (the simulator is not running)')
+            raise BackendError(f'the {self._where()} is back after it was lost, but it '
+                               'is a new episode (the actors of this run are gone): '
+                               'restart the run')
         dt = float(dt)
         if not math.isfinite(dt) or dt <= 0.0:
             raise ValueError(f'step: dt must be finite and > 0, got {dt}')
@@ -891,17 +1354,22 @@ class CarlaBackend(Backend):
     def _tick_and_collect(self, dt: float) -> Frame:
         world = self._world
         try:
+            first = self._frame0 is None
+            if not first:
+                self._drive_actors(self._sim_time + dt, dt)
+            self._send_control()
             if abs(dt - self._dt) > 1e-9:
+                # CARLA's client ticks 2 extra frames in synchronous mode
+                # until two snapshots show the new delta: control and
+                # behaviours are sent first so those frames have them.
+                self._log.warning(f'fixed_delta_seconds {self._dt:g} -> {dt:g} s: CARLA '
+                                  'ticks 2 extra frames to apply it')
                 settings = world.get_settings()
                 settings.fixed_delta_seconds = dt
                 world.apply_settings(settings)
                 self._dt = dt
                 if self._assembler is not None:
                     self._assembler.dt = dt
-            first = self._frame0 is None
-            if not first:
-                self._drive_actors(self._sim_time + dt, dt)
-            self._send_control()
             frame_id = int(world.tick(self.timeout))
             snapshot = world.get_snapshot()
             t_abs = float(snapshot.timestamp.elapsed_seconds)
@@ -911,7 +1379,7 @@ class CarlaBackend(Backend):
         except BackendError:
             raise
         except RuntimeError as exc:
-            raise self._lost('tick', exc) from exc
+            raise self._failed('tick', exc) from exc
         assembler = self._assembler
         data, missing = assembler.wait(frame_id, t_abs, self.sensor_timeout)
         return self._build(frame_id, t_abs, data, missing)
@@ -929,9 +1397,12 @@ class CarlaBackend(Backend):
                 raise BackendError(f'no complete frame from the '
                                    f'{self._where()} within {budget:g} s')
             try:
-                world.wait_for_tick(min(self.timeout, remaining))
+                # the client truncates to whole ms and 0 ms means "its own
+                # time-out": never pass less than 1 ms
+                world.wait_for_tick(max(math.ceil(min(self.timeout, remaining) * 1000.0)
+                                        / 1000.0, 0.001))
             except RuntimeError as exc:
-                raise self._lost('wait_for_tick', exc) from exc
+                raise self._failed('wait_for_tick', exc) from exc
             self._assembler.wait_any(min(0.01, max(remaining, 0.0)))
 
     def latest(self) -> Optional[Frame]:
@@ -944,7 +1415,7 @@ class CarlaBackend(Backend):
             try:
                 snapshot = world.get_snapshot()
             except RuntimeError as exc:
-                raise self._lost('get_snapshot', exc) from exc
+                raise self._failed('get_snapshot', exc) from exc
             if int(snapshot.frame) <= self._assembler.emitted:
                 return None
             self._assembler.emitted = int(snapshot.frame)
@@ -983,6 +1454,12 @@ class CarlaBackend(Backend):
             self._frame0, self._t0 = frame_id, t_abs
         self.carla_frame, self.carla_time = frame_id, t_abs
         t = t_abs - self._t0
+        if not self.synchronous and t > self._sim_time + 1e-9:
+            # asynchronous: the behaviours follow the server's frames
+            try:
+                self._drive_actors(t, t - self._sim_time)
+            except RuntimeError as exc:
+                raise self._failed('driving the actors', exc) from exc
         self._sim_time = t
         events: List[Event] = []
         if missing:
@@ -999,15 +1476,17 @@ class CarlaBackend(Backend):
                 sid, slot.blueprint, p.frame - self._frame0,
                 p.timestamp - self._t0, p.data, p.intrinsics)
         try:
-            ego = self._actor_state(self._ego_slot,
-                                    -self._control.steer * self._max_steer)
+            ego = self._actor_state(self._ego_slot, self._wheel_angle())
             actors = [self._actor_state(s) for s in self._actor_slots]
+            fwd = frames.rotation_matrix(ego.pose.roll, ego.pose.pitch, ego.pose.yaw)[:, 0]
+            self._ego_speed = float(np.dot(ego.velocity, fwd))
         except RuntimeError as exc:
-            raise self._lost('reading actor states', exc) from exc
+            raise self._failed('reading actor states', exc) from exc
         with self._events_lock:
             events.extend(Event(e.kind, e.sim_time - self._t0, e.data)
                           for e in self._events)
             self._events = []
+        events.extend(self._judge(t, ego, actors))
         cones = ConeArray(self._cones.xy, self._cones.class_id,
                           self._cones.knocked.copy())
         self.stats['frames'] += 1
@@ -1026,15 +1505,20 @@ class CarlaBackend(Backend):
         """
         with self._teardown_lock:
             atexit.unregister(self.teardown)
-            for slot in self._sensors:
-                sensor = slot.actor
+            listening = [(slot.sensor_id, slot.actor) for slot in self._sensors]
+            if self._collision is not None:
+                listening.append(('collision', self._collision))
+            for sid, sensor in listening:
                 try:
                     sensor.stop()
                 except Exception as exc:  # noqa: B902 - best effort
-                    self._log.debug(f'sensor {slot.sensor_id}: stop: {exc}')
+                    self._log.debug(f'sensor {sid}: stop: {exc}')
             ids = list(reversed(self._spawned_ids))
             objs = dict(self._spawned_objs)
             settings = self._original_settings
+            if self._assembler is not None:
+                self.stats.update({f'sensor_{k}': v for k, v in
+                                   self._assembler.stats.items()})
             self._reset_state()
             if ids:
                 self._destroy(ids, objs)

@@ -6,10 +6,13 @@ CARLA / Unreal Engine 4 <-> ROS REP-103 conversions (no rclpy, no carla).
 CARLA / UE4 is left-handed: x forward, y right, z up; metres, degrees.
 ``carla.Rotation(pitch, yaw, roll)``: positive yaw turns x towards +y
 (clockwise seen from above), positive pitch lifts the nose. The conversion
-is the carla-ros-bridge one: location ``(x, -y, z)``, rotation
+is the mirror ``M = diag(1, -1, 1)``: location ``(x, -y, z)``, rotation
 ``(roll, -pitch, -yaw)`` degrees to radians, linear velocity ``(x, -y, z)``.
-It is the mirror ``y -> -y``, so every CARLA -> ROS map is its own inverse
-up to the unit change. It agrees with ``carla.Transform.get_matrix()``:
+An angular velocity (``get_angular_velocity``: the physics engine's
+``v = w x r`` in UE numbers, deg/s) is a pseudo-vector: ``det(M) M w =
+(-x, y, -z)`` (carla-ros-bridge's ``(x, -y, -z)`` gets roll and pitch
+rates wrong; only the yaw rate agrees). Every CARLA -> ROS map is its own
+inverse up to the unit change. It agrees with ``carla.Transform.get_matrix()``:
 ``M @ T_ue @ M == pose_to_matrix(*converted)`` with ``M = diag(1,-1,1,1)``.
 
 Every function accepts CARLA value objects (duck-typed: ``.x/.y/.z``,
@@ -26,9 +29,10 @@ from hil_bridge.interface.frames import (ArrayLike, as_points,
                                          Pose)
 import numpy as np
 
-# Mirror y (CARLA <-> ROS); the angular-velocity map also flips z.
+# Mirror y (CARLA <-> ROS); a pseudo-vector (angular velocity) also
+# changes sign under the mirror: det(M) M w.
 _MIRROR_Y = np.array([1.0, -1.0, 1.0])
-_FLIP_YZ = np.array([1.0, -1.0, -1.0])
+_PSEUDO = np.array([-1.0, 1.0, -1.0])
 
 
 class UELocation(NamedTuple):
@@ -115,15 +119,16 @@ def carla_to_ros_angular_velocity(w: Any) -> np.ndarray:
     """
     Convert a CARLA angular velocity (deg/s) to REP-103 (rad/s).
 
-    ``(x, -y, -z)`` in radians: a left turn, negative yaw rate in UE4, is a
-    positive yaw rate in ROS.
+    ``(-x, y, -z)`` in radians (a pseudo-vector under the mirror): a left
+    turn, negative yaw rate in UE4, is a positive yaw rate in ROS; a UE4
+    roll rate ``x > 0`` (right side rising) is a negative REP-103 roll rate.
     """
-    return np.radians(_vec3(w, 'angular_velocity') * _FLIP_YZ)
+    return np.radians(_vec3(w, 'angular_velocity') * _PSEUDO)
 
 
 def ros_to_carla_angular_velocity(w: Any) -> UELocation:
     """Convert a REP-103 angular velocity (rad/s) to CARLA (deg/s)."""
-    a = np.degrees(_vec3(w, 'angular_velocity') * _FLIP_YZ)
+    a = np.degrees(_vec3(w, 'angular_velocity') * _PSEUDO)
     return UELocation(float(a[0]), float(a[1]), float(a[2]))
 
 

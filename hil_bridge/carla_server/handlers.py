@@ -150,8 +150,8 @@ class Calls:
         add('set_actor_transform', 2, lambda i, tf: w.set_transform(
             w.actor(i), wt.read_transform(tf)), void=True)
         add('set_actor_target_velocity', 2, self._target_velocity, void=True)
-        add('set_actor_target_angular_velocity', 2,
-            lambda i, v: self._no_effect(i, 'set_target_angular_velocity'), void=True)
+        add('set_actor_target_angular_velocity', 2, self._target_angular_velocity,
+            void=True)
         add('enable_actor_constant_velocity', 2, self._constant_velocity, void=True)
         add('disable_actor_constant_velocity', 1, self._no_constant_velocity,
             void=True)
@@ -247,6 +247,15 @@ class Calls:
         x, y, z = wt.read_vec3(vec, 'velocity')
         if a.vehicle is not None:
             a.vehicle.set_velocity((x, -y, z))
+
+    def _target_angular_velocity(self, actor_id: Any, vec: Any) -> None:
+        """Make a vehicle report these roll and pitch rates (UE deg/s; the model is planar)."""
+        a = self.world.actor(actor_id)
+        x, y, _z = wt.read_vec3(vec, 'angular velocity')
+        if a.vehicle is None:
+            self._no_effect(actor_id, 'set_target_angular_velocity')
+            return
+        a.vehicle.tilt_rate = (float(x), float(y))
 
     def _constant_velocity(self, actor_id: Any, vec: Any) -> None:
         a = self.world.vehicle(actor_id)

@@ -145,6 +145,9 @@ class VehicleBody:
         self.manual_gear_shift = False
         self.gear = 0
         self.constant_speed: Optional[float] = None
+        #: UE roll and pitch rates (deg/s) reported as set by
+        #: set_target_angular_velocity (the bicycle model does not tilt)
+        self.tilt_rate = (0.0, 0.0)
         self.simulate = True
         self.light_state = 0
         #: ``sticky_control`` false: a control lasts one tick (CARLA's meaning)
@@ -594,8 +597,8 @@ class World:
             if a.vehicle is not None:
                 st = a.vehicle.model.state
                 c, s = math.cos(st.yaw), math.sin(st.yaw)
-                recs[i]['angular_velocity'] = ue.angular_velocity_to_ue(
-                    (0.0, 0.0, st.yaw_rate))
+                w_ue = ue.angular_velocity_to_ue((0.0, 0.0, st.yaw_rate))
+                recs[i]['angular_velocity'] = a.vehicle.tilt_rate + w_ue[2:]
                 recs[i]['acceleration'] = ue.point_to_ue(
                     (st.ax * c - st.ay * s, st.ax * s + st.ay * c, 0.0))
                 ctl = a.vehicle.control

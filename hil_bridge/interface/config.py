@@ -10,7 +10,7 @@ The config directory is, in order: ``$CARLA_HIL_CONFIG``; the installed
 import functools
 import os
 import re
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Sequence, Tuple
 
 import yaml
 
@@ -110,6 +110,55 @@ def parse_peers(text: str) -> List[str]:
     return out
 
 
+def fast_dds_major() -> int:
+    """
+    Return the major version of the Fast DDS this process would load (0: unknown).
+
+    Pip installs tell by their wheel (``ros-fastrtps`` 2.x, ``ros-fastdds``
+    3.x); a ROS install by ``ROS_DISTRO`` (Humble, Iron, Jazzy: 2; Kilted,
+    Rolling: 3).
+    """
+    from importlib import metadata
+    found = []
+    for dist, major in (('ros-fastrtps', 2), ('ros-fastdds', 3)):
+        try:
+            metadata.version(dist)
+            found.append(major)
+        except metadata.PackageNotFoundError:
+            pass
+    if len(found) == 1:
+        return found[0]
+    distro = os.environ.get('ROS_DISTRO', '')
+    if distro in ('humble', 'iron', 'jazzy'):
+        return 2
+    return 3 if distro in ('kilted', 'rolling') else 0
+
+
+def profile_environment(file_name: str) -> Dict[str, str]:
+    """
+    Return the Fast DDS profile variables set to ``config/<file_name>``.
+
+    Fast DDS 2.x (Humble, Jazzy) reads only ``FASTRTPS_DEFAULT_PROFILES_FILE``
+    and 3.x (Kilted) ``FASTDDS_DEFAULT_PROFILES_FILE``, so both names are set
+    to the same file; only where Fast DDS 3.x is known to be installed
+    (:func:`fast_dds_major`) the old name is left out, as its rmw reads it
+    too but prints a deprecation warning in every process. When the user set
+    either name, that file is used for the other one too; returns ``{}``
+    when the user set both.
+    """
+    user = [os.environ[v] for v in PROFILE_VARIABLES if os.environ.get(v)]
+    path = user[0] if user else config_path(file_name)
+    names = PROFILE_VARIABLES if user else profile_variable_names()
+    return {v: path for v in names if not os.environ.get(v)}
+
+
+def profile_variable_names() -> Tuple[str, ...]:
+    """Return the profile variables to set: both, the new name only on Fast DDS 3.x."""
+    if fast_dds_major() == 3:
+        return ('FASTDDS_DEFAULT_PROFILES_FILE',)
+    return PROFILE_VARIABLES
+
+
 def dds_environment(peers: Sequence[str] = ()) -> Dict[str, str]:
     """
     Return environment variables for carla_hil's DDS set-up.
@@ -122,12 +171,12 @@ def dds_environment(peers: Sequence[str] = ()) -> Dict[str, str]:
     transport listens on the loopback interface only. Two machines
     (``peers`` named): discovery stays on this host plus the named peers
     (``ROS_STATIC_PEERS``) and ``config/fastdds_udp.xml`` (UDP on the
-    interfaces). Variables the user already set win.
+    interfaces). The profile goes into the variable names that Fast DDS
+    2.x and 3.x read (:func:`profile_environment`).
+    Variables the user already set win.
     """
     env: Dict[str, str] = {}
-    if not any(v in os.environ for v in PROFILE_VARIABLES):
-        env['FASTDDS_DEFAULT_PROFILES_FILE'] = config_path(
-            LINK_PROFILE if peers else HOST_PROFILE)
+    env.update(profile_environment(LINK_PROFILE if peers else HOST_PROFILE))
     if os.environ.get('ROS_DISTRO', '') == 'humble':
         if not peers and 'ROS_LOCALHOST_ONLY' not in os.environ:
             env['ROS_LOCALHOST_ONLY'] = '1'

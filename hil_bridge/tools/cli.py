@@ -299,27 +299,32 @@ def mission_exit_code(result: Optional[Dict[str, Any]],
 def recording_table(published: Dict[str, int],
                     recorded: Dict[str, int],
                     lost: Optional[Dict[str, int]] = None,
-                    excluded: Optional[List[str]] = None) -> List[Dict[str, Any]]:
+                    excluded: Optional[List[str]] = None,
+                    only: Optional[List[str]] = None) -> List[Dict[str, Any]]:
     """
     Return per-topic rows: published by the bridge, recorded, missing.
 
     ``missing`` is published - recorded for the bridge's topics (never
-    negative; a topic recorded more often, e.g. from another publisher,
-    counts 0 missing); topics only the recorder saw have ``published``
-    None. Excluded topics are listed with ``recorded`` None.
+    negative); ``extra`` is recorded - published when the recorder got
+    more than the bridge sent (another publisher on the same ROS domain:
+    then ``missing`` can hide losses). Topics only the recorder saw have
+    ``published`` None. Topics left out (matching ``excluded``, or not
+    ``only`` when it is given: ``--record-exclude``, ``--record-topics``)
+    are listed with ``recorded`` None.
     """
-    import fnmatch
+    from hil_bridge.interface.recorder_status import selected
     rows = []
     for topic in sorted(set(published) | set(recorded)):
         pub = published.get(topic)
-        if excluded and any(fnmatch.fnmatch(topic, p) for p in excluded) \
+        if not selected(topic, only or [], excluded or []) \
                 and topic not in recorded:
             rows.append({'topic': topic, 'published': pub, 'recorded': None,
-                         'missing': None, 'lost_events': None})
+                         'missing': None, 'extra': None, 'lost_events': None})
             continue
         rec = recorded.get(topic, 0)
         rows.append({'topic': topic, 'published': pub, 'recorded': rec,
                      'missing': None if pub is None else max(0, pub - rec),
+                     'extra': None if pub is None else max(0, rec - pub),
                      'lost_events': (lost or {}).get(topic, 0)})
     return rows
 
@@ -339,6 +344,13 @@ def format_recording(rows: List[Dict[str, Any]]) -> List[str]:
                 if r['recorded'] is not None and r['published'] is not None)
     out.append(f'recorded {total - missing} of {total} messages the bridge '
                f'published on recorded topics: {missing} missing')
+    extra = [r for r in rows if r.get('extra')]
+    if extra:
+        out.append(f'WARNING: {sum(r["extra"] for r in extra)} messages more than '
+                   f'the bridge published on {len(extra)} topics ('
+                   f'{", ".join(r["topic"] for r in extra[:3])}'
+                   f'{", ..." if len(extra) > 3 else ""}): another publisher '
+                   'on this ROS_DOMAIN_ID? Then "missing" can hide losses')
     return out
 
 
@@ -661,10 +673,11 @@ def _finish(args: argparse.Namespace, lines: _Lines, bags: Dict[str, str],
             print(f'[carla-hil] {name}: no summary (killed?); {bag} may lack '
                   'metadata.yaml')
             continue
-        excluded = list(REPORT_EXCLUDE) if name == 'report_recorder' else \
-            list(args.record_exclude)
+        excluded, only = (list(REPORT_EXCLUDE), []) \
+            if name == 'report_recorder' else \
+            (list(args.record_exclude), list(args.record_topics))
         rows = recording_table(published, rec['messages'], rec.get('lost'),
-                               excluded)
+                               excluded, only)
         summary['recordings'][bag] = {'rows': rows,
                                       'refused': rec.get('refused', 0)}
         if name == 'recorder' or not args.record:

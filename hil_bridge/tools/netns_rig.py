@@ -48,7 +48,8 @@ import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 import uuid
 
-from hil_bridge.interface.config import config_path
+from hil_bridge.interface.config import (config_path, LINK_PROFILE, profile_variable_names,
+                                         PROFILE_VARIABLES)
 
 HOSTS = ('simpc', 'onboard')
 ADDRESSES = {'simpc': '10.77.0.1', 'onboard': '10.77.0.2'}
@@ -160,10 +161,10 @@ def dds_env(static_peer: str = '') -> Dict[str, str]:
     ``static_peer`` (the other host's address) adds ``ROS_STATIC_PEERS``,
     the unicast alternative to multicast discovery.
     """
-    env = {'FASTDDS_DEFAULT_PROFILES_FILE': config_path('fastdds_udp.xml'),
-           'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SUBNET',
-           'RMW_IMPLEMENTATION': 'rmw_fastrtps_cpp'}
-    env.pop('FASTRTPS_DEFAULT_PROFILES_FILE', None)
+    # the names Fast DDS 2.x (Jazzy) and 3.x (Kilted) read
+    env = {name: config_path(LINK_PROFILE) for name in profile_variable_names()}
+    env.update({'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SUBNET',
+                'RMW_IMPLEMENTATION': 'rmw_fastrtps_cpp'})
     if static_peer:
         env['ROS_STATIC_PEERS'] = static_peer
     return env
@@ -312,7 +313,8 @@ class NetnsRig:
             ) -> Dict[str, str]:
         """Return ``base`` (default os.environ) plus the rig's DDS settings."""
         env = dict(os.environ if base is None else base)
-        env.pop('FASTRTPS_DEFAULT_PROFILES_FILE', None)
+        for name in PROFILE_VARIABLES:  # no profile of the caller's survives
+            env.pop(name, None)
         env.update(dds_env())
         env['CARLA_HIL_HOST'] = host
         return env

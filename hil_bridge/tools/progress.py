@@ -83,14 +83,20 @@ class RunProgress:
         return (s1 - s0) / (w1 - w0) if w1 > w0 else None
 
     def eta(self) -> Optional[float]:
-        """Return the wall seconds left (None before the first lap)."""
+        """
+        Return the wall seconds left (None before the first lap).
+
+        The laps left are taken as long as the last one: lap 1 (cone drive,
+        exploring) is much slower than the laps after it (race line), so a
+        mean over all laps would overestimate.
+        """
         rtf = self.rtf()
         done = [t for t in self.lap_times if math.isfinite(t)]
         if not self.laps_required or not done or not rtf or rtf <= 0:
             return None
         left_laps = max(0, self.laps_required - self.laps)
         in_lap = self.lap_time() or 0.0
-        sim_left = max(0.0, left_laps * (sum(done) / len(done)) - in_lap)
+        sim_left = max(0.0, left_laps * done[-1] - in_lap)
         return sim_left / rtf
 
     def lap_time(self) -> Optional[float]:

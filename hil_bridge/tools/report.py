@@ -38,7 +38,7 @@ import json
 import math
 import os
 import sys
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from hil_bridge.interface import contract
 from hil_bridge.interface.codecs import clouds, stamps
@@ -49,12 +49,14 @@ from hil_bridge.tools.recorder import msg_class
 import numpy as np
 
 #: matplotlib colour per cone class id
-CONE_COLOURS = {0: '#777777', 1: '#1f4fff', 2: '#f2c200', 3: '#ff7f0e',
-                4: '#d62728'}
+CONE_COLOURS = {0: '#777777', 1: '#1f4fff', 2: '#e6b800', 3: '#ff8c1a',
+                4: '#b34700'}
 #: recall: range bins (m), match radius (m), half field of view (rad)
 RANGE_BINS = (0.0, 5.0, 10.0, 15.0, 20.0)
 MATCH_RADIUS = 0.5
 HALF_FOV = math.radians(60.0)
+#: range error: a detection belongs to the nearest truth cone within (m)
+ASSOC_RADIUS = 2.0
 #: a track whose sides differ more than this is drawn with a stretched axis
 MAX_ASPECT = 4.0
 #: name of the run summary the runner leaves in a bag directory
@@ -66,7 +68,8 @@ SOURCES = {'lidar': 'cones_lidar', 'vision': 'cones_vision',
 def _round(value: Any, digits: int = 3) -> Any:
     """Round floats (also inside lists and dicts); NaN/inf become None."""
     if isinstance(value, float):
-        return round(value, digits) if math.isfinite(value) else None
+        # + 0.0: no "-0.0" in the JSON
+        return round(value, digits) + 0.0 if math.isfinite(value) else None
     if isinstance(value, dict):
         return {k: _round(v, digits) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -211,16 +214,21 @@ def centre_line(xy: np.ndarray, cls: np.ndarray) -> List[np.ndarray]:
     return [p for p in np.split(chain, cut) if len(p) >= 2]
 
 
-def cross_track(points: np.ndarray, lines: List[np.ndarray]) -> np.ndarray:
+def cross_track(points: np.ndarray, lines: List[np.ndarray],
+                left: Optional[np.ndarray] = None) -> np.ndarray:
     """
     Return each point's distance (m) to the nearest centre-line segment.
 
+    With ``left`` (the blue cones, (K, 2), on the left of the driving
+    direction by the FS rules) the distance is signed: positive on the
+    blue side of the centre line, so the sign needs no driving direction.
     NaN where the nearest place is an open end of a centre line (before
     the first or past the last cone pair: a start box, a braking zone).
     """
     if not lines or len(points) == 0:
         return np.full(len(points), np.nan)
     best = np.full(len(points), np.inf)
+    foot = np.zeros((len(points), 2))
     inside = np.zeros(len(points), bool)
     for line in lines:
         a, b = line[:-1], line[1:]
@@ -230,16 +238,39 @@ def cross_track(points: np.ndarray, lines: List[np.ndarray]) -> np.ndarray:
             p = points[k:k + 2000, None, :]
             u_raw = ((p - a) * ab).sum(axis=2) / den
             u = np.clip(u_raw, 0.0, 1.0)
-            d = np.hypot(*(p - (a + u[..., None] * ab)).transpose(2, 0, 1))
+            near = a + u[..., None] * ab
+            d = np.hypot(*(p - near).transpose(2, 0, 1))
             j = d.argmin(axis=1)
-            dmin = d[np.arange(len(j)), j]
-            uj = u_raw[np.arange(len(j)), j]
+            rows = np.arange(len(j))
+            dmin = d[rows, j]
+            uj = u_raw[rows, j]
             ends = ((j == 0) & (uj < 0.0)) | ((j == len(a) - 1) & (uj > 1.0))
-            better = dmin < best[k:k + 2000]
-            best[k:k + 2000] = np.where(better, dmin, best[k:k + 2000])
-            inside[k:k + 2000] = np.where(better, ~ends,
-                                          inside[k:k + 2000])
-    return np.where(inside, best, np.nan)
+            sl = slice(k, k + 2000)
+            better = dmin < best[sl]
+            best[sl] = np.where(better, dmin, best[sl])
+            foot[sl] = np.where(better[:, None], near[rows, j], foot[sl])
+            inside[sl] = np.where(better, ~ends, inside[sl])
+    out = np.where(inside, best, np.nan)
+    if left is not None and len(left):
+        from scipy.spatial import cKDTree
+        _, idx = cKDTree(left).query(foot)
+        side = ((points - foot) * (left[idx] - foot)).sum(axis=1)
+        out = np.where(side < 0.0, -out, out)
+    return out
+
+
+def _centre(run: Dict[str, Any]) -> List[np.ndarray]:
+    gt = run['ground_truth']
+    if gt is None or not len(gt[0]):
+        return []
+    return centre_line(np.asarray(gt[0])[:, :2], np.asarray(gt[1]))
+
+
+def _blue(run: Dict[str, Any]) -> Optional[np.ndarray]:
+    gt = run['ground_truth']
+    if gt is None or not len(gt[0]):
+        return None
+    return np.asarray(gt[0])[:, :2][np.asarray(gt[1]) == 1]
 
 
 # -------------------------------------------------------------- metrics
@@ -251,7 +282,11 @@ def recall_by_range(run: Dict[str, Any], source: str,
     Each row: bin (lo, hi m), ground-truth cones in view (summed over
     messages), matched, recall, detections and false detections (no
     ground-truth cone within MATCH_RADIUS), colour accuracy of the
-    matches that carry a colour (None for a source without colours).
+    matches that carry a colour (None for a source without colours), and
+    the range error of the detections (detected minus true range from the
+    car, each detection against the nearest truth cone within
+    ASSOC_RADIUS; binned by the true range): median absolute error and
+    mean (bias, + = too far).
     """
     gt = run['ground_truth']
     msgs = run['detections'][source][::every]
@@ -261,6 +296,7 @@ def recall_by_range(run: Dict[str, Any], source: str,
     gxy, gcls = np.asarray(gt[0])[:, :2], np.asarray(gt[1])
     from scipy.spatial import cKDTree
     tally = np.zeros((len(RANGE_BINS) - 1, 6))
+    errors: List[List[np.ndarray]] = [[] for _ in range(len(RANGE_BINS) - 1)]
     for t, xyz, cls in msgs:
         pose = _pose_at(run['odometry'], t)
         x, y, yaw = pose
@@ -276,8 +312,13 @@ def recall_by_range(run: Dict[str, Any], source: str,
             dist, idx = np.full(len(gxy), np.inf), np.zeros(len(gxy), int)
         gdist, gidx = cKDTree(gxy).query(seen) if len(seen) else \
             (np.zeros(0), np.zeros(0, int))
+        near = gdist <= ASSOC_RADIUS
+        # range error of each detection against its truth cone (+ = too far)
+        err = d_rng[near] - rng[gidx[near]]
+        err_bin = np.digitize(rng[gidx[near]], RANGE_BINS) - 1
         for b in range(len(RANGE_BINS) - 1):
             lo, hi = RANGE_BINS[b], RANGE_BINS[b + 1]
+            errors[b].append(err[err_bin == b])
             view = (rng >= lo) & (rng < hi) & (bearing <= HALF_FOV)
             hit = view & (dist <= MATCH_RADIUS)
             tally[b, 0] += view.sum()
@@ -292,18 +333,30 @@ def recall_by_range(run: Dict[str, Any], source: str,
                 tally[b, 5] += coloured.sum()
     for b in range(len(RANGE_BINS) - 1):
         n_view, n_hit, n_det, n_false, n_col, n_known = tally[b]
+        err = np.concatenate(errors[b]) if errors[b] else np.zeros(0)
         rows.append({'range_m': [RANGE_BINS[b], RANGE_BINS[b + 1]],
                      'cones_in_view': int(n_view), 'matched': int(n_hit),
                      'recall': n_hit / n_view if n_view else None,
                      'detections': int(n_det), 'false': int(n_false),
-                     'colour_correct': n_col / n_known if n_known else None})
+                     'colour_correct': n_col / n_known if n_known else None,
+                     'range_error_median_m': float(np.median(np.abs(err)))
+                     if len(err) else None,
+                     'range_bias_m': float(err.mean()) if len(err) else None})
     return rows
 
 
 def lap_table(run: Dict[str, Any], result: Optional[Dict[str, Any]],
               sectors: int = 3) -> List[Dict[str, Any]]:
-    """Return per lap: time, total and sector (split) times by distance."""
+    """
+    Return per lap: time, total, sector (split) times by distance, cones.
+
+    ``cones_hit``: the referee's cone hits within the lap; ``ratio``: the
+    lap time over the referee's reference lap (the ideal line at the
+    vehicle's limits), when the result has them.
+    """
     laps = [e for e in run['events'] if e['kind'] == 'lap']
+    hits = [_float(e.get('t')) for e in run['events'] if e['kind'] == 'cone_hit']
+    ratios = list((result or {}).get('lap_time_ratio') or [])
     if not laps and result and result.get('lap_times'):
         # no events recorded: the referee's lap times, without splits
         laps = [{'lap': k + 1, 'lap_time': lt, 't': math.nan}
@@ -315,7 +368,11 @@ def lap_table(run: Dict[str, Any], result: Optional[Dict[str, Any]],
         lt = _float(ev.get('lap_time'))
         row = {'lap': int(_float(ev.get('lap'), len(rows) + 1)),
                'time_s': lt, 'total_s': _float(ev.get('total_time')),
-               'splits_s': []}
+               'splits_s': [],
+               'cones_hit': sum(end - lt < h <= end for h in hits)
+               if math.isfinite(end) and math.isfinite(lt) else None,
+               'ratio': _float(ratios[len(rows)]) if len(ratios) > len(rows)
+               else None}
         if math.isfinite(end) and math.isfinite(lt) and len(odo) > 1:
             sel = (odo[:, 0] >= end - lt) & (odo[:, 0] <= end)
             seg = odo[sel]
@@ -373,6 +430,11 @@ def drops(run: Dict[str, Any], recording: Optional[Dict[str, Any]]
     return rows
 
 
+#: topics not published once per frame (no "recorded per frame" figure)
+_ONCE = {contract.topic(k).resolve() for k in
+         ('ground_truth_cones', 'referee_events')}
+
+
 def metrics(run: Dict[str, Any], result: Optional[Dict[str, Any]] = None,
             recording: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Return the run's summary figures (rounded)."""
@@ -384,12 +446,11 @@ def metrics(run: Dict[str, Any], result: Optional[Dict[str, Any]] = None,
                                               else 0.0)
     dist = float(np.hypot(*np.diff(odo[:, 1:3], axis=0).T).sum()) \
         if len(odo) > 1 else 0.0
-    gt = run['ground_truth']
-    lines = centre_line(np.asarray(gt[0])[:, :2], np.asarray(gt[1])) \
-        if gt is not None and len(gt[0]) else []
-    cte = cross_track(odo[:, 1:3], lines) if len(odo) else np.zeros(0)
+    cte = cross_track(odo[:, 1:3], _centre(run), _blue(run)) if len(odo) \
+        else np.zeros(0)
     moving = odo[:, 4] > 0.5 if len(odo) else np.zeros(0, bool)
-    cte_m = cte[moving & np.isfinite(cte)] if len(cte) else cte
+    cte_s = cte[moving & np.isfinite(cte)] if len(cte) else cte
+    cte_m = np.abs(cte_s)
     ttcs = [ttc for _, _, ttc in run['aeb'] if math.isfinite(ttc)]
     braking = run['brake_request']
     out = {
@@ -402,7 +463,8 @@ def metrics(run: Dict[str, Any], result: Optional[Dict[str, Any]] = None,
             'mean': float(cte_m.mean()) if len(cte_m) else None,
             'rms': float(np.sqrt((cte_m ** 2).mean())) if len(cte_m)
             else None,
-            'max': float(cte_m.max()) if len(cte_m) else None},
+            'max': float(cte_m.max()) if len(cte_m) else None,
+            'mean_signed': float(cte_s.mean()) if len(cte_s) else None},
         'laps': lap_table(run, result),
         'detection': {src: recall_by_range(run, src, every=2)
                       for src in SOURCES},
@@ -417,6 +479,10 @@ def metrics(run: Dict[str, Any], result: Optional[Dict[str, Any]] = None,
         'referee_result': result,
         'messages': drops(run, recording),
     }
+    for row in out['messages']:
+        rec = row.get('recorded')
+        row['per_frame'] = rec / len(clock) if rec is not None and len(clock) \
+            and row['topic'] not in _ONCE else None
     return _round(out)
 
 
@@ -428,8 +494,28 @@ def _plt() -> Any:
     return plt
 
 
+def _cone_label(cls: int) -> str:
+    return str(CONE_NAMES.get(cls, cls)).replace('_', ' ')
+
+
+def _lap_marks(run: Dict[str, Any]) -> List[Tuple[float, int]]:
+    """Return (sim time s, lap number) of each completed lap."""
+    out = []
+    for e in run['events']:
+        if e['kind'] == 'lap' and math.isfinite(_float(e.get('t'))):
+            out.append((_float(e.get('t')), int(_float(e.get('lap'), len(out) + 1))))
+    return out
+
+
 def plot_track(run: Dict[str, Any], path: str) -> None:
-    """Write the track PNG (axes fitted to the track, legend outside)."""
+    """
+    Write the track PNG (axes fitted to the track, legend outside).
+
+    Truth cones are hollow triangles in their colour; fused detections
+    (every fifth message, in ``map`` through the odometry) are small dots
+    in their detected colour, so a detected cone shows a filled cluster
+    and a cone never seen stays hollow.
+    """
     plt = _plt()
     odo, gt = run['odometry'], run['ground_truth']
     pts = [odo[:, 1:3]] if len(odo) else []
@@ -440,26 +526,23 @@ def plot_track(run: Dict[str, Any], path: str) -> None:
     span = np.maximum(hi - lo, 1.0)
     ratio = float(span.max() / span.min())
     wide = span[0] >= span[1]
-    # axes box (inches): equal scales unless the track is thinner than
-    # MAX_ASPECT, then the short axis is stretched to a readable height
-    long_in = 11.0
+    # axes box (inches) in the data's aspect, the long side 11 in; a track
+    # thinner than MAX_ASPECT gets its short axis stretched to be readable
+    long_in = 11.0 if wide else 9.0
     short_in = long_in / min(ratio, MAX_ASPECT)
     stretch = ratio / MAX_ASPECT if ratio > MAX_ASPECT else 1.0
     box_w, box_h = (long_in, short_in) if wide else (short_in, long_in)
-    box_h = min(box_h, 9.0)
-    box_w = min(box_w, 11.0)
-    fig = plt.figure(figsize=(box_w + 2.2, box_h + 1.6))
-    ax = fig.add_axes([1.0 / (box_w + 2.2), 1.2 / (box_h + 1.6),
-                       box_w / (box_w + 2.2), box_h / (box_h + 1.6)])
+    fig_w, fig_h = box_w + 2.2, box_h + 2.0
+    fig = plt.figure(figsize=(fig_w, fig_h))
+    ax = fig.add_axes([0.9 / fig_w, 1.5 / fig_h, box_w / fig_w, box_h / fig_h])
     if gt is not None and len(gt[0]):
         xyz, cls = np.asarray(gt[0]), np.asarray(gt[1])
         for c, colour in CONE_COLOURS.items():
             sel = cls == c
             if sel.any():
-                ax.scatter(xyz[sel, 0], xyz[sel, 1], s=36, c=colour,
-                           marker='^', edgecolors='k', linewidths=0.5,
-                           label=f'{str(CONE_NAMES.get(c, c)).replace("_", " ")}'
-                           ' cones (truth)',
+                ax.scatter(xyz[sel, 0], xyz[sel, 1], s=70 if c == 4 else 45,
+                           marker='^', facecolors='none', edgecolors=colour,
+                           linewidths=1.3, label=f'{_cone_label(c)} cone (truth)',
                            zorder=3)
     seen = []
     for t, xyz, cls in run['detections']['fused'][::5]:
@@ -469,42 +552,48 @@ def plot_track(run: Dict[str, Any], path: str) -> None:
     if seen:
         mxy = np.vstack([s[0] for s in seen])
         cls = np.concatenate([s[1] for s in seen])
-        ax.scatter(mxy[:, 0], mxy[:, 1], s=9, alpha=0.5, marker='o',
-                   edgecolors='k', linewidths=0.3,
+        ax.scatter(mxy[:, 0], mxy[:, 1], s=8, alpha=0.3, marker='o',
+                   linewidths=0,
                    c=[CONE_COLOURS.get(int(k), '#777777') for k in cls],
-                   label='detected, fused (colour; grey = unknown)',
-                   zorder=6)
+                   label='fused detection (its colour; grey = unknown)',
+                   zorder=4)
     if len(odo):
-        sc = ax.scatter(odo[:, 1], odo[:, 2], c=odo[:, 4] * 3.6, s=2,
-                        cmap='viridis', label='driven line', zorder=4)
-        cax = fig.add_axes([(box_w + 1.15) / (box_w + 2.2),
-                            1.2 / (box_h + 1.6), 0.15 / (box_w + 2.2),
-                            box_h / (box_h + 1.6)])
+        sc = ax.scatter(odo[:, 1], odo[:, 2], c=odo[:, 4] * 3.6, s=1.5,
+                        cmap='viridis', label='driven line (colour = speed)',
+                        zorder=2)
+        cax = fig.add_axes([(box_w + 1.15) / fig_w, 1.5 / fig_h,
+                            0.15 / fig_w, box_h / fig_h])
         fig.colorbar(sc, cax=cax, label='speed (km/h)')
+        ax.scatter(odo[:1, 1], odo[:1, 2], s=120, marker='*', c='k',
+                   label='start', zorder=7)
+        k = min(len(odo) - 1, max(1, int(np.searchsorted(
+            np.cumsum(np.hypot(*np.diff(odo[:, 1:3], axis=0).T)), 3.0))))
+        ax.annotate('', xy=odo[k, 1:3], xytext=odo[0, 1:3], zorder=7,
+                    arrowprops={'arrowstyle': '->', 'color': 'k', 'lw': 1.5})
     hits = [e for e in run['events'] if e['kind'] == 'cone_hit']
     if hits:
         ax.scatter([_float(e.get('x')) for e in hits],
                    [_float(e.get('y')) for e in hits], s=140, marker='x',
-                   c='red', linewidths=2, label='cone hit', zorder=5)
+                   c='red', linewidths=2, label='cone hit', zorder=8)
     br = run['brake_request']
     if len(br) and len(odo):
         on = br[br[:, 1] < 0, 0]
         idx = np.clip(np.searchsorted(odo[:, 0], on), 0, len(odo) - 1)
         if len(idx):
             ax.scatter(odo[idx, 1], odo[idx, 2], s=18, c='magenta',
-                       label='AEB braking', zorder=5)
+                       label='AEB braking', zorder=6)
+    ax.set_xlim(lo[0], hi[0])
+    ax.set_ylim(lo[1], hi[1])
     if stretch > 1.0:
-        ax.set_xlim(lo[0], hi[0])
-        ax.set_ylim(lo[1], hi[1])
         note = f' ({"y" if wide else "x"} axis stretched x{stretch:.1f})'
     else:
-        ax.set_aspect('equal', adjustable='datalim')
+        ax.set_aspect('equal', adjustable='box')
         note = ''
     ax.set_xlabel('x (m, map)')
     ax.set_ylabel('y (m, map)')
     ax.set_title('Track, driven line and detections' + note)
     ax.grid(alpha=0.25)
-    ax.legend(loc='upper center', bbox_to_anchor=(0.5, -0.45 / box_h - 0.04),
+    ax.legend(loc='upper center', bbox_to_anchor=(0.5, -0.65 / box_h - 0.02),
               ncol=4, fontsize=8, frameon=False, markerscale=1.5)
     fig.savefig(path, dpi=100, bbox_inches='tight')
     plt.close(fig)
@@ -513,86 +602,132 @@ def plot_track(run: Dict[str, Any], path: str) -> None:
 def plot_timeline(run: Dict[str, Any], path: str) -> None:
     """Write the timeline PNG: speed, yaw rate/steer, CTE, AEB/TTC."""
     plt = _plt()
-    fig, axes = plt.subplots(4, 1, figsize=(12, 10), sharex=True)
+    fig, axes = plt.subplots(4, 1, figsize=(12, 10.5), sharex=True)
     odo, ctrl, cmd = run['odometry'], run['control'], run['cmd_vel']
     ax = axes[0]
     if len(odo):
-        ax.plot(odo[:, 0], odo[:, 4] * 3.6, label='speed')
+        ax.plot(odo[:, 0], odo[:, 4] * 3.6, lw=1.0, label='speed')
     if len(cmd):
         ax.plot(cmd[:, 0], cmd[:, 1] * 3.6, '--', lw=0.8,
                 label='target speed (cmd_vel)')
-    ax.set_ylabel('km/h')
+    ax.set_ylabel('speed (km/h)')
+    ax.set_title('Speed', fontsize=9, loc='left')
     ax = axes[1]
     if len(cmd):
         ax.plot(cmd[:, 0], cmd[:, 2], lw=0.8, label='commanded yaw rate')
     if len(odo):
         ax.plot(odo[:, 0], odo[:, 5], lw=0.8, label='actual yaw rate')
-    ax.set_ylabel('rad/s')
+    ax.set_ylabel('yaw rate (rad/s)')
+    ax.set_title('Yaw rate (left axis) and steering (right axis)', fontsize=9,
+                 loc='left')
     if len(ctrl):
         ax2 = ax.twinx()
         ax2.plot(ctrl[:, 0], ctrl[:, 3], color='tab:gray', lw=0.6,
                  label='applied steer (CARLA, > 0 right)')
         ax2.set_ylabel('steer (-1..1)')
-        ax2.legend(loc='lower right', fontsize=7)
+        ax2.legend(loc='upper right', fontsize=7)
     ax = axes[2]
-    gt = run['ground_truth']
-    lines = centre_line(np.asarray(gt[0])[:, :2], np.asarray(gt[1])) \
-        if gt is not None and len(gt[0]) else []
+    lines = _centre(run)
     if lines and len(odo):
-        ax.plot(odo[:, 0], cross_track(odo[:, 1:3], lines),
-                label='distance to centre line')
+        ax.plot(odo[:, 0], cross_track(odo[:, 1:3], lines, _blue(run)), lw=0.9,
+                label='cross-track error (+ = towards the blue/left cones)')
+        ax.axhline(0.0, color='k', lw=0.6)
     else:
         ax.text(0.5, 0.5, 'no blue/yellow ground-truth cones: no centre line',
                 transform=ax.transAxes, ha='center', va='center')
-    ax.set_ylabel('m')
-    ax = axes[3]
-    if run['aeb']:
-        t = np.array([a[0] for a in run['aeb']])
-        ttc = np.array([a[2] for a in run['aeb']])
-        finite = np.isfinite(ttc)
-        if finite.any():
-            ax.plot(t[finite], ttc[finite], '.', ms=3, label='TTC (finite)')
-        else:
-            ax.text(0.5, 0.7, 'TTC infinite throughout (nothing closing in '
-                    'the corridor)', transform=ax.transAxes, ha='center')
-        states = sorted({a[1] for a in run['aeb']})
-        level = np.array([states.index(a[1]) for a in run['aeb']])
-        ax2 = ax.twinx()
-        ax2.step(t, level, where='post', color='tab:red', lw=0.8,
-                 label='AEB state')
-        ax2.set_yticks(range(len(states)))
-        ax2.set_yticklabels(states, fontsize=7)
-    else:
-        ax.text(0.5, 0.5, 'no AEB status recorded', transform=ax.transAxes,
-                ha='center', va='center')
-    ax.set_ylabel('TTC (s)')
-    ax.set_xlabel('sim time (s)')
+    ax.set_ylabel('offset (m)')
+    ax.set_title('Distance to the centre line of the truth cones', fontsize=9,
+                 loc='left')
+    _plot_aeb(run, axes[3])
+    axes[3].set_xlabel('sim time (s)')
+    marks = _lap_marks(run)
     for ax in axes:
         ax.grid(alpha=0.3)
+        for t, _lap in marks:
+            ax.axvline(t, color='0.4', lw=0.6, ls=':')
         if ax.get_legend_handles_labels()[0]:
             ax.legend(loc='upper left', fontsize=7)
+    top = axes[0]
+    for t, lap in marks:
+        top.annotate(f'L{lap}', (t, 1.0), xycoords=('data', 'axes fraction'),
+                     xytext=(0, 2), textcoords='offset points', ha='center',
+                     va='bottom', fontsize=7, color='0.3')
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
 
 
+#: background colour per AEB state (aeb_control.staging.Stage, lower case)
+AEB_COLOURS = {'idle': '#e8f4e8', 'warning': '#fff1c2', 'partial': '#ffd9a8',
+               'full': '#ffb3b3', 'hold': '#f0c8f0', 'override': '#d6e4ff',
+               'stale': '#dddddd'}
+
+
+def _plot_aeb(run: Dict[str, Any], ax: Any) -> None:
+    """AEB state as coloured bands, TTC as points only where finite."""
+    ax.set_title('AEB: state (bands) and time to collision', fontsize=9,
+                 loc='left')
+    ax.set_ylabel('TTC (s)')
+    if not run['aeb']:
+        ax.text(0.5, 0.5, 'no AEB status recorded', transform=ax.transAxes,
+                ha='center', va='center')
+        return
+    t = np.array([a[0] for a in run['aeb']])
+    ttc = np.array([a[2] for a in run['aeb']])
+    states = [a[1] for a in run['aeb']]
+    start = 0
+    seen = set()
+    for k in range(1, len(states) + 1):
+        if k == len(states) or states[k] != states[start]:
+            end = t[k] if k < len(states) else t[-1]
+            name = states[start]
+            ax.axvspan(t[start], end, color=AEB_COLOURS.get(name, '#eeeeee'),
+                       lw=0, label=None if name in seen else f'state {name}')
+            seen.add(name)
+            start = k
+    finite = np.isfinite(ttc)
+    if finite.any():
+        ax.plot(t[finite], ttc[finite], '.', ms=3, color='tab:red',
+                label='TTC (where finite)')
+        ax.set_ylim(0.0, min(10.0, float(ttc[finite].max()) * 1.1 + 0.1))
+    else:
+        ax.set_ylim(0.0, 10.0)
+        ax.text(0.5, 0.5, 'TTC infinite throughout: nothing closing in '
+                'the corridor', transform=ax.transAxes, ha='center',
+                va='center')
+
+
 def plot_detection(figures: Dict[str, Any], path: str) -> None:
-    """Write the recall-by-range PNG."""
+    """Write the detection PNG: recall and range error by true range."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 3.2))
+    fig, (ax, ax_err) = plt.subplots(1, 2, figsize=(9, 3.4))
+    styles = {'lidar': ('s-', 8), 'vision': ('^-', 7), 'fused': ('o--', 5)}
     for src, rows in figures['detection'].items():
+        style, size = styles.get(src, ('o-', 6))
         xs = [sum(r['range_m']) / 2 for r in rows if r['recall'] is not None]
         ys = [100 * r['recall'] for r in rows if r['recall'] is not None]
         if xs:
-            ax.plot(xs, ys, 'o-', label=src)
-    ax.set_xlabel('range (m), bin centres')
+            ax.plot(xs, ys, style, ms=size, label=src)
+        xs = [sum(r['range_m']) / 2 for r in rows
+              if r.get('range_error_median_m') is not None]
+        ys = [100 * r['range_error_median_m'] for r in rows
+              if r.get('range_error_median_m') is not None]
+        if xs:
+            ax_err.plot(xs, ys, style, ms=size, label=src)
+    ax.set_xlabel('true range (m), bin centres')
     ax.set_ylabel('recall (%)')
     ax.set_ylim(0, 105)
-    ax.set_title(f'Detection recall vs ground truth (+-{math.degrees(HALF_FOV):.0f} deg, '
-                 f'{MATCH_RADIUS} m)', fontsize=9)
-    ax.grid(alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8)
+    ax.set_title(f'Recall (truth within +-{math.degrees(HALF_FOV):.0f} deg, '
+                 f'match {MATCH_RADIUS} m)', fontsize=9)
+    ax_err.set_xlabel('true range (m), bin centres')
+    ax_err.set_ylabel('median |range error| (cm)')
+    ax_err.set_ylim(bottom=0)
+    ax_err.set_title(f'Range error (nearest truth within {ASSOC_RADIUS:g} m)',
+                     fontsize=9)
+    for a in (ax, ax_err):
+        a.grid(alpha=0.3)
+        if a.get_legend_handles_labels()[0]:
+            a.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -624,6 +759,17 @@ def _img(path: str) -> str:
             f'src="data:image/png;base64,{data}">')
 
 
+def _recording_line(rows: Sequence[Dict[str, Any]]) -> str:
+    """Return 'N of M recorded, K missing' over the bridge's topics."""
+    rows = [r for r in rows if r.get('published') is not None and
+            r.get('recorded') is not None]
+    if not rows:
+        return '-'
+    pub = sum(int(r['published']) for r in rows)
+    missing = sum(int(r.get('missing') or 0) for r in rows)
+    return f'{pub - missing} of {pub} messages recorded, {missing} missing'
+
+
 def render_html(figures: Dict[str, Any], images: Dict[str, str],
                 source: str) -> str:
     """Return the one-page report."""
@@ -650,14 +796,17 @@ def render_html(figures: Dict[str, Any], images: Dict[str, str],
         ('AEB', f'states {", ".join(figures["aeb_states_seen"]) or "-"}; '
                 f'min TTC {_cell(figures["aeb_min_ttc_s"], "{:.2f} s")}; '
                 f'{figures["aeb_brake_requests"]} brake requests'),
+        ('recording (bridge topics)', _recording_line(figures['messages'])),
         ('loop latency frame -> cmd_vel (wall)',
          f'median {_cell(lat.get("median_ms"), "{:.1f}")} ms, p95 '
          f'{_cell(lat.get("p95_ms"), "{:.1f}")} ms, max '
          f'{_cell(lat.get("max_ms"), "{:.1f}")} ms ({lat["samples"]} frames)'),
     ]
-    laps = _table(['lap', 'time (s)', 'total (s)', 'splits (s)'], [
+    laps = _table(['lap', 'time (s)', 'total (s)', 'splits (s)',
+                   'to reference', 'cones hit'], [
         (r['lap'], _cell(r['time_s']), _cell(r['total_s']),
-         ' / '.join(_cell(s) for s in r['splits_s']) or '-')
+         ' / '.join(_cell(s) for s in r['splits_s']) or '-',
+         _cell(r.get('ratio'), 'x{:.2f}'), _cell(r.get('cones_hit')))
         for r in figures['laps']]) if figures['laps'] else \
         '<p>no lap completed</p>'
     det_rows = []
@@ -670,16 +819,22 @@ def render_html(figures: Dict[str, Any], images: Dict[str, str],
                              r['detections'], r['false'],
                              _cell(None if r['colour_correct'] is None
                                    else 100 * r['colour_correct'],
-                                   '{:.1f} %')))
+                                   '{:.1f} %'),
+                             _cell(r.get('range_error_median_m'), '{:.3f}'),
+                             _cell(r.get('range_bias_m'), '{:+.3f}')))
     det = _table(['source', 'range (m)', 'truth in view', 'matched', 'recall',
-                  'detections', 'false', 'colour ok'], det_rows) \
+                  'detections', 'false', 'colour ok', 'range error (m)',
+                  'bias (m)'], det_rows) \
         if det_rows else '<p>no detections or no ground truth recorded</p>'
     msg_rows = [(html.escape(r['topic']), _cell(r.get('published')),
                  'excluded' if r.get('recorded') is None and
                  r.get('published') is not None else _cell(r.get('recorded')),
-                 _cell(r.get('missing'))) for r in figures['messages']]
-    msgs = _table(['topic', 'published (bridge)', 'recorded', 'missing'],
-                  msg_rows)
+                 _cell(r.get('missing')),
+                 _cell(None if r.get('per_frame') is None
+                       else 100 * r['per_frame'], '{:.1f} %'))
+                for r in figures['messages']]
+    msgs = _table(['topic', 'published (bridge)', 'recorded', 'missing',
+                   'recorded per frame'], msg_rows)
     style = ('body{font-family:sans-serif;max-width:1250px;margin:auto;'
              'font-size:13px}table{border-collapse:collapse;margin:6px 0}'
              'td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}'
@@ -701,6 +856,9 @@ def render_html(figures: Dict[str, Any], images: Dict[str, str],
 {_img(images['track'])}
 {_img(images['timeline'])}
 <h3>Messages per topic</h3>
+<p>missing = what the bridge published minus what is in the bag; recorded
+per frame = messages per simulator frame ({figures["frames"]} frames):
+100 % for a node that answers every frame.</p>
 {msgs}
 </body></html>
 """
@@ -753,6 +911,9 @@ def _saved_run(bag: str) -> Dict[str, Any]:
             recs = data.get('recordings') or {}
             rec = next((v for k, v in recs.items() if os.path.abspath(k) ==
                         os.path.abspath(bag)), None)
+            if rec is None and path.startswith(os.path.join(bag, '')) and \
+                    len(recs) == 1:
+                rec = next(iter(recs.values()))  # the bag was moved
             return {'result': data.get('result'), 'recording': rec}
     return {}
 

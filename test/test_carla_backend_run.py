@@ -1,0 +1,76 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+The bridge's modes against ``carla-hil serve`` through the real 0.9.16 client.
+
+* lockstep: ``carla-hil run --backend carla`` of ``ci_trackdrive`` (the
+  whole graph as processes over DDS, CI settings of ``test_acceptance.py``:
+  ``ci_rig.yaml``, the bridge waits for each frame's ``cmd_vel`` and
+  ``brake_request``) for 6 sim seconds: every frame answered, no cone hit;
+* asynchronous: the bridge alone on the AEB tutorial (``cruise``), the
+  server running free, for 3 sim seconds.
+
+The synchronous (paced) mode runs in
+``test_carla_backend_faults.py::test_server_killed_mid_run_bridge_exits_3``.
+A full lap is not run here: CARLA has no FS car, ``fs_car`` drives as
+``vehicle.tesla.model3`` (2.16 m wide on a 3 m track) and touches cones
+(see docs/carla_backend.md).
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+from hil_bridge.carla_server.launcher import ROOT, serve
+import pytest
+
+from test_acceptance import _explain, _runner_argv, CI_SETS, run_cli  # noqa: I100
+
+pytest.importorskip('carla')
+pytestmark = [pytest.mark.closed_loop, pytest.mark.dds, pytest.mark.slow]
+RESULT = '[carla-hil] result: '
+
+
+def test_trackdrive_lockstep_through_carla(ros_domain: int) -> None:
+    """6 s of ci_trackdrive, lockstep through the CARLA client: all frames answered, no cone."""
+    with serve() as s:
+        run = run_cli(_runner_argv('ci_trackdrive', CI_SETS, '--backend', 'carla', '--host',
+                                   '127.0.0.1', '--port', str(s.port), '--duration', '6'))
+        log = ''.join(s.log)
+    assert run.code == 0, _explain(run)
+    res = run.result
+    assert res is not None and res['end_reason'] == 'duration', _explain(run)
+    assert 'mode lockstep' in run.output and 'carla backend ready' in run.output
+    assert res['frames'] >= 119 and res['lockstep_timeouts'] == 0, _explain(run)
+    assert res['cones_hit'] == 0 and res['collisions'] == [], _explain(run)
+    assert res['controller'] == {} or not res['controller'].get('rejected_cmd'), _explain(run)
+    # every frame once (frame 0 also each time it was re-sent before the first reply)
+    assert res['published']['/carla/ego_vehicle/lidar'] == \
+        res['frames'] + 1 + res['republished_frames'], res
+    assert 'Traceback' not in log, log[-3000:]
+
+
+def test_bridge_asynchronous_mode(ros_domain: int) -> None:
+    """The server runs free (real time); the bridge takes its newest frames."""
+    with serve() as s:
+        args = [sys.executable, '-m', 'hil_bridge.bridge.bridge_node', '--ros-args',
+                '--params-file', str(ROOT / 'config' / 'hil_bridge.yaml')]
+        for key, value in (('backend', 'carla'), ('host', '127.0.0.1'), ('port', s.port),
+                           ('scenario', 'aeb_tutorial'), ('rig', 'ci_rig.yaml'),
+                           ('cruise', 'true'), ('synchronous_mode', 'false'),
+                           ('duration', 3.0)):
+            args += ['-p', f'{key}:={value}']
+        out = subprocess.run(args, cwd=str(ROOT), env=dict(os.environ),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, timeout=120).stdout
+    lines = [ln for ln in out.splitlines() if ln.startswith('REFEREE_RESULT ')]
+    assert len(lines) == 1, out[-3000:]
+    res = json.loads(lines[0][len('REFEREE_RESULT '):])
+    assert 'mode async' in out, out[-3000:]
+    assert res['end_reason'] == 'duration' and res['sim_time'] >= 3.0, res
+    # the server's frames (20 Hz): those the bridge missed are skipped
+    assert res['frames'] == pytest.approx(60, abs=8), res
+    published = res['published']['/carla/ego_vehicle/odometry']
+    assert 10 <= published <= res['frames'] + 1, res
+    assert res['collisions'] == [], res

@@ -1,0 +1,44 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""The two pinned environments CI tests on: Kilted (requirements.txt) and Jazzy."""
+
+from pathlib import Path
+import re
+from typing import Dict
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def pins(name: str) -> Dict[str, str]:
+    """Return ``{package: version}`` of a requirements file (every line ``==``-pinned)."""
+    out = {}
+    for line in (ROOT / name).read_text(encoding='utf-8').splitlines():
+        line = line.split('#', 1)[0].strip()
+        if not line:
+            continue
+        match = re.fullmatch(r'([A-Za-z0-9_.\-]+)==([0-9][A-Za-z0-9_.+\-]*)', line)
+        assert match, f'{name}: {line!r} is not pinned with =='
+        out[match.group(1).lower()] = match.group(2)
+    return out
+
+
+def test_jazzy_file_has_the_same_non_ros_pins() -> None:
+    """requirements-jazzy.txt differs from requirements.txt only in ROS wheels."""
+    kilted, jazzy = pins('requirements.txt'), pins('requirements-jazzy.txt')
+    other = {k: v for k, v in kilted.items() if not k.startswith('ros-')}
+    assert {k: v for k, v in jazzy.items() if not k.startswith('ros-')} == other
+    assert jazzy['ros-rclpy'].startswith('7.') and kilted['ros-rclpy'].startswith('9.')
+    assert jazzy['ros-fastrtps'].startswith('2.')  # Fast DDS 2.x: FASTRTPS_ profile name
+    for pkg in ('ros-rclpy', 'ros-rmw-fastrtps-cpp', 'ros-sensor-msgs', 'ros-ament-flake8'):
+        assert pkg in jazzy and pkg in kilted, pkg
+
+
+def test_scripts_know_both_distros() -> None:
+    """setup_env.sh and test.sh build and test both; .ci/run is the README's command."""
+    setup = (ROOT / 'scripts' / 'setup_env.sh').read_text(encoding='utf-8')
+    assert 'requirements-jazzy.txt' in setup and '.venv-jazzy' in setup
+    test = (ROOT / 'scripts' / 'test.sh').read_text(encoding='utf-8')
+    assert 'for d in kilted jazzy' in test
+    ci = (ROOT / '.ci' / 'run').read_text(encoding='utf-8')
+    assert ci.strip().splitlines()[-1] == 'bash scripts/test.sh'
+    assert '\nbash scripts/test.sh ' in (ROOT / 'README.md').read_text(encoding='utf-8')
