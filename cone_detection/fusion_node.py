@@ -32,8 +32,10 @@ Malformed messages and cone clouds of more than ``max_cones`` points are
 reported and dropped. Stamp policy (:mod:`hil_bridge.interface.freshness`):
 inputs stamped ahead of the node clock or more than ``input_timeout``
 behind it are dropped with a throttled warning; the clock jumping back (a
-replay restarted) clears the vision buffer, the pose history and the cone
-map with one info line. Run::
+replay restarted) clears the vision buffer, the pose history, the cone
+map and the waiting state (a waiting lidar message is dropped; lidar
+messages wait again once the vision detector has published on the new
+time line) with one info line. Run::
 
     python -m cone_detection.fusion_node --ros-args \
         --params-file config/cone_fusion.yaml
@@ -121,9 +123,6 @@ class ConeFusionNode(Node):
                                          self._on_vision, role)
         contract.create_subscription(self, 'odometry', self._on_odom, role)
         self._last_lidar = -1e18
-        self._last_vision = -1e18
-        #: a lidar message waiting for its vision: (header stamp, cones, t, wall)
-        self._pending: Optional[tuple] = None
         self.vision_timeouts = 0
         self.wait = float(v['wait_for_vision'])
         if self.wait > 0.0 and v['use_vision']:
@@ -142,9 +141,13 @@ class ConeFusionNode(Node):
         """Start without vision history, poses and cone map (also after a clock jump back)."""
         v = self.v
         self.vision = VisionBuffer()
-        #: stamp of the newest vision detection (s)
+        #: stamp of the newest vision detection (s) and its wall time
+        #: (monotonic s): after a jump back no lidar message waits until the
+        #: vision detector has published on the new time line
         self._vision_t = -math.inf
-        self._pending = None
+        self._last_vision = -1e18
+        #: a lidar message waiting for its vision: (header stamp, cones, t, wall)
+        self._pending: Optional[tuple] = None
         self.poses = PoseHistory()
         self.map: Optional[ConeMap] = (
             ConeMap(ConeMapParams(merge_radius=float(v['map_merge_radius']),
