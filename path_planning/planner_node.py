@@ -29,8 +29,8 @@ Bad input: a malformed cloud is dropped with an error (throttled); NaN
 cones are dropped and counted; a cloud with no usable cone ahead gives a
 stop. NaN odometry is dropped and counted; without valid odometry for
 ``odom_timeout`` the last commanded speed stands in for the pursuit
-look-ahead. A steady-clock timer (10 Hz) commands a stop, stamped with the
-node's time, and warns while no cones arrived for more than
+look-ahead. A steady-clock timer (10 Hz) commands a stop, stamped
+``WATCHDOG_LAG`` (1 ms) behind the node's time, and warns while no cones arrived for more than
 ``cone_timeout`` seconds of (sim) time, or none at all yet.
 
 Stamp policy (:mod:`hil_bridge.interface.freshness`): a cone cloud or an
