@@ -336,6 +336,9 @@ class ConeDrivePlannerNode(Node):
         #: (cloud, t, xyz, class_id, wall time)
         self._pending: Optional[tuple] = None
         self._last_planned = -math.inf
+        #: the command and path planned on the stamp ``_last_planned``:
+        #: (header, speed m/s, yaw rate rad/s, Path or None)
+        self._last_answer: Optional[tuple] = None
         self.speed: Optional[float] = None
         self.yaw_rate: Optional[float] = None
         self.odom_stamp: Optional[float] = None
@@ -401,7 +404,15 @@ class ConeDrivePlannerNode(Node):
         n_rows = cloud.width * cloud.height
         self.counts['nan_cones'] += max(int(n_rows) - int(xyz.shape[0]), 0)
         if t <= self._last_planned + STAMP_EPS:
-            # a frame re-sent (lockstep start-up): planned once, from its first copy
+            # a frame re-sent (lockstep start-up): planned once, from its first
+            # copy; that command goes out again (the bridge re-sends the frame
+            # because it has no answer yet: the first one may have been
+            # published before its subscription matched)
+            if self._last_answer is not None and abs(t - self._last_planned) <= STAMP_EPS:
+                header, speed, yaw_rate, path = self._last_answer
+                self._publish_cmd(header, speed, yaw_rate)
+                if path is not None:
+                    self.path_pub.publish(path)
             return
         self._last_planned = t
         if self._pending is not None:
@@ -452,7 +463,9 @@ class ConeDrivePlannerNode(Node):
         header = Header(stamp=cloud.header.stamp,
                         frame_id=cloud.header.frame_id or self.vehicle_frame)
         self._publish_cmd(header, out.speed, out.yaw_rate)
-        self.path_pub.publish(make_path(out.path, header))
+        path = make_path(out.path, header)
+        self.path_pub.publish(path)
+        self._last_answer = (header, out.speed, out.yaw_rate, path)
         if self.markers_on:
             self.marker_pub.publish(make_markers(out, header,
                                                  self.profile.wheelbase))
@@ -467,6 +480,7 @@ class ConeDrivePlannerNode(Node):
             self.get_logger().warning('route mode: no odometry yet, stop',
                                       throttle_duration_sec=2.0)
             self._publish_cmd(out_header, 0.0, 0.0)
+            self._last_answer = (out_header, 0.0, 0.0, None)
             return
         cfg = self.config
         if self.route is None:
@@ -482,7 +496,9 @@ class ConeDrivePlannerNode(Node):
             self.get_logger().info('route finished: stop',
                                    throttle_duration_sec=5.0)
         self._publish_cmd(out_header, cmd.speed, cmd.yaw_rate)
-        self.path_pub.publish(make_path(cmd.path, out_header))
+        path = make_path(cmd.path, out_header)
+        self.path_pub.publish(path)
+        self._last_answer = (out_header, cmd.speed, cmd.yaw_rate, path)
 
     def _publish_cmd(self, header: Header, speed: float, yaw_rate: float
                      ) -> None:

@@ -157,3 +157,41 @@ def test_planner_node_stamps_and_stops(rclpy_context) -> None:
         executor.shutdown()
         node.destroy_node()
     assert rc == 0, f'planner exited with {rc}'
+
+
+def test_a_resent_frame_is_answered_again_not_replanned(rclpy_context) -> None:
+    """
+    Lockstep start-up re-sends frame 0 until the bridge has an answer.
+
+    The planner plans on the first copy only (the same state whatever the
+    number of copies) and sends that command again for each copy: its
+    first answer may have gone out before the bridge's subscription had
+    matched (Jazzy: a run waited 30 s for it, a lockstep timeout).
+    """
+    from fuzz_inputs import corridor, odometry
+    from inprocess import NodeUnderTest
+    from path_planning.planner_node import ConeDrivePlannerNode
+    h = NodeUnderTest(ConeDrivePlannerNode, rclpy_context)
+    node = h.node
+    try:
+        h.at(0.0)
+        node._on_odom(odometry(0.0, 0.0))
+        node._on_cones(corridor(0.0))
+        assert node.counts['cycles'] == 1 and len(h.topic('cmd_vel')) == 1
+        for _ in range(3):  # the re-sent copies
+            node._on_odom(odometry(0.0, 0.0))
+            node._on_cones(corridor(0.0))
+        assert node.counts['cycles'] == 1
+        cmds = h.topic('cmd_vel')
+        assert len(cmds) == 4
+        assert {(stamps.sec_from_stamp(m.header.stamp), m.twist.linear.x, m.twist.angular.z)
+                for m in cmds} == {(0.0, cmds[0].twist.linear.x, cmds[0].twist.angular.z)}
+        assert len(h.topic('path')) == 4
+        h.at(0.05)
+        node._on_odom(odometry(0.05, 0.5))
+        node._on_cones(corridor(0.05))
+        assert node.counts['cycles'] == 2
+        node._on_cones(corridor(0.0))  # an older frame: neither planned nor answered
+        assert node.counts['cycles'] == 2 and len(h.topic('cmd_vel')) == 5
+    finally:
+        h.close()
