@@ -336,8 +336,8 @@ class ConeDrivePlannerNode(Node):
         #: (cloud, t, xyz, class_id, wall time)
         self._pending: Optional[tuple] = None
         self._last_planned = -math.inf
-        #: the command and path planned on the stamp ``_last_planned``:
-        #: (header, speed m/s, yaw rate rad/s, Path or None)
+        #: the last command sent and its path: (stamp s, header, speed m/s,
+        #: yaw rate rad/s, Path or None)
         self._last_answer: Optional[tuple] = None
         self.speed: Optional[float] = None
         self.yaw_rate: Optional[float] = None
@@ -403,13 +403,14 @@ class ConeDrivePlannerNode(Node):
         # cloud_to_cones drops non-finite rows already: count them here.
         n_rows = cloud.width * cloud.height
         self.counts['nan_cones'] += max(int(n_rows) - int(xyz.shape[0]), 0)
-        if t <= self._last_planned + STAMP_EPS:
+        if abs(t - self._last_planned) <= STAMP_EPS:
             # a frame re-sent (lockstep start-up): planned once, from its first
             # copy; that command goes out again (the bridge re-sends the frame
             # because it has no answer yet: the first one may have been
             # published before its subscription matched)
-            if self._last_answer is not None and abs(t - self._last_planned) <= STAMP_EPS:
-                header, speed, yaw_rate, path = self._last_answer
+            answer = self._last_answer
+            if answer is not None and abs(answer[0] - t) <= STAMP_EPS:
+                _t, header, speed, yaw_rate, path = answer
                 self._publish_cmd(header, speed, yaw_rate)
                 if path is not None:
                     self.path_pub.publish(path)
@@ -465,7 +466,7 @@ class ConeDrivePlannerNode(Node):
         self._publish_cmd(header, out.speed, out.yaw_rate)
         path = make_path(out.path, header)
         self.path_pub.publish(path)
-        self._last_answer = (header, out.speed, out.yaw_rate, path)
+        self._last_answer = (t, header, out.speed, out.yaw_rate, path)
         if self.markers_on:
             self.marker_pub.publish(make_markers(out, header,
                                                  self.profile.wheelbase))
@@ -480,7 +481,7 @@ class ConeDrivePlannerNode(Node):
             self.get_logger().warning('route mode: no odometry yet, stop',
                                       throttle_duration_sec=2.0)
             self._publish_cmd(out_header, 0.0, 0.0)
-            self._last_answer = (out_header, 0.0, 0.0, None)
+            self._last_answer = (t, out_header, 0.0, 0.0, None)
             return
         cfg = self.config
         if self.route is None:
@@ -498,7 +499,7 @@ class ConeDrivePlannerNode(Node):
         self._publish_cmd(out_header, cmd.speed, cmd.yaw_rate)
         path = make_path(cmd.path, out_header)
         self.path_pub.publish(path)
-        self._last_answer = (out_header, cmd.speed, cmd.yaw_rate, path)
+        self._last_answer = (t, out_header, cmd.speed, cmd.yaw_rate, path)
 
     def _publish_cmd(self, header: Header, speed: float, yaw_rate: float
                      ) -> None:
