@@ -30,7 +30,8 @@ cones are dropped and counted; a cloud with no usable cone ahead gives a
 stop. NaN odometry is dropped and counted; without valid odometry for
 ``odom_timeout`` the last commanded speed stands in for the pursuit
 look-ahead. A steady-clock timer (10 Hz) commands a stop, stamped
-``WATCHDOG_LAG`` (1 ms) behind the node's time, and warns while no cones arrived for more than
+``WATCHDOG_LAG`` (1 ms) behind the node's time (none while the node's time
+is below that: sim time 0, lockstep frame 0), and warns while no cones arrived for more than
 ``cone_timeout`` seconds of (sim) time, or none at all yet.
 
 Stamp policy (:mod:`hil_bridge.interface.freshness`): a cone cloud or an
@@ -521,6 +522,15 @@ class ConeDrivePlannerNode(Node):
             return
         what = ('no cones received yet' if self.cones_gate.arrival is None else
                 f'no usable cones for {self.cones_gate.age(now):.2f} s')
+        if now < WATCHDOG_LAG:
+            # sim time not started (frame 0, or no /clock yet): the stop could
+            # only be stamped 0 and would answer lockstep frame 0 before any
+            # cones were planned on (the bridge would not re-send it to a
+            # planner whose subscription matched late); the bridge's command
+            # watchdog holds the car meanwhile
+            self.get_logger().warning(f'{what} (sim time 0: no stop sent)',
+                                      throttle_duration_sec=5.0)
+            return
         self.get_logger().warning(
             f'{what}: commanding a stop', throttle_duration_sec=5.0)
         self.counts['stale_stops'] += 1
@@ -528,7 +538,7 @@ class ConeDrivePlannerNode(Node):
         # stamped just behind the node's time: computed from no frame, it
         # never answers a lockstep frame (the bridge waits for the command
         # planned on that frame's cones)
-        header = Header(stamp=stamps.stamp_from_sec(max(now - WATCHDOG_LAG, 0.0)),
+        header = Header(stamp=stamps.stamp_from_sec(now - WATCHDOG_LAG),
                         frame_id=self.vehicle_frame)
         self._publish_cmd(header, 0.0, 0.0)
 

@@ -13,9 +13,9 @@ fusion waits (up to 20 s) for the vision
 result of each lidar stamp (``wait_for_vision``) and the planner for the
 odometry of each cone cloud's stamp, so every input of every command is
 the same in both runs. Asserted: the same referee result and, read back
-from the two recordings, bit-identical ``cmd_vel`` for every frame (the
-watchdog's stops before the first cones, stamped 0, are left out: how
-many the planner sends while the nodes start depends on the wall clock).
+from the two recordings, bit-identical ``cmd_vel`` for every frame (frame
+0 is left out: the planner answers each copy the bridge re-sends while
+the nodes start, and how many there are depends on the wall clock).
 """
 
 import os

@@ -14,7 +14,7 @@ from hil_bridge.interface.codecs import clouds, stamps
 from hil_bridge.interface.params import check_specs
 from node_harness import stop_process
 import numpy as np
-from path_planning.planner_node import NODE_NAME, PARAMS
+from path_planning.planner_node import NODE_NAME, PARAMS, WATCHDOG_LAG
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,9 +100,14 @@ def test_planner_node_stamps_and_stops(rclpy_context) -> None:
                                           'ego_vehicle'))
 
     try:
-        # No cones at all yet: the watchdog commands a stop.
-        assert spin_until(lambda: len(cmds) > 0), 'no cmd_vel without cones'
+        # No cones at all yet: the watchdog commands a stop (once sim time
+        # has started: a stop stamped 0 would answer lockstep frame 0).
+        def clock_then_cmds() -> bool:
+            clock_pub.publish(Clock(clock=stamps.stamp_from_sec(12.0)))
+            return len(cmds) > 0
+        assert spin_until(clock_then_cmds), 'no cmd_vel without cones'
         assert cmds[0].twist.linear.x == 0.0
+        assert stamps.sec_from_stamp(cmds[0].header.stamp) == pytest.approx(12.0 - WATCHDOG_LAG)
         # A corridor: each cloud gives a cmd_vel with the same stamp.
         sent = []
         t = 12.5
@@ -140,7 +145,6 @@ def test_planner_node_stamps_and_stops(rclpy_context) -> None:
         # Stale cones: sim time moves on (/clock) without clouds -> stop
         # commands stamped 1 ms behind the node's (sim) time (so they never
         # answer a lockstep frame).
-        from path_planning.planner_node import WATCHDOG_LAG
         lag = round(200.0 - WATCHDOG_LAG, 6)
 
         def stale_stop() -> bool:
@@ -193,5 +197,29 @@ def test_a_resent_frame_is_answered_again_not_replanned(rclpy_context) -> None:
         assert node.counts['cycles'] == 2
         node._on_cones(corridor(0.0))  # an older cloud (out of order): planned as any other
         assert node.counts['cycles'] == 3 and len(h.topic('cmd_vel')) == 6
+    finally:
+        h.close()
+
+
+def test_no_watchdog_stop_at_sim_time_zero(rclpy_context) -> None:
+    """
+    At sim time 0 (lockstep frame 0, or no /clock yet) the watchdog sends no stop.
+
+    It could only be stamped 0 and would answer frame 0 before the planner
+    has planned on any cones: on Jazzy the bridge then went on to frame 1
+    while the planner's cones subscription had not matched, and waited
+    for it until the lockstep timeout. Once sim time runs: a stop.
+    """
+    from inprocess import NodeUnderTest
+    from path_planning.planner_node import ConeDrivePlannerNode
+    h = NodeUnderTest(ConeDrivePlannerNode, rclpy_context)
+    try:
+        h.at(0.0)
+        h.node._watchdog()
+        assert h.topic('cmd_vel') == []
+        h.at(0.05)
+        h.node._watchdog()
+        assert [m.twist.linear.x for m in h.topic('cmd_vel')] == [0.0]
+        assert h.stamps('cmd_vel') == [pytest.approx(0.05 - WATCHDOG_LAG)]
     finally:
         h.close()
