@@ -14,20 +14,34 @@ odometry poses (``align_with_odometry``) and fused
 vision (not running, too old, or ``use_vision`` false): lidar cones pass
 through as class unknown, so lidar-only operation works. No lidar message
 for ``lidar_timeout`` seconds (wall clock): vision cones are published
-instead, with their own stamp. With ``map_enabled`` the fused cones are
+instead, with their own stamp. With ``wait_for_vision`` > 0 (wall
+seconds) a lidar message waits until the vision detection with its stamp
+(or a newer one) has come, so the fused cones of a frame never depend on
+how fast the vision detector happened to be (in lockstep the whole loop
+then gives the same result on any machine load); it waits only once the
+detector has published and while it keeps publishing (nothing from it for
+``VISION_ALIVE`` s, or twice the wait: lidar cones pass on at once), and after
+``wait_for_vision`` s it fuses what it has (counted, warned). Lockstep
+needs a vision result for every lidar stamp (cameras at the frame rate,
+``camera_schedule`` ``alternate``), and on a loaded machine a wait (and a
+bridge ``lockstep_timeout``) longer than the slowest vision frame. With
+``map_enabled`` the fused cones are
 accumulated in ``map`` (:class:`path_planning.cone_map.ConeMap`) and the
 confirmed map cones within ``map_publish_range`` are published instead.
 Malformed messages and cone clouds of more than ``max_cones`` points are
 reported and dropped. Stamp policy (:mod:`hil_bridge.interface.freshness`):
 inputs stamped ahead of the node clock or more than ``input_timeout``
 behind it are dropped with a throttled warning; the clock jumping back (a
-replay restarted) clears the vision buffer, the pose history and the cone
-map with one info line. Run::
+replay restarted) clears the vision buffer, the pose history, the cone
+map and the waiting state (a waiting lidar message is dropped; lidar
+messages wait again once the vision detector has published on the new
+time line) with one info line. Run::
 
     python -m cone_detection.fusion_node --ros-args \
         --params-file config/cone_fusion.yaml
 """
 
+import math
 import sys
 import time
 from typing import Any, Dict, List, Optional
@@ -45,6 +59,10 @@ from path_planning.cone_map import ConeMap, ConeMapParams
 from rclpy.node import Node
 
 NODE_NAME = 'cone_fusion'
+#: wall seconds without a vision detection after which no lidar message waits for one
+VISION_ALIVE = 2.0
+#: stamps go through builtin_interfaces/Time (ns)
+STAMP_EPS = 1e-6
 
 PARAMS: List[ParamSpec] = [
     ParamSpec('role_name', 'ego role name: topic and frame names'),
@@ -57,6 +75,8 @@ PARAMS: List[ParamSpec] = [
     ParamSpec('max_vision_age', 'largest |t_vision - t_lidar| (s)', lo=0.0,
               hi=5.0),
     ParamSpec('align_with_odometry', 'move vision cones to the lidar stamp'),
+    ParamSpec('wait_for_vision', 'wall seconds a lidar message waits for the vision '
+              'detection of its stamp (0 = no wait)', lo=0.0, hi=60.0),
     ParamSpec('lidar_timeout', 'wall seconds without lidar before vision '
               'cones are passed on', lo=0.01, hi=60.0),
     ParamSpec('map_enabled', 'accumulate and publish a cone map'),
@@ -103,6 +123,12 @@ class ConeFusionNode(Node):
                                          self._on_vision, role)
         contract.create_subscription(self, 'odometry', self._on_odom, role)
         self._last_lidar = -1e18
+        self.vision_timeouts = 0
+        self.wait = float(v['wait_for_vision'])
+        if self.wait > 0.0 and v['use_vision']:
+            from rclpy.clock import Clock, ClockType
+            self.create_timer(0.02, self._on_wait_timer,
+                              clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._bad = DropLog(self.get_logger())
         self._markers: Dict[str, int] = {}
         self.published = 0
@@ -115,6 +141,13 @@ class ConeFusionNode(Node):
         """Start without vision history, poses and cone map (also after a clock jump back)."""
         v = self.v
         self.vision = VisionBuffer()
+        #: stamp of the newest vision detection (s) and its wall time
+        #: (monotonic s): after a jump back no lidar message waits until the
+        #: vision detector has published on the new time line
+        self._vision_t = -math.inf
+        self._last_vision = -1e18
+        #: a lidar message waiting for its vision: (header stamp, cones, t, wall)
+        self._pending: Optional[tuple] = None
         self.poses = PoseHistory()
         self.map: Optional[ConeMap] = (
             ConeMap(ConeMapParams(merge_radius=float(v['map_merge_radius']),
@@ -156,6 +189,10 @@ class ConeFusionNode(Node):
             return
         t = stamps.sec_from_stamp(msg.header.stamp)
         self.vision.add(t, cones)
+        self._vision_t = t
+        self._last_vision = time.monotonic()
+        if self._pending is not None and t >= self._pending[2] - STAMP_EPS:
+            self._fuse_pending()
         if time.monotonic() - self._last_lidar > float(
                 self.v['lidar_timeout']):
             scaled = ConeSet(cones.xyz, cones.class_id,
@@ -168,8 +205,34 @@ class ConeFusionNode(Node):
         lidar = self._decode(msg, 'lidar cones')
         if lidar is None:
             return
-        self._last_lidar = time.monotonic()
+        now = time.monotonic()
+        self._last_lidar = now
         t = stamps.sec_from_stamp(msg.header.stamp)
+        if self._pending is not None:
+            self._fuse_pending()
+        if self.wait > 0.0 and self.v['use_vision'] and \
+                now - self._last_vision <= max(VISION_ALIVE, 2.0 * self.wait) and \
+                self._vision_t < t - STAMP_EPS:
+            self._pending = (msg.header.stamp, lidar, t, now)
+            return
+        self._fuse(msg.header.stamp, lidar, t)
+
+    def _on_wait_timer(self) -> None:
+        p = self._pending
+        if p is not None and time.monotonic() - p[3] > self.wait:
+            self.vision_timeouts += 1
+            self.get_logger().warning(
+                f'no vision detection for the lidar cones at t={p[2]:.3f} s within '
+                f'{self.wait:g} s; fused without it ({self.vision_timeouts} so far)',
+                throttle_duration_sec=5.0)
+            self._fuse_pending()
+
+    def _fuse_pending(self) -> None:
+        stamp, lidar, t, _wall = self._pending
+        self._pending = None
+        self._fuse(stamp, lidar, t)
+
+    def _fuse(self, stamp: Any, lidar: ConeSet, t: float) -> None:
         vision = None
         if self.v['use_vision']:
             found = self.vision.newest_within(t, self.params.max_vision_age)
@@ -177,7 +240,7 @@ class ConeFusionNode(Node):
                 t_v, cones = found
                 poses = self.poses if self.v['align_with_odometry'] else None
                 vision = align(cones, t_v, t, poses)
-        self._publish(fuse(lidar, vision, self.params), msg.header.stamp, t)
+        self._publish(fuse(lidar, vision, self.params), stamp, t)
 
     def _publish(self, cones: ConeSet, stamp: Any, t: float) -> None:
         if self.map is not None:

@@ -49,11 +49,16 @@ from hil_bridge.interface.cones import CONE_BLUE, CONE_YELLOW
 import numpy as np
 from path_planning.cone_drive import (arc_points, cone_drive, ConeDriveParams, ConeDriveResult,
                                       STATUS_STOP, steering_ranges)
+from path_planning.cone_map import ConeMap
+from path_planning.lane import lane_cones, lane_view, LaneView, track_path
 from path_planning.midline import midline, MidlineParams, MidlineResult
 from path_planning.pure_pursuit import profile_speed, pure_pursuit, PursuitParams, PursuitResult
 from path_planning.speed_policy import command_speed, rate_limit, SpeedParams, target_speed
 
-MODES = ('cone_drive', 'midline', 'auto')
+MODES = ('cone_drive', 'midline', 'auto', 'lane')
+#: lane mode moves its steering into a free CONEDRIVE range by at most
+#: this much (rad); farther free ranges lead out of the lane
+LANE_MAX_CORRECTION = math.radians(6.0)
 
 
 @dataclass(frozen=True)
@@ -75,7 +80,7 @@ class PlannerConfig:
     the car is held).
     """
 
-    mode: str = 'cone_drive'
+    mode: str = 'lane'
     cone_drive: ConeDriveParams = ConeDriveParams()
     speed: SpeedParams = SpeedParams()
     midline: MidlineParams = MidlineParams()
@@ -90,23 +95,36 @@ class PlannerConfig:
     memory: float = 0.5
     memory_radius: float = 0.5
     ramp_lead: float = 0.5
+    use_map: bool = True
+    min_lane_length: float = 6.0
+    lane_check_lookahead: float = 8.0
+    lane_max_speed: float = 12.0
+    lane_a_lat_max: float = 8.0
+    lane_accel: float = 6.0
 
     def __post_init__(self) -> None:
         """Validate the mode and the limits (ValueError naming the field)."""
         if self.mode not in MODES:
             raise ValueError(f'PlannerConfig.mode {self.mode!r} not in '
                              f'{list(MODES)}')
-        for name in ('sensor_range', 'sensor_fov', 'max_dt'):
+        for name in ('sensor_range', 'sensor_fov', 'max_dt', 'lane_max_speed',
+                     'lane_a_lat_max', 'lane_accel'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f'PlannerConfig.{name} must be finite and > 0,'
                                  f' got {value}')
         for name in ('min_midline_length', 'memory', 'memory_radius',
-                     'ramp_lead'):
+                     'ramp_lead', 'min_lane_length', 'lane_check_lookahead'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise ValueError(f'PlannerConfig.{name} must be finite and >= '
                                  f'0, got {value}')
+
+    @property
+    def lane_speed(self) -> SpeedParams:
+        """Return the speed policy of lane mode (its own top speed and limits)."""
+        return replace(self.speed, max_speed=self.lane_max_speed,
+                       a_lat_max=self.lane_a_lat_max, accel=self.lane_accel)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], profile: Any
@@ -149,7 +167,13 @@ class PlannerConfig:
                    use_colours=bool(v['use_colours']),
                    pursuit_check=bool(v['pursuit_check']),
                    memory=float(v['cone_memory']),
-                   memory_radius=float(v['cone_memory_radius']))
+                   memory_radius=float(v['cone_memory_radius']),
+                   use_map=bool(v['use_map']),
+                   min_lane_length=float(v['min_lane_length']),
+                   lane_check_lookahead=float(v['lane_check_lookahead']),
+                   lane_max_speed=float(v['lane_max_speed']),
+                   lane_a_lat_max=float(v['lane_a_lat_max']),
+                   lane_accel=float(v['lane_accel']))
 
 
 @dataclass
@@ -180,15 +204,26 @@ class PlanOutput:
     n_dropped: int = 0
     n_out_of_range: int = 0
     n_remembered: int = 0
+    n_beyond: int = 0
+    lane: Optional[LaneView] = None
 
 
 class Planner:
     """Stateful planning cycle (remembers the last command for its limits)."""
 
+    #: :meth:`plan` takes the odometry pose (``pose=``) for the cone map
+    uses_pose = True
+
     def __init__(self, config: PlannerConfig) -> None:
         self.config = config
+        #: the local cone map (``use_map``), fed with the pose of each cycle
+        self.cone_map = ConeMap()
         #: CONEDRIVE without the comfort margin, tried before a stop.
         self.tight = replace(config.cone_drive, margin=0.0)
+        #: lane mode's check: only the arc just ahead (the lane is known)
+        self.lane_check = replace(config.cone_drive,
+                                  lookahead=max(config.lane_check_lookahead, 0.5))
+        self.lane_tight = replace(self.lane_check, margin=0.0)
         self.last_delta = 0.0
         self.last_speed = 0.0
         self.last_t: Optional[float] = None
@@ -201,6 +236,7 @@ class Planner:
         self.last_speed = 0.0
         self.last_t = None
         self._memory = None
+        self.cone_map.reset()
 
     def _remember(self, t: float, xy: np.ndarray, cls: np.ndarray,
                   speed: float, yaw_rate: float
@@ -296,7 +332,8 @@ class Planner:
 
     def plan(self, t: float, xyz: Any, class_id: Any,
              measured_speed: Optional[float] = None,
-             measured_yaw_rate: Optional[float] = None) -> PlanOutput:
+             measured_yaw_rate: Optional[float] = None,
+             pose: Optional['tuple[float, float, float]'] = None) -> PlanOutput:
         """
         Run one cycle at sim time ``t`` (s) on the cones seen then.
 
@@ -307,6 +344,16 @@ class Planner:
         pursuit look-ahead and the cone memory). With ``memory`` > 0 the
         cones missing from this detection but seen recently are added; a
         detection without any cone ahead still stops.
+
+        With ``use_map`` and a finite ``pose`` (x, y, yaw in ``map``, the
+        odometry at the cones' stamp) the cones also go into the local
+        cone map; once its boundary walk has found the car's lane ahead
+        (at least ``min_lane_length`` m), every mode plans on the lane's
+        cones only (:func:`path_planning.lane.lane_cones`: the chain cones
+        with their side as colour, plus detections inside the lane), so no
+        mode can choose a path across a boundary or react to the cones of
+        a section beside the lane; mode ``lane`` follows the lane's centre
+        (pure pursuit, checked against CONEDRIVE on the lane cones).
         """
         cfg = self.config
         xy, cls, n_dropped, n_out = self.filter_cones(xyz, class_id)
@@ -315,6 +362,13 @@ class Planner:
         if not np.any(xy[:, 0] > 0.0):
             self._memory = None
             return self.stop(t, 'no_cones', **counts)
+        view = None
+        if cfg.use_map and pose is not None and all(math.isfinite(float(v)) for v in pose):
+            pose = (float(pose[0]), float(pose[1]), float(pose[2]))
+            self.cone_map.update(xy, cls, pose)
+            view = lane_view(self.cone_map, pose, reach=cfg.sensor_range)
+            if view is not None and view.length < cfg.min_lane_length:
+                view = None
         dt = self._dt(t)
         speed_est = self.last_speed
         if measured_speed is not None and math.isfinite(measured_speed):
@@ -323,7 +377,16 @@ class Planner:
             # ramp restarts near the measured speed, not far above it.
             self.last_speed = min(self.last_speed,
                                   speed_est + cfg.speed.accel * cfg.ramp_lead)
-        if cfg.memory > 0.0:
+        if view is not None:
+            # the map is the memory: the lane's cones, seen or not this cycle
+            self._memory = None
+            xy, cls, n_beyond = lane_cones(view, xy, cls)
+            counts.update(n_used=int(xy.shape[0]), n_beyond=n_beyond, lane=view)
+            if cfg.mode == 'lane':
+                mid = MidlineResult(status='ok', path=view.path[1:], nodes=view.path[1:],
+                                    length=view.length)
+                return self._midline(t, dt, speed_est, xy, cls, mid, counts, crawl=True)
+        elif cfg.memory > 0.0:
             yaw_rate = self.last_speed * math.tan(self.last_delta) / \
                 cfg.cone_drive.wheelbase
             if measured_yaw_rate is not None and math.isfinite(
@@ -334,11 +397,11 @@ class Planner:
             xy, cls, n_old = self._remember(t, xy, cls, signed, yaw_rate)
             counts['n_remembered'] = n_old
         mid = None
-        if cfg.mode in ('midline', 'auto'):
+        if cfg.mode in ('midline', 'auto', 'lane'):
             n_blue = int(np.count_nonzero(cls == CONE_BLUE))
             n_yellow = int(np.count_nonzero(cls == CONE_YELLOW))
             enough = min(n_blue, n_yellow) >= cfg.min_coloured
-            if enough or cfg.mode == 'midline':
+            if enough or cfg.mode == 'midline' or view is not None:
                 mid = midline(xy, cls, cfg.midline)
             usable = (mid is not None and mid.ok
                       and mid.length >= cfg.min_midline_length)
@@ -350,7 +413,7 @@ class Planner:
                     cls: np.ndarray, mid: Optional[MidlineResult],
                     counts: dict) -> PlanOutput:
         cfg = self.config
-        colours = cls if cfg.use_colours else None
+        colours = cls if cfg.use_colours or counts.get('lane') is not None else None
         res = cone_drive(xy, self.last_delta, cfg.cone_drive, colours)
         relaxed = False
         if res.status == STATUS_STOP and cfg.cone_drive.margin > 0.0:
@@ -373,27 +436,41 @@ class Planner:
 
     def _midline(self, t: float, dt: float, speed_est: float,
                  xy: np.ndarray, cls: np.ndarray, mid: MidlineResult,
-                 counts: dict) -> PlanOutput:
+                 counts: dict, crawl: bool = False) -> PlanOutput:
         cfg = self.config
         pp = pure_pursuit(mid.path, speed_est, cfg.pursuit)
         delta = pp.delta
-        reason = 'pure_pursuit'
+        if crawl:
+            delta = track_path(counts['lane'].centre, speed_est, cfg.pursuit)[0]
+        reason = 'lane_pursuit' if crawl else 'pure_pursuit'
         check = None
-        if cfg.pursuit_check:
-            colours = cls if cfg.use_colours else None
-            free, blocked, n_used, n_drop = steering_ranges(
-                xy, cfg.cone_drive, colours)
+        if cfg.pursuit_check and not (crawl and cfg.lane_check_lookahead <= 0.0):
+            colours = cls if cfg.use_colours or counts.get('lane') is not None else None
+            normal, tight = (self.lane_check, self.lane_tight) if crawl else \
+                (cfg.cone_drive, self.tight)
+            free, blocked, n_used, n_drop = steering_ranges(xy, normal, colours)
             if free.shape[0] == 0 and cfg.cone_drive.margin > 0.0:
-                free, blocked, n_used, n_drop = steering_ranges(
-                    xy, self.tight, colours)
-                reason = 'pure_pursuit_no_margin'
-            if free.shape[0] == 0:
+                free, blocked, n_used, n_drop = steering_ranges(xy, tight, colours)
+                reason += '_no_margin'
+            if free.shape[0] == 0 and not crawl:
                 return self.stop(t, 'no_free_range', midline=mid, pursuit=pp,
                                  **counts)
+            # lane mode: the lane's centre is known to be free of cones
+            # beyond its boundary; with no free arc (a hairpin tighter than
+            # the steering, the arc sweeps past the lane's end) it crawls on
             inside = (free[:, 0] <= delta) & (delta <= free[:, 1])
-            if not inside.any():
-                delta = nearest_free(free, delta)
-                reason = reason.replace('pure_pursuit', 'pure_pursuit_corrected')
+            if free.shape[0] == 0:
+                reason = reason.replace('_no_margin', '') + '_no_free_range'
+                free = np.array([[delta, delta]])
+            elif not inside.any():
+                moved = nearest_free(free, delta)
+                if crawl and abs(moved - delta) > LANE_MAX_CORRECTION:
+                    # the free arcs lead out of the lane (a hairpin tighter
+                    # than the steering): keep to the lane, slowly
+                    reason += '_no_free_range'
+                else:
+                    delta = moved
+                    reason = reason.replace('pursuit', 'pursuit_corrected')
             check = ConeDriveResult(
                 status='ok', delta=delta,
                 kappa=math.tan(delta) / cfg.cone_drive.wheelbase,
@@ -401,17 +478,17 @@ class Planner:
                 chosen=int(np.argmin(np.maximum(
                     np.maximum(free[:, 0] - delta, delta - free[:, 1]), 0.0))),
                 rule=reason, n_cones=n_used, n_dropped=n_drop)
-        sp = cfg.speed
+        sp = cfg.lane_speed if crawl else cfg.speed
         v_path = profile_speed(mid.path, sp.max_speed, sp.a_lat_max, sp.decel,
                                stop_at_end=True, end_margin=sp.stop_margin)
         kappa = math.tan(delta) / cfg.cone_drive.wheelbase
         target = min(v_path, target_speed(kappa, sp))
-        if reason.endswith('no_margin'):
+        if reason.endswith('no_margin') or reason.endswith('no_free_range'):
             target = min(target, max(sp.narrow_speed, sp.min_speed))
         speed = rate_limit(target, self.last_speed, dt, sp)
         path = np.vstack([np.zeros((1, 2)), mid.path])
         out = PlanOutput(speed=0.0, yaw_rate=0.0, delta=0.0, kappa=0.0,
-                         mode='midline', stop=False, reason=reason,
+                         mode='lane' if crawl else 'midline', stop=False, reason=reason,
                          path=path, cone_drive=check, midline=mid, pursuit=pp,
                          **counts)
         return self._finish(t, speed, delta, out)

@@ -29,8 +29,9 @@ Bad input: a malformed cloud is dropped with an error (throttled); NaN
 cones are dropped and counted; a cloud with no usable cone ahead gives a
 stop. NaN odometry is dropped and counted; without valid odometry for
 ``odom_timeout`` the last commanded speed stands in for the pursuit
-look-ahead. A steady-clock timer (10 Hz) commands a stop, stamped with the
-node's time, and warns while no cones arrived for more than
+look-ahead. A steady-clock timer (10 Hz) commands a stop, stamped
+``WATCHDOG_LAG`` (1 ms) behind the node's time (none while the node's time
+is below that: sim time 0, lockstep frame 0), and warns while no cones arrived for more than
 ``cone_timeout`` seconds of (sim) time, or none at all yet.
 
 Stamp policy (:mod:`hil_bridge.interface.freshness`): a cone cloud or an
@@ -48,9 +49,11 @@ Run::
         --params-file config/cone_drive_planner.yaml
 """
 
+from collections import deque
 import math
 import sys
-from typing import Any, List, Optional
+import time
+from typing import Any, Deque, List, Optional, Tuple
 
 from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import Point, PoseStamped, TwistStamped
@@ -77,10 +80,18 @@ NODE_NAME = 'cone_drive_planner'
 #: cone-based modes of the Planner plus routes known in advance
 ROUTE_MODES = ('skidpad',)
 NODE_MODES = MODES + ROUTE_MODES
+#: odometry poses kept to find the one at a cone cloud's stamp (at 50 Hz: 2 s)
+POSE_HISTORY = 100
+#: wall seconds a cone cloud waits for the odometry of its stamp
+ODOM_WAIT = 0.3
+#: stamps go through builtin_interfaces/Time (ns)
+STAMP_EPS = 1e-6
+#: the watchdog's stop is stamped this much behind the node's time (s)
+WATCHDOG_LAG = 1e-3
 
 PARAMS = [
     ParamSpec('role_name', 'ego role name in the contract topics'),
-    ParamSpec('mode', 'cone_drive | midline | auto | skidpad (known route '
+    ParamSpec('mode', 'cone_drive | midline | auto | lane | skidpad (known route '
               'followed on odometry)', choices=NODE_MODES),
     ParamSpec('vehicle_profile', 'vehicle profile name (config/vehicles) or path'),
     ParamSpec('lookahead', 'CONEDRIVE look-ahead arc length (m)', lo=1.0,
@@ -107,6 +118,15 @@ PARAMS = [
               hi=5.0),
     ParamSpec('cone_memory_radius', 'a detection this near (m) replaces a '
               'remembered cone', lo=0.0, hi=5.0),
+    ParamSpec('use_map', "map the cones with odometry and plan on the car's lane only"),
+    ParamSpec('min_lane_length', 'walked lane ahead (m) needed to use it', lo=0.0,
+              hi=100.0),
+    ParamSpec('lane_check_lookahead', 'lane mode: CONEDRIVE checks the steering on this '
+              'much arc ahead (m; 0 = no check)', lo=0.0, hi=50.0),
+    ParamSpec('lane_max_speed', 'lane mode: top target speed (m/s)', lo=0.1, hi=40.0),
+    ParamSpec('lane_a_lat_max', 'lane mode: lateral acceleration limit (m/s^2)', lo=0.1,
+              hi=30.0),
+    ParamSpec('lane_accel', 'lane mode: target speed ramp up (m/s^2)', lo=0.1, hi=30.0),
     ParamSpec('max_speed', 'top target speed (m/s)', lo=0.1, hi=40.0),
     ParamSpec('min_speed', 'lowest target while driving (m/s)', lo=0.0,
               hi=10.0),
@@ -310,6 +330,16 @@ class ConeDrivePlannerNode(Node):
             else lap1
         self.route: Optional[RouteFollower] = None
         self.pose: Optional[tuple] = None
+        #: recent (stamp s, pose) of odometry: the cones are mapped with the
+        #: pose at their own stamp (detection lags the odometry)
+        self.poses: Deque[Tuple[float, tuple, float, float]] = deque(maxlen=POSE_HISTORY)
+        #: a cone cloud waiting for the odometry of its stamp:
+        #: (cloud, t, xyz, class_id, wall time)
+        self._pending: Optional[tuple] = None
+        self._last_planned = -math.inf
+        #: the last command sent and its path: (stamp s, header, speed m/s,
+        #: yaw rate rad/s, Path or None)
+        self._last_answer: Optional[tuple] = None
         self.speed: Optional[float] = None
         self.yaw_rate: Optional[float] = None
         self.odom_stamp: Optional[float] = None
@@ -336,6 +366,20 @@ class ConeDrivePlannerNode(Node):
         yaw = quaternion_yaw(q)
         if all(math.isfinite(c) for c in (p.x, p.y, yaw)):
             self.pose = (float(p.x), float(p.y), yaw)
+            self.poses.append((self.odom_stamp, self.pose, v, w))
+        if self._pending is not None and self.odom_stamp >= self._pending[1] - STAMP_EPS:
+            self._plan_pending()
+
+    def odom_at(self, t: float) -> Optional[tuple]:
+        """Return (pose, speed, yaw rate) of the odometry stamped nearest to ``t`` (s)."""
+        if not self.poses:
+            return None
+        return min(self.poses, key=lambda item: abs(item[0] - t))[1:]
+
+    def pose_at(self, t: float) -> Optional[tuple]:
+        """Return the odometry pose stamped nearest to ``t`` (s), None without any."""
+        near = self.odom_at(t)
+        return None if near is None else near[0]
 
     def _measured_speed(self, t: float) -> Optional[float]:
         if self.odom_stamp is None or self.speed is None \
@@ -360,14 +404,49 @@ class ConeDrivePlannerNode(Node):
         # cloud_to_cones drops non-finite rows already: count them here.
         n_rows = cloud.width * cloud.height
         self.counts['nan_cones'] += max(int(n_rows) - int(xyz.shape[0]), 0)
+        if abs(t - self._last_planned) <= STAMP_EPS:
+            # a frame re-sent (lockstep start-up): planned once, from its first
+            # copy; that command goes out again (the bridge re-sends the frame
+            # because it has no answer yet: the first one may have been
+            # published before its subscription matched)
+            answer = self._last_answer
+            if answer is not None and abs(answer[0] - t) <= STAMP_EPS:
+                _t, header, speed, yaw_rate, path = answer
+                self._publish_cmd(header, speed, yaw_rate)
+                if path is not None:
+                    self.path_pub.publish(path)
+            return
+        self._last_planned = t
+        if self._pending is not None:
+            self._plan_pending()
+        newest = self.poses[-1][0] if self.poses else None
+        if newest is not None and newest < t - STAMP_EPS:
+            # the odometry of this stamp is still on its way: plan when it
+            # comes (the same inputs whatever the machine's load)
+            self._pending = (cloud, t, xyz, cls, time.monotonic())
+            return
+        self._plan(cloud, t, xyz, cls)
+
+    def _plan_pending(self) -> None:
+        cloud, t, xyz, cls, _wall = self._pending
+        self._pending = None
+        self._plan(cloud, t, xyz, cls)
+
+    def _plan(self, cloud: PointCloud2, t: float, xyz: np.ndarray, cls: np.ndarray) -> None:
+        """Plan on one cone cloud with the odometry of its stamp (or the newest)."""
         speed = self._measured_speed(t)
+        yaw_rate = self.yaw_rate
+        near = self.odom_at(t)
+        if near is not None and speed is not None:
+            speed, yaw_rate = near[1], near[2]
         if self.route_mode:
             self._follow_route(cloud.header, t, speed)
             return
         try:
-            extra = {'pose': self.pose} if isinstance(self.planner, RacePlanner) else {}
+            extra = {'pose': self.pose_at(t)} if getattr(self.planner, 'uses_pose', False) or \
+                isinstance(self.planner, RacePlanner) else {}
             out = self.planner.plan(t, xyz, cls, speed,
-                                    None if speed is None else self.yaw_rate, **extra)
+                                    None if speed is None else yaw_rate, **extra)
         except ValueError as err:  # malformed arrays: stop, do not die
             self.counts['bad_clouds'] += 1
             self.get_logger().error(f'planning failed, stopping: {err}',
@@ -386,7 +465,9 @@ class ConeDrivePlannerNode(Node):
         header = Header(stamp=cloud.header.stamp,
                         frame_id=cloud.header.frame_id or self.vehicle_frame)
         self._publish_cmd(header, out.speed, out.yaw_rate)
-        self.path_pub.publish(make_path(out.path, header))
+        path = make_path(out.path, header)
+        self.path_pub.publish(path)
+        self._last_answer = (t, header, out.speed, out.yaw_rate, path)
         if self.markers_on:
             self.marker_pub.publish(make_markers(out, header,
                                                  self.profile.wheelbase))
@@ -401,6 +482,7 @@ class ConeDrivePlannerNode(Node):
             self.get_logger().warning('route mode: no odometry yet, stop',
                                       throttle_duration_sec=2.0)
             self._publish_cmd(out_header, 0.0, 0.0)
+            self._last_answer = (t, out_header, 0.0, 0.0, None)
             return
         cfg = self.config
         if self.route is None:
@@ -416,7 +498,9 @@ class ConeDrivePlannerNode(Node):
             self.get_logger().info('route finished: stop',
                                    throttle_duration_sec=5.0)
         self._publish_cmd(out_header, cmd.speed, cmd.yaw_rate)
-        self.path_pub.publish(make_path(cmd.path, out_header))
+        path = make_path(cmd.path, out_header)
+        self.path_pub.publish(path)
+        self._last_answer = (t, out_header, cmd.speed, cmd.yaw_rate, path)
 
     def _publish_cmd(self, header: Header, speed: float, yaw_rate: float
                      ) -> None:
@@ -428,16 +512,33 @@ class ConeDrivePlannerNode(Node):
 
     def _watchdog(self) -> None:
         """Command a stop while no cones arrived (node clock) for ``cone_timeout``."""
+        if self._pending is not None and time.monotonic() - self._pending[4] > ODOM_WAIT:
+            self.get_logger().warning("no odometry of the cone cloud's stamp within "
+                                      f'{ODOM_WAIT:g} s: planning with the newest',
+                                      throttle_duration_sec=5.0)
+            self._plan_pending()
         now = self._now()
         if self.cones_gate.fresh(now):
             return
         what = ('no cones received yet' if self.cones_gate.arrival is None else
                 f'no usable cones for {self.cones_gate.age(now):.2f} s')
+        if now < WATCHDOG_LAG:
+            # sim time not started (frame 0, or no /clock yet): the stop could
+            # only be stamped 0 and would answer lockstep frame 0 before any
+            # cones were planned on (the bridge would not re-send it to a
+            # planner whose subscription matched late); the bridge's command
+            # watchdog holds the car meanwhile
+            self.get_logger().warning(f'{what} (sim time 0: no stop sent)',
+                                      throttle_duration_sec=5.0)
+            return
         self.get_logger().warning(
             f'{what}: commanding a stop', throttle_duration_sec=5.0)
         self.counts['stale_stops'] += 1
         self.planner.stop(now, 'stale_cones')
-        header = Header(stamp=stamps.stamp_from_sec(max(now, 0.0)),
+        # stamped just behind the node's time: computed from no frame, it
+        # never answers a lockstep frame (the bridge waits for the command
+        # planned on that frame's cones)
+        header = Header(stamp=stamps.stamp_from_sec(now - WATCHDOG_LAG),
                         frame_id=self.vehicle_frame)
         self._publish_cmd(header, 0.0, 0.0)
 

@@ -191,6 +191,11 @@ class RacePlanner:
         """Return (and remember) a safe stop, as :meth:`Planner.stop`."""
         return self.lap1.stop(t, reason, **extra)
 
+    def _pose_arg(self, pose: Optional[Tuple[float, float, float]]) -> dict:
+        """Return ``{'pose': pose}`` for a lap-1 planner that takes it (its cone map)."""
+        return {'pose': pose} if pose is not None and getattr(self.lap1, 'uses_pose', False) \
+            else {}
+
     def drain_events(self) -> List[str]:
         """Return and forget the messages since the last call."""
         out, self.events = self.events, []
@@ -262,14 +267,16 @@ class RacePlanner:
         usable = (pose is not None and all(math.isfinite(v) for v in pose)
                   and measured_speed is not None and math.isfinite(measured_speed))
         if not cfg.enabled or not usable:
-            return self.lap1.plan(t, xyz, class_id, measured_speed, measured_yaw_rate)
+            return self.lap1.plan(t, xyz, class_id, measured_speed, measured_yaw_rate,
+                                  **self._pose_arg(pose))
         pose = (float(pose[0]), float(pose[1]), float(pose[2]))
         xy, cls, _n_drop, _n_out = self.lap1.filter_cones(xyz, class_id)
         st = self.status
         if st.state == 'mapping':
             self._map(xy, cls, pose)
             if st.state == 'mapping':
-                return self.lap1.plan(t, xyz, class_id, measured_speed, measured_yaw_rate)
+                return self.lap1.plan(t, xyz, class_id, measured_speed, measured_yaw_rate,
+                                      **self._pose_arg(pose))
         yaw_rate = measured_yaw_rate if measured_yaw_rate is not None and math.isfinite(
             measured_yaw_rate) else 0.0
         cmd = self.follower.plan(pose[0], pose[1], pose[2], float(measured_speed), yaw_rate)
@@ -295,14 +302,16 @@ class RacePlanner:
                                          yaw_rate)
                 st.last = cmd
             else:
-                return self.lap1.plan(t, xyz, class_id, measured_speed, measured_yaw_rate)
+                return self.lap1.plan(t, xyz, class_id, measured_speed, measured_yaw_rate,
+                                      **self._pose_arg(pose))
         if not cmd.ok:
             st.state = 'fallback'
             st.fallbacks += 1
             self._near_since = None
             self.events.append(f'lap-2+ mode: lap-1 planner takes over: {cmd.reason}')
             self.follower.reset()
-            return self.lap1.plan(t, xyz, class_id, measured_speed, measured_yaw_rate)
+            return self.lap1.plan(t, xyz, class_id, measured_speed, measured_yaw_rate,
+                                  **self._pose_arg(pose))
         if self.follower.join_limit is None:
             st.max_error = max(st.max_error, abs(cmd.lateral_error))
         kappa = math.tan(cmd.delta) / self.lap1.config.cone_drive.wheelbase

@@ -19,7 +19,11 @@ one cone ``c`` to one chain:
   left half of the gate (its projection on ``r -> l`` past the middle),
   is not yellow, is at most ``max_gap`` from ``l``, the new gate is
   between ``min_width`` and ``width_change`` wider than the running lane
-  width (and at most ``max_width``), it turns by at most
+  width (and at most ``max_width``), it is at least ``min_width`` from
+  the first and the last :data:`END_CONES` cones of the right chain (a
+  pair of cones side by side, such as the big orange ones at the timing
+  line, bounds one side only, also where the loop comes back to its
+  start), it turns by at most
   ``max_gate_turn`` and the new boundary segment crosses no segment of
   the right chain; the same for the right chain mirrored (not blue);
 * no other candidate lies inside the triangle ``(l, r, c)`` (the front
@@ -51,6 +55,10 @@ from typing import List, Optional, Tuple
 
 from hil_bridge.interface.cones import CONE_BLUE, CONE_YELLOW
 import numpy as np
+
+#: cones at each end of a chain a new cone of the other chain must keep
+#: ``min_width`` from
+END_CONES = 3
 
 
 @dataclass(frozen=True)
@@ -372,6 +380,11 @@ def _step(st: WalkState, xy: np.ndarray, colours: np.ndarray, cand: np.ndarray,
     other = np.where(side[:, None] > 0, rp[None], lp[None])
     ok &= np.hypot(*(pts - own).T) <= p.max_gap
     ok &= np.hypot(*(pts - other).T) >= p.min_width
+    # nor near the other chain's first or last cones: a pair of cones side
+    # by side (big orange at the timing line) bounds one side, also where
+    # the walk comes back to the loop's start
+    ok &= np.where(side > 0, _near_ends(pts, xy, st.right), _near_ends(pts, xy, st.left)) \
+        >= p.min_width
     width = np.clip(2.0 * np.abs(n), p.min_width, min(p.max_width, w_run + p.width_change))
     prev_l = xy[st.left[-2]] if len(st.left) > 1 else lp
     prev_r = xy[st.right[-2]] if len(st.right) > 1 else rp
@@ -385,6 +398,15 @@ def _step(st: WalkState, xy: np.ndarray, colours: np.ndarray, cand: np.ndarray,
     reach = (np.einsum('ij,ij->i', rel[idx], rel[idx]) - 0.25 * w * w) / (2.0 * ahead[idx])
     j = int(idx[np.argmin(reach)])
     return int(cand[j]), int(side[j]), float(width[j])
+
+
+def _near_ends(pts: np.ndarray, xy: np.ndarray, chain: List[int]) -> np.ndarray:
+    """Return (N,) the distance (m) of each point to the chain's first or last ``END_CONES``."""
+    ends = chain[:END_CONES] + chain[-END_CONES:]
+    if not ends:
+        return np.full(pts.shape[0], np.inf)
+    d = pts[:, None, :] - xy[ends][None, :, :]
+    return np.hypot(d[..., 0], d[..., 1]).min(axis=1)
 
 
 def closes(st: WalkState, xy: np.ndarray, p: WalkParams) -> bool:

@@ -15,7 +15,7 @@ at the end of the lap both boundaries hold every cone of the lane.
 import math
 from typing import Tuple
 
-from hil_bridge.interface.cones import CONE_BLUE, CONE_UNKNOWN, CONE_YELLOW
+from hil_bridge.interface.cones import CONE_BIG_ORANGE, CONE_BLUE, CONE_UNKNOWN, CONE_YELLOW
 from hil_bridge.sim.track_gen_hard import hard_layout
 from hil_bridge.sim.tracks import tangents
 import numpy as np
@@ -128,6 +128,36 @@ def test_boundaries_of_hard_layouts(seed: int, colours: bool) -> None:
     if colours:
         assert not np.isin(left.class_id, [CONE_YELLOW]).any()
         assert not np.isin(right.class_id, [CONE_BLUE]).any()
+
+
+def test_a_cone_beside_the_loop_start_does_not_close_the_other_chain() -> None:
+    """
+    The walk coming back to the loop's start: a cone of the left pair is not a right cone.
+
+    Geometry of a ci_trackdrive run (map frame, m): both chains start at
+    the timing line's big orange pairs, the left chain's first cone has
+    its twin 0.8 m away, still in no chain. The right chain took it (a
+    gate 1.6 m wide across the lane; the lane mode steered into the
+    pair); now no cone within ``min_width`` of the other chain's first
+    (or last) cones may join a chain, and the loop closes.
+    """
+    from path_planning.track_walk import _step, closes, WalkParams, WalkState
+    left = [(-15.21, 34.24), (-11.2, 35.87), (-7.51, 37.2), (-25.74, 29.69), (-22.14, 31.38),
+            (-18.46, 32.9)]
+    right = [(-14.08, 31.51), (-13.31, 31.82), (-10.05, 33.14), (-24.63, 26.88),
+             (-21.02, 28.59), (-17.33, 30.12)]
+    xy = np.array(left + right + [(-14.44, 34.56)])
+    cls = np.zeros(len(xy), np.uint8)
+    cls[[0, 6, 7, 12]] = CONE_BIG_ORANGE
+    st = WalkState(left=list(range(6)), right=list(range(6, 12)),
+                   gates=[(k, k) for k in range(1, 7)], widths=[2.92] * 6,
+                   length=[40.0 * k for k in range(6)])
+    p = WalkParams()
+    assert _step(st, xy, cls, np.array([12]), p)[0] == -1
+    assert closes(st, xy, p)
+    # the right pair's twin in its place still joins the right chain
+    xy[12] = (-14.75, 31.25)
+    assert _step(st, xy, cls, np.array([12]), p)[:2] == (12, -1)
 
 
 def test_frames_round_trip() -> None:

@@ -10,6 +10,7 @@ same through ``ConeFusionNode``'s callbacks in-process (no second process),
 with ``map_enabled`` on.
 """
 
+import time
 from typing import Any, Optional, Tuple
 
 from cone_detection.fusion import ConeSet, fuse, FusionParams
@@ -129,11 +130,20 @@ def _cloud(cones: ConeSet, t: float) -> Any:
 
 @pytest.mark.dds
 def test_fusion_node_map_publishes_colours(rclpy_context, capfd) -> None:
-    """With map_enabled the published cones keep the vision colours (sim clock)."""
+    """
+    With map_enabled the published cones keep the vision colours (sim clock).
+
+    The camera here runs at half the lidar's rate, 20 ms ahead of the lidar
+    stamp: a lidar message waits (``wait_for_vision``) for a vision
+    detection of its stamp or a newer one, so it is fused when the next
+    vision comes, and the last one once the wait has run out.
+    """
     from cone_detection.fusion_node import ConeFusionNode
     from hil_bridge.interface.codecs import clouds, stamps
     from inprocess import NodeUnderTest
-    h = NodeUnderTest(ConeFusionNode, rclpy_context, {'map_enabled': True})
+    wait = 0.2
+    h = NodeUnderTest(ConeFusionNode, rclpy_context, {'map_enabled': True,
+                                                      'wait_for_vision': wait})
     node = h.node
     try:
         assert node.map is not None
@@ -149,6 +159,12 @@ def test_fusion_node_map_publishes_colours(rclpy_context, capfd) -> None:
             if vision is not None:
                 node._on_vision(_cloud(vision, t - 0.02))
             node._on_lidar(_cloud(lidar, t))
+        # the last lidar message (no vision of its stamp) waits, then is fused alone
+        assert stamps.sec_from_stamp(h.topic('/perception/cones')[-1].header.stamp) == \
+            pytest.approx(12.8)
+        time.sleep(wait + 0.05)
+        node._on_wait_timer()
+        assert node.vision_timeouts == 1
         got = h.topic('/perception/cones')
         assert node.published >= 30 and len(got) >= 30
         xyz, cls, _ = clouds.cloud_to_cones(got[-1])
@@ -166,3 +182,57 @@ def test_fusion_node_map_publishes_colours(rclpy_context, capfd) -> None:
         node.destroy_node()
     err = capfd.readouterr().err
     assert 'map on' in err, err
+    assert 'no vision detection for the lidar cones at t=12.900 s' in err, err
+
+
+@pytest.mark.dds
+def test_fusion_node_waits_for_the_vision_of_its_stamp(rclpy_context) -> None:
+    """
+    ``wait_for_vision``: a lidar message is fused once the vision of its stamp has come.
+
+    So its colours do not depend on which detector was faster; a clock
+    jump back resets the waiting state (no wait until vision publishes on
+    the new time line).
+    """
+    from cone_detection.fusion_node import ConeFusionNode
+    from hil_bridge.interface.codecs import clouds, stamps
+    from inprocess import NodeUnderTest
+    h = NodeUnderTest(ConeFusionNode, rclpy_context, {'wait_for_vision': 30.0})
+    node = h.node
+    lidar = ConeSet(np.array([[5.0, 1.5, 0.0], [5.0, -1.5, 0.0]]), np.zeros(2, np.uint8),
+                    np.full(2, 0.7))
+    vision = ConeSet(lidar.xyz.copy(), np.array([CONE_BLUE, CONE_YELLOW], np.uint8),
+                     np.full(2, 0.8))
+
+    def published() -> list:
+        return [(stamps.sec_from_stamp(m.header.stamp),
+                 sorted(clouds.cloud_to_cones(m)[1].tolist()))
+                for m in h.topic('/perception/cones')]
+    try:
+        for t in (10.0, 10.05):
+            h.at(t)
+            node._on_odom(_odom(t, 0.0, 0.0, 0.0))
+        h.at(10.0)
+        node._on_lidar(_cloud(lidar, 10.0))  # no vision detector seen yet: no wait
+        node._on_vision(_cloud(vision, 10.0))
+        h.at(10.05)
+        node._on_lidar(_cloud(lidar, 10.05))  # the lidar first: it waits
+        assert [p[0] for p in published()] == [pytest.approx(10.0)]
+        node._on_vision(_cloud(vision, 10.05))  # its vision: fused with colours
+        assert published()[-1] == (pytest.approx(10.05), [CONE_BLUE, CONE_YELLOW])
+        node._on_lidar(_cloud(lidar, 10.05))  # vision of its stamp there: at once
+        assert len(published()) == 3
+        h.at(10.1)
+        node._on_lidar(_cloud(lidar, 10.1))  # waits; the clock jumps back
+        h.at(2.0)
+        node._on_odom(_odom(2.0, 0.0, 0.0, 0.0))
+        node._on_lidar(_cloud(lidar, 2.0))  # no vision on the new time line yet
+        assert [p[0] for p in published()[-2:]] == [pytest.approx(10.05),
+                                                    pytest.approx(2.0)]
+        h.at(2.05)
+        node._on_vision(_cloud(vision, 2.05))
+        node._on_lidar(_cloud(lidar, 2.1))  # vision seen again: waits for 2.1
+        assert published()[-1][0] == pytest.approx(2.0)
+        assert node.vision_timeouts == 0
+    finally:
+        node.destroy_node()

@@ -14,7 +14,7 @@ from hil_bridge.interface.codecs import clouds, stamps
 from hil_bridge.interface.params import check_specs
 from node_harness import stop_process
 import numpy as np
-from path_planning.planner_node import NODE_NAME, PARAMS
+from path_planning.planner_node import NODE_NAME, PARAMS, WATCHDOG_LAG
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_params_match_config() -> None:
     defaults = check_specs(PARAMS, NODE_NAME)
-    assert defaults['mode'] == 'cone_drive'
+    assert defaults['mode'] == 'lane'
 
 
 def test_markers_and_path_messages() -> None:
@@ -100,9 +100,14 @@ def test_planner_node_stamps_and_stops(rclpy_context) -> None:
                                           'ego_vehicle'))
 
     try:
-        # No cones at all yet: the watchdog commands a stop.
-        assert spin_until(lambda: len(cmds) > 0), 'no cmd_vel without cones'
+        # No cones at all yet: the watchdog commands a stop (once sim time
+        # has started: a stop stamped 0 would answer lockstep frame 0).
+        def clock_then_cmds() -> bool:
+            clock_pub.publish(Clock(clock=stamps.stamp_from_sec(12.0)))
+            return len(cmds) > 0
+        assert spin_until(clock_then_cmds), 'no cmd_vel without cones'
         assert cmds[0].twist.linear.x == 0.0
+        assert stamps.sec_from_stamp(cmds[0].header.stamp) == pytest.approx(12.0 - WATCHDOG_LAG)
         # A corridor: each cloud gives a cmd_vel with the same stamp.
         sent = []
         t = 12.5
@@ -138,13 +143,17 @@ def test_planner_node_stamps_and_stops(rclpy_context) -> None:
             assert cmd[-1].twist.linear.x == 0.0
             assert cmd[-1].twist.angular.z == 0.0
         # Stale cones: sim time moves on (/clock) without clouds -> stop
-        # commands stamped with the node's (sim) time.
+        # commands stamped 1 ms behind the node's (sim) time (so they never
+        # answer a lockstep frame).
+        lag = round(200.0 - WATCHDOG_LAG, 6)
 
         def stale_stop() -> bool:
             clock_pub.publish(Clock(clock=stamps.stamp_from_sec(200.0)))
-            return 200.0 in cmd_stamps()
+            return lag in cmd_stamps()
         assert spin_until(stale_stop, 10.0), 'no stop on stale cones'
-        late = [c for c in cmds if stamps.sec_from_stamp(c.header.stamp) == 200.0]
+        assert 200.0 not in cmd_stamps()
+        late = [c for c in cmds
+                if round(stamps.sec_from_stamp(c.header.stamp), 6) == lag]
         assert late[-1].twist.linear.x == 0.0
     finally:
         stop_process(child, signal.SIGINT)
@@ -152,3 +161,65 @@ def test_planner_node_stamps_and_stops(rclpy_context) -> None:
         executor.shutdown()
         node.destroy_node()
     assert rc == 0, f'planner exited with {rc}'
+
+
+def test_a_resent_frame_is_answered_again_not_replanned(rclpy_context) -> None:
+    """
+    Lockstep start-up re-sends frame 0 until the bridge has an answer.
+
+    The planner plans on the first copy only (the same state whatever the
+    number of copies) and sends that command again for each copy: its
+    first answer may have gone out before the bridge's subscription had
+    matched (Jazzy: a run waited 30 s for it, a lockstep timeout).
+    """
+    from fuzz_inputs import corridor, odometry
+    from inprocess import NodeUnderTest
+    from path_planning.planner_node import ConeDrivePlannerNode
+    h = NodeUnderTest(ConeDrivePlannerNode, rclpy_context)
+    node = h.node
+    try:
+        h.at(0.0)
+        node._on_odom(odometry(0.0, 0.0))
+        node._on_cones(corridor(0.0))
+        assert node.counts['cycles'] == 1 and len(h.topic('cmd_vel')) == 1
+        for _ in range(3):  # the re-sent copies
+            node._on_odom(odometry(0.0, 0.0))
+            node._on_cones(corridor(0.0))
+        assert node.counts['cycles'] == 1
+        cmds = h.topic('cmd_vel')
+        assert len(cmds) == 4
+        assert {(stamps.sec_from_stamp(m.header.stamp), m.twist.linear.x, m.twist.angular.z)
+                for m in cmds} == {(0.0, cmds[0].twist.linear.x, cmds[0].twist.angular.z)}
+        assert len(h.topic('path')) == 4
+        h.at(0.05)
+        node._on_odom(odometry(0.05, 0.5))
+        node._on_cones(corridor(0.05))
+        assert node.counts['cycles'] == 2
+        node._on_cones(corridor(0.0))  # an older cloud (out of order): planned as any other
+        assert node.counts['cycles'] == 3 and len(h.topic('cmd_vel')) == 6
+    finally:
+        h.close()
+
+
+def test_no_watchdog_stop_at_sim_time_zero(rclpy_context) -> None:
+    """
+    At sim time 0 (lockstep frame 0, or no /clock yet) the watchdog sends no stop.
+
+    It could only be stamped 0 and would answer frame 0 before the planner
+    has planned on any cones: on Jazzy the bridge then went on to frame 1
+    while the planner's cones subscription had not matched, and waited
+    for it until the lockstep timeout. Once sim time runs: a stop.
+    """
+    from inprocess import NodeUnderTest
+    from path_planning.planner_node import ConeDrivePlannerNode
+    h = NodeUnderTest(ConeDrivePlannerNode, rclpy_context)
+    try:
+        h.at(0.0)
+        h.node._watchdog()
+        assert h.topic('cmd_vel') == []
+        h.at(0.05)
+        h.node._watchdog()
+        assert [m.twist.linear.x for m in h.topic('cmd_vel')] == [0.0]
+        assert h.stamps('cmd_vel') == [pytest.approx(0.05 - WATCHDOG_LAG)]
+    finally:
+        h.close()

@@ -173,7 +173,9 @@ def test_bad_parameters_are_one_line_errors_not_tracebacks(rclpy_context: Any) -
     """
     from hil_bridge.bridge.bridge_node import BridgeNode
     from inprocess import NodeUnderTest
-    from path_planning.planner_node import ConeDrivePlannerNode
+    from path_planning.planner_node import ConeDrivePlannerNode, NODE_MODES
+    from hil_bridge.interface.config import node_params
+    from path_planning.planner_node import PARAMS as PLANNER_PARAMS
     text = _node_error(rclpy_context, ConeDrivePlannerNode, max_sped=20.0)
     assert "unknown parameter 'max_sped'" in text and "did you mean 'max_speed'" in text
     text = _node_error(rclpy_context, ConeDrivePlannerNode, max_speed=100.0)
@@ -181,7 +183,11 @@ def test_bad_parameters_are_one_line_errors_not_tracebacks(rclpy_context: Any) -
     text = _node_error(rclpy_context, ConeDrivePlannerNode, max_speed='fast')
     assert 'expected a number' in text
     text = _node_error(rclpy_context, ConeDrivePlannerNode, mode='nope')
-    assert 'one of cone_drive, midline, auto, skidpad' in text
+    # the modes allowed are those of the code (one source of truth)
+    modes = next(spec.choices for spec in PLANNER_PARAMS if spec.name == 'mode')
+    assert tuple(modes) == NODE_MODES
+    assert node_params('cone_drive_planner')['mode'] in modes  # the YAML default
+    assert "mode='nope'" in text and 'one of ' + ', '.join(modes) in text, text
     h = NodeUnderTest(BridgeNode, rclpy_context, {'real_time_factor': 0, 'cmd_timeout': 1,
                                                   'render_cameras': False,
                                                   'scenario': 'acceleration'})

@@ -153,13 +153,13 @@ def test_acceleration_run_is_timed_start_to_finish() -> None:
 
 
 def test_off_course_counted_per_excursion() -> None:
-    """Two excursions of 4 m beside the track: two OC, 10 s each."""
+    """Two short excursions 4.5 m beside the track: two OC, 10 s each, finished."""
     track = T.random_track(9)
     ref = Referee('autocross', _cones(np.zeros((0, 2))), track, laps=1,
                   timeout=1000.0)
 
     def lateral(pos: float) -> float:
-        if 50.0 < pos < 70.0 or 120.0 < pos < 130.0:
+        if 50.0 < pos < 60.0 or 120.0 < pos < 130.0:
             return 4.5
         return 0.0
     events = _drive_centerline(track, ref, 5.0, 1.0, lateral=lateral)
@@ -169,6 +169,10 @@ def test_off_course_counted_per_excursion() -> None:
     pens = [e.data for e in events if e.kind == 'penalty']
     assert [p['kind'] for p in pens] == ['OC', 'OC']
     assert ref.result.penalty_time == pytest.approx(20.0)
+    back = [e.data for e in events if e.kind == 'back_on_course']
+    assert len(back) == 2 and all(abs(b['s'] - o.data['s']) < 12.0
+                                  for b, o in zip(back, oc))
+    assert ref.result.status == 'finished'
     # a small swerve within the margin is no excursion
     ref2 = Referee('autocross', _cones(np.zeros((0, 2))), track)
     _drive_centerline(track, ref2, 5.0, 0.5, lateral=lambda p: 1.5)
@@ -223,3 +227,99 @@ def test_skidpad_four_timed_laps() -> None:
     np.testing.assert_allclose(laps, circle, rtol=0.01)
     assert ref.result.status == 'finished'
     assert ref.result.cones_hit == 0 and ref.result.off_courses == 0
+
+
+def _stadium(gap: float = 5.0, width: float = 3.0, straight: float = 60.0) -> Track:
+    """Return a closed stadium: two straights whose boundaries are ``gap`` m apart."""
+    r = 0.5 * (gap + width)
+    a = np.linspace(-math.pi / 2, math.pi / 2, 60, endpoint=False)
+    top = np.column_stack([np.linspace(0.0, straight, 120, endpoint=False),
+                           np.zeros(120)])
+    bend = np.column_stack([straight + r * np.cos(a), r + r * np.sin(a)])
+    back = np.column_stack([np.linspace(straight, 0.0, 120, endpoint=False),
+                            np.full(120, 2 * r)])
+    bend2 = np.column_stack([-r * np.cos(a), r - r * np.sin(a)])
+    cl = np.vstack([top, bend, back, bend2])
+    return T.closed_track(cl, width, 3.0, 'autocross', 'stadium',
+                          lambda line: T.resample(line, True, 4.0))
+
+
+def _drive_path(ref: Referee, path: np.ndarray, speed: float, dt: float = 0.02,
+                t0: float = 0.0) -> list:
+    """Move an fs_car-sized box along a polyline at ``speed``; return the events."""
+    s = arc_length(path, False)
+    events = []
+    t, pos = t0, 0.0
+    while pos <= s[-1] and not ref.finished:
+        x, y = np.interp(pos, s, path[:, 0]), np.interp(pos, s, path[:, 1])
+        q = min(pos + 0.1, s[-1])
+        x2, y2 = np.interp(q, s, path[:, 0]), np.interp(q, s, path[:, 1])
+        yaw = math.atan2(y2 - y, x2 - x) if q > pos else 0.0
+        events += ref.update(t, Box(x, y, yaw, 2.9, 1.4, vx=speed * math.cos(yaw),
+                                    vy=speed * math.sin(yaw), box_offset=0.85), speed)
+        pos += speed * dt
+        t += dt
+    return events
+
+
+def test_circling_the_infield_is_a_dnf_with_one_penalty() -> None:
+    """A car that leaves into the infield and circles there is out after the limit."""
+    track = _stadium(gap=12.0)
+    ref = Referee('autocross', track.cones, track, laps=1, timeout=1000.0)
+    a = np.linspace(0.0, 6 * math.pi, 400)
+    circle = np.column_stack([30.0 + 3.0 * np.sin(a), 7.5 - 3.0 * np.cos(a)])
+    path = np.vstack([np.column_stack([np.linspace(-2.0, 30.0, 50), np.zeros(50)]),
+                      np.column_stack([np.full(10, 30.0), np.linspace(0.5, 4.5, 10)]),
+                      circle])
+    events = _drive_path(ref, path, 8.0)
+    assert [e.kind for e in events].count('off_course') == 1
+    assert ref.result.penalty_time == pytest.approx(10.0)
+    assert ref.result.status == 'DNF' and ref.result.reason.startswith('off course')
+    end = [e for e in events if e.kind == 'mission_end'][0]
+    # ended about off_course_limit metres after the wheels left the track
+    off = [e for e in events if e.kind == 'off_course'][0]
+    assert 8.0 * (end.sim_time - off.sim_time) == pytest.approx(ref.off_course_limit, abs=2.0)
+
+
+def test_crossing_into_the_section_beside_is_a_course_cut() -> None:
+    """From one straight across a 5 m gap onto the one beside it: DNF, not a lap."""
+    track = _stadium(gap=5.0)
+    ref = Referee('autocross', track.cones, track, laps=1, timeout=1000.0)
+    path = np.vstack([np.column_stack([np.linspace(-2.0, 20.0, 30), np.zeros(30)]),
+                      np.column_stack([np.linspace(22.0, 28.0, 10), np.linspace(0.5, 8.0, 10)]),
+                      np.column_stack([np.linspace(27.0, 0.0, 30), np.full(30, 8.0)])])
+    events = _drive_path(ref, path, 6.0)
+    assert ref.result.status == 'DNF' and ref.result.reason.startswith('course cut')
+    assert ref.result.off_courses == 1 and ref.result.laps == 0
+    # the referee never took the neighbouring straight for the car's own
+    assert 'back_on_course' not in [e.kind for e in events]
+
+
+def test_rejoining_where_it_left_continues_and_wrong_way_is_a_dnf() -> None:
+    """Out and back in at the same place: one OC and on; turning round: DNF."""
+    track = _stadium(gap=5.0)
+    ref = Referee('autocross', track.cones, track, laps=1, timeout=1000.0)
+    path = np.vstack([np.column_stack([np.linspace(-2.0, 20.0, 30), np.zeros(30)]),
+                      np.column_stack([np.linspace(21.0, 26.0, 6), np.full(6, -3.2)]),
+                      np.column_stack([np.linspace(27.0, 40.0, 10), np.zeros(10)])])
+    events = _drive_path(ref, path, 6.0)
+    kinds = [e.kind for e in events]
+    assert kinds.count('off_course') == 1 and kinds.count('back_on_course') == 1
+    assert ref.result.status == 'running'
+    back = np.column_stack([np.linspace(40.0, 10.0, 30), np.full(30, 0.3)])
+    _drive_path(ref, back, 4.0, t0=20.0)
+    assert ref.result.status == 'DNF' and ref.result.reason.startswith('wrong way')
+
+
+def test_off_course_for_too_long_and_bad_limits() -> None:
+    """Crawling outside the track ends the run after ``off_course_time``."""
+    track = _stadium(gap=12.0)
+    ref = Referee('autocross', track.cones, track, laps=1, timeout=1000.0,
+                  off_course_time=3.0)
+    path = np.vstack([np.column_stack([np.linspace(-2.0, 10.0, 20), np.zeros(20)]),
+                      np.column_stack([np.linspace(10.5, 14.0, 10), np.full(10, 4.5)])])
+    _drive_path(ref, path, 1.0)
+    assert ref.result.status == 'DNF' and ref.result.reason.startswith('off course for')
+    for name in ('off_course_limit', 'off_course_time', 'rejoin_tolerance'):
+        with pytest.raises(ValueError, match=name):
+            Referee('autocross', track.cones, track, **{name: 0.0})

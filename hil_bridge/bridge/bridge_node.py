@@ -49,6 +49,7 @@ seconds or on SIGINT/SIGTERM; the referee result is printed as one line
 ``reconnect_timeout`` (the car is braked first where possible).
 """
 
+import functools
 import json
 import math
 import sys
@@ -85,7 +86,12 @@ REPUBLISH_PERIOD = 1.0
 FINAL_ACK_TIMEOUT = 10.0
 #: contract keys lockstep may wait for (recorder_status: a recorder's /clock
 #: acknowledgement, so a recording never falls behind)
-LOCKSTEP_KEYS = ('cmd_vel', 'brake_request', 'recorder_status')
+LOCKSTEP_KEYS = ('cmd_vel', 'brake_request', 'recorder_status', 'cones_vision', 'cones_lidar',
+                 'cones')
+#: lockstep keys that are cone clouds (only their stamps are read): waiting for
+#: the detectors' first output too keeps a slow-starting one from making the
+#: first frames differ between runs
+CONE_LOCKSTEP_KEYS = ('cones_vision', 'cones_lidar', 'cones')
 #: command topics whose publishers are checked against the contract
 COMMAND_KEYS = ('cmd_vel', 'brake_request', 'joy')
 #: wall seconds between two looks at the graph (publishers, service clients)
@@ -116,7 +122,8 @@ PARAMS = [
     ParamSpec('wait_for_control', 'lockstep: wait for the commands computed '
               'from each frame before the next tick'),
     ParamSpec('lockstep_topics', 'topics lockstep waits for (contract keys: '
-              'cmd_vel, brake_request, recorder_status; recorder_status '
+              'cmd_vel, brake_request, recorder_status, cones_vision, cones_lidar, '
+              'cones; recorder_status '
               'outside lockstep: only the first frame waits for it)'),
     ParamSpec('lockstep_timeout', 'lockstep: wall seconds to wait for a '
               'command before ticking on (0 = forever)', lo=0.0, hi=3600.0),
@@ -257,6 +264,10 @@ class BridgeNode(Node):
         contract.create_subscription(self, 'cmd_vel', self._on_cmd, self.role)
         contract.create_subscription(self, 'brake_request', self._on_brake, self.role)
         contract.create_subscription(self, 'joy', self._on_joy, self.role)
+        for key in CONE_LOCKSTEP_KEYS:
+            if key in topics:
+                contract.create_subscription(self, key, functools.partial(self._on_stamp, key),
+                                             self.role)
         #: a recorder: frame 0 waits until it can take every recorded topic,
         #: the last frame for its acknowledgement (not lockstep: frame 0 is
         #: re-sent until acknowledged, so a recording starts at frame 0)
@@ -414,6 +425,13 @@ class BridgeNode(Node):
                 return
             self._brake = (msg.accel.linear.x, stamp)
             self.clock.on_command('brake_request', stamp)
+            self.wake.notify_all()
+
+    def _on_stamp(self, key: str, msg: Any) -> None:
+        """Count a detector's output (its stamp) for lockstep."""
+        stamp = stamps.sec_from_stamp(msg.header.stamp)
+        with self.wake:
+            self.clock.on_command(key, stamp)
             self.wake.notify_all()
 
     def _on_recorder(self, stamp: float) -> None:

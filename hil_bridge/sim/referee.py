@@ -13,8 +13,12 @@ Call :meth:`Referee.update` once per step with the ego state (REP-103
   ``penalty`` event ``{'kind': 'DOO', 'seconds': 2.0}`` for
   Formula Student missions;
 * ``off_course``: ``distance`` (m, of the nearest wheel beyond the track
-  edge) once per excursion (all four wheels more than ``off_course_margin``
-  outside the track); ``penalty`` ``OC`` 10 s;
+  edge), ``s`` (m, arc position on the centre line where the car left)
+  once per excursion (all four wheels more than ``off_course_margin``
+  outside the boundary of the section the car is in); ``penalty`` ``OC``
+  10 s; ``back_on_course``: ``s``, ``off_distance`` (m driven while off),
+  ``off_time`` (s) when a wheel is back inside the boundary near where
+  the car left;
 * ``collision``: ``other``, ``impact_speed`` (m/s, closing speed along
   the line between the boxes), ``relative_speed`` (m/s, norm of the
   velocity difference), ``ego_speed``; once per contact;
@@ -29,7 +33,24 @@ line, after at least ``min_lap_distance``, default half a lap); ``aeb``
 finishes when the ego has driven and then stands still for ``stop_time``
 seconds; ``free`` only ends by collision or timeout. Any collision with a
 vehicle or obstacle is a DNF; so is a stall (standing still for
-``stall_time`` after having moved) in an FS mission. The mission times out
+``stall_time`` after having moved) in an FS mission.
+
+Leaving the track (FS rules: off course = all four wheels outside the
+boundary, 10 s; a car that cannot rejoin, or gains by leaving, is out):
+the referee follows the car's *section*, its arc position ``s`` on the
+centre line, searched only in a window around the last one (so a
+neighbouring section a few metres away, or the other leg of a hairpin,
+is never mistaken for the car's own). The boundary is the centre line
+offset by half the track width. In an FS mission an excursion ends the
+run with a DNF when the car, off course, has driven more than
+``off_course_limit`` metres or spent more than ``off_course_time``
+seconds (``reason`` ``off course: ...``: the car circles the infield),
+or when it comes back onto the track anywhere but within
+``rejoin_tolerance`` metres (along the track) of where it left
+(``course cut: ...``: it skipped cones, or crossed into a neighbouring
+section); a car on the track that falls more than ``rejoin_tolerance``
+behind its furthest arc position of the lap drives the wrong way (DNF
+``wrong way``). The mission times out
 at ``timeout``. Given the physical reference time of each lap
 (``reference_lap_times``, :mod:`hil_bridge.sim.reference_lap`), the result
 reports ``lap_time_ratio`` = lap time / reference per lap.
@@ -47,6 +68,11 @@ from scipy.spatial import cKDTree
 
 FS_MISSIONS = ('acceleration', 'skidpad', 'autocross', 'trackdrive')
 PENALTY_SECONDS = {'DOO': 2.0, 'OC': 10.0}
+#: Resampling step of the centre line for the course rules (m).
+COURSE_STEP = 0.1
+#: How far back / ahead of the car's last arc position its section is
+#: searched each step (m).
+WINDOW_BACK, WINDOW_AHEAD = 5.0, 10.0
 
 
 @dataclass
@@ -178,11 +204,21 @@ class Referee:
                  off_course_margin: float = 0.5, stall_time: float = 10.0,
                  stop_time: float = 1.0,
                  min_lap_distance: Optional[float] = None,
-                 reference_lap_times: Sequence[float] = ()) -> None:
+                 reference_lap_times: Sequence[float] = (),
+                 off_course_limit: float = 20.0, off_course_time: float = 10.0,
+                 rejoin_tolerance: float = 10.0) -> None:
         if laps < 1:
             raise ValueError(f'Referee: laps must be >= 1, got {laps}')
         if not (timeout > 0 and math.isfinite(timeout)):
             raise ValueError(f'Referee: timeout must be > 0, got {timeout}')
+        for name, value in (('off_course_limit', off_course_limit),
+                            ('off_course_time', off_course_time),
+                            ('rejoin_tolerance', rejoin_tolerance)):
+            if not (value > 0 and math.isfinite(value)):
+                raise ValueError(f'Referee: {name} must be > 0, got {value}')
+        self.off_course_limit = float(off_course_limit)
+        self.off_course_time = float(off_course_time)
+        self.rejoin_tolerance = float(rejoin_tolerance)
         self.mission = mission
         self.cones = cones
         self.track = track
@@ -204,13 +240,23 @@ class Referee:
         self._tree = None
         if track is not None and len(track.centerline) >= 2:
             from hil_bridge.sim.tracks import resample
-            self._cl = resample(track.centerline, track.closed, 0.1)
+            self._cl = resample(track.centerline, track.closed, COURSE_STEP)
             self._tree = cKDTree(self._cl)
             self._half_width = track.width / 2.0
+            self._closed = bool(track.closed)
+            seg = np.hypot(*np.diff(np.vstack([self._cl, self._cl[:1]]), axis=0).T)
+            self._step = float(seg[:-1].mean()) if len(seg) > 1 else COURSE_STEP
+        #: the car's section: index into the resampled centre line (None
+        #: before the first update), unwrapped progress (m) and its maximum
+        self._idx: Optional[int] = None
+        self._prog = 0.0
+        self._prog_max = 0.0
+        #: the current excursion: [index where the car left, time, distance
+        #: driven off (m), last x, last y]
+        self._excursion: Optional[List[float]] = None
         self.min_lap_distance = self._min_lap(track) \
             if min_lap_distance is None else float(min_lap_distance)
         self._lap_distance = 0.0
-        self._off = False
         self._contacts: Dict[str, bool] = {}
         self._prev_xy: Optional[np.ndarray] = None
         self._lap_start: Optional[float] = None
@@ -326,6 +372,23 @@ class Referee:
                 'speed': float(abs(speed))}))
             self._penalty(t, 'DOO', events)
 
+    def _window(self, centre: int, back: float, ahead: float) -> np.ndarray:
+        """Return centre-line indices from ``back`` m behind to ``ahead`` m past ``centre``."""
+        n = len(self._cl)
+        lo, hi = int(round(back / self._step)), int(round(ahead / self._step))
+        idx = np.arange(centre - lo, centre + hi + 1)
+        if self._closed:
+            return np.unique(idx % n) if hi + lo + 1 >= n else idx % n
+        return idx[(idx >= 0) & (idx < n)]
+
+    def _gain(self, i0: int, i1: int) -> float:
+        """Return the arc distance (m) from index ``i0`` to ``i1`` (signed, shortest way)."""
+        d = i1 - i0
+        n = len(self._cl)
+        if self._closed:
+            d = (d + n // 2) % n - n // 2
+        return d * self._step
+
     def _course(self, t: float, ego: Box, events: List[Event]) -> None:
         c, s = math.cos(ego.yaw), math.sin(ego.yaw)
         rot = np.array([[c, -s], [s, c]])
@@ -333,15 +396,59 @@ class Referee:
         rear = np.array([ego.x, ego.y]) - rot @ np.array(
             [ego.box_offset, 0.0])
         wheels = self._wheels @ rot.T + rear
-        dist, _idx = self._tree.query(wheels)
-        beyond = float(dist.min()) - self._half_width
-        if not self._off and beyond > self.margin:
-            self._off = True
-            self.result.off_courses += 1
-            events.append(Event('off_course', t, {'distance': beyond}))
-            self._penalty(t, 'OC', events)
-        elif self._off and beyond < 0.0:
-            self._off = False
+        centre = np.array([ego.x, ego.y])
+        if self._idx is None:
+            self._idx = int(self._tree.query(centre)[1])
+        exc = self._excursion
+        if exc is None:
+            win = self._window(self._idx, WINDOW_BACK, WINDOW_AHEAD)
+            pts = self._cl[win]
+            k = int(np.argmin(np.hypot(*(pts - centre).T)))
+            gain = self._gain(self._idx, int(win[k]))
+            self._idx = int(win[k])
+            self._prog += gain
+            self._prog_max = max(self._prog_max, self._prog)
+            dist = np.hypot(*(wheels[:, None] - pts[None]).transpose(2, 0, 1)).min(axis=1)
+            beyond = float(dist.min()) - self._half_width
+            if beyond > self.margin:
+                self._excursion = [float(self._idx), t, 0.0, float(centre[0]),
+                                   float(centre[1])]
+                self.result.off_courses += 1
+                events.append(Event('off_course', t, {
+                    'distance': beyond, 's': self._idx * self._step}))
+                self._penalty(t, 'OC', events)
+            elif self.fs and self._prog_max - self._prog > self.rejoin_tolerance:
+                events.append(self._end(t, 'DNF', f'wrong way: {self._prog_max - self._prog:.1f}'
+                                        f' m back along the track'))
+            return
+        # off course: back near where the car left, elsewhere, or still off
+        exc[2] += float(np.hypot(exc[3] - centre[0], exc[4] - centre[1]))
+        exc[3], exc[4] = float(centre[0]), float(centre[1])
+        left = int(exc[0])
+        win = self._window(left, self.rejoin_tolerance, self.rejoin_tolerance)
+        dist = np.hypot(*(wheels[:, None] - self._cl[win][None]).transpose(2, 0, 1))
+        if float(dist.min()) - self._half_width < 0.0:
+            k = int(np.argmin(dist.min(axis=0)))
+            self._idx = int(win[k])
+            self._prog += self._gain(left, self._idx)
+            self._excursion = None
+            events.append(Event('back_on_course', t, {
+                's': self._idx * self._step, 'off_distance': exc[2],
+                'off_time': t - exc[1]}))
+            return
+        if not self.fs:
+            return
+        dist, far = self._tree.query(wheels)
+        if float(dist.min()) - self._half_width < 0.0:
+            gain = self._gain(left, int(far[int(np.argmin(dist))]))
+            events.append(self._end(t, 'DNF', f'course cut: left the track at s = '
+                                    f'{left * self._step:.1f} m, came back {gain:+.1f} m '
+                                    f'along it'))
+        elif exc[2] > self.off_course_limit:
+            events.append(self._end(t, 'DNF', f'off course: {exc[2]:.1f} m driven off the '
+                                    f'track'))
+        elif t - exc[1] > self.off_course_time:
+            events.append(self._end(t, 'DNF', f'off course for {t - exc[1]:.1f} s'))
 
     def _collision(self, t: float, ego: Box, other: Box,
                    events: List[Event]) -> None:

@@ -59,6 +59,7 @@ class LapResult:
     trace: List[Any] = field(default_factory=list)
     lap_times: List[float] = field(default_factory=list)
     hit_laps: List[int] = field(default_factory=list)
+    knocked: List[int] = field(default_factory=list)
 
 
 def default_config(mode: str, profile: Any = None, **speed: float
@@ -83,7 +84,8 @@ def cones_in_vehicle_frame(cone_xy: np.ndarray, x: float, y: float,
 def run_lap(config: PlannerConfig, scenario: Any = None, seed: int = 0,
             dt: float = 0.02, plan_period: float = 0.1,
             dropout: float = 0.0, noise: float = 0.0,
-            keep_trace: bool = False, planner: Any = None) -> LapResult:
+            keep_trace: bool = False, planner: Any = None,
+            colours: bool = True) -> LapResult:
     """
     Drive ``scenario`` (default ``ci_trackdrive``) on the built-in backend.
 
@@ -94,7 +96,8 @@ def run_lap(config: PlannerConfig, scenario: Any = None, seed: int = 0,
     ``seed``). Runs until the referee ends the mission (laps done, DNF or
     the scenario's timeout). ``planner`` replaces ``Planner(config)``; one
     with ``uses_pose`` also gets the ego pose in ``map`` (x, y, yaw), as
-    odometry gives it.
+    odometry gives it. ``colours`` False hands every cone over as
+    unknown (a lidar-only detector).
     """
     if not (0.0 <= dropout < 1.0 and noise >= 0.0):
         raise ValueError('run_lap: dropout must be in [0, 1), noise >= 0')
@@ -131,7 +134,8 @@ def run_lap(config: PlannerConfig, scenario: Any = None, seed: int = 0,
                 t0 = time.perf_counter()
                 extra = {'pose': (ego.pose.x, ego.pose.y, ego.pose.yaw)} if with_pose \
                     else {}
-                out = planner.plan(t, rel, cones.class_id[up], speed,
+                cls = cones.class_id[up] if colours else np.zeros(int(up.sum()), np.uint8)
+                out = planner.plan(t, rel, cls, speed,
                                    float(ego.angular_velocity[2]), **extra)
                 plan_ms.append((time.perf_counter() - t0) * 1e3)
                 modes[out.mode] = modes.get(out.mode, 0) + 1
@@ -157,7 +161,8 @@ def run_lap(config: PlannerConfig, scenario: Any = None, seed: int = 0,
                      distance=distance, modes=modes,
                      max_plan_ms=max(plan_ms, default=0.0),
                      median_plan_ms=float(np.median(plan_ms)) if plan_ms
-                     else 0.0, trace=trace, lap_times=list(r.lap_times), hit_laps=hit_laps)
+                     else 0.0, trace=trace, lap_times=list(r.lap_times), hit_laps=hit_laps,
+                     knocked=list(r.knocked_cones))
 
 
 def main(argv: Optional[List[str]] = None) -> None:

@@ -33,7 +33,7 @@ from path_planning.raceline import Raceline, signed_curvature
 from path_planning.raceline_follower import FollowerParams, RacelineFollower
 from path_planning.tools.closed_loop import default_config, run_lap
 
-LAP1_MODES = ('centre', 'cone_drive', 'midline', 'auto')
+LAP1_MODES = ('centre', 'cone_drive', 'midline', 'auto', 'lane')
 
 
 class CentreLineLap1(Planner):
@@ -58,7 +58,7 @@ class CentreLineLap1(Planner):
         self.pose: Optional[tuple] = None
 
     def plan(self, t: float, xyz: Any, class_id: Any, measured_speed: Optional[float] = None,
-             measured_yaw_rate: Optional[float] = None) -> PlanOutput:
+             measured_yaw_rate: Optional[float] = None, pose: Any = None) -> PlanOutput:
         """Return the centre-line command (stop without a pose)."""
         if self.pose is None or measured_speed is None:
             return self.stop(t, 'no_pose')
@@ -114,12 +114,13 @@ class RaceResult:
 
 
 def run_race(scenario: Any, lap1: str = 'auto', seed: int = 0, race: bool = True,
-             lap1_speed: float = 6.0, **loop: Any) -> RaceResult:
+             lap1_speed: float = 6.0, use_map: bool = True, **loop: Any) -> RaceResult:
     """Drive ``scenario`` with lap-2+ mode around the ``lap1`` planner; see the module doc."""
     if lap1 not in LAP1_MODES:
         raise ValueError(f'lap1 must be one of {LAP1_MODES}, got {lap1!r}')
     profile = load_vehicle_profile(scenario.ego.profile)
-    cfg = default_config('cone_drive' if lap1 == 'centre' else lap1, profile)
+    cfg = replace(default_config('cone_drive' if lap1 == 'centre' else lap1, profile),
+                  use_map=use_map)
     inner = CentreLineLap1(cfg, scenario.track, lap1_speed) if lap1 == 'centre' \
         else Planner(cfg)
     rcfg = race_config_from_mapping(node_params('cone_drive_planner'), profile)
@@ -171,6 +172,8 @@ def main(argv: Optional[List[str]] = None) -> None:
                         help='speed of the centre-line stand-in (m/s)')
     parser.add_argument('--no-race', action='store_true', help='lap-1 planner only')
     parser.add_argument('--verbose', action='store_true', help='print the events')
+    parser.add_argument('--no-map', action='store_true',
+                        help='lap-1 planner without its cone map (all cones seen count)')
     args = parser.parse_args(argv)
     results = []
     print(f'{"track":<10} {"status":<9} {"cones":>5} {"2+":>3} {"OC":>3} {"fb":>3} '
@@ -179,13 +182,15 @@ def main(argv: Optional[List[str]] = None) -> None:
     for seed in _seeds(args.seeds):
         scn = load_scenario(args.scenario, seed=seed, laps=args.laps,
                             timeout=200.0 + 60.0 * args.laps)
-        res = run_race(scn, args.lap1, race=not args.no_race, lap1_speed=args.lap1_speed)
+        res = run_race(scn, args.lap1, race=not args.no_race, lap1_speed=args.lap1_speed,
+                       use_map=not args.no_map)
         results.append(res)
         laps = ' '.join(f'{t:.1f}({r:.2f})' for t, r in zip(res.lap_times, res.ratios))
         late = sum(lap > 1 for lap in res.hit_laps)
         print(f'{res.name:<10} {res.status:<9} {res.cones_hit:>5} {late:>3} {res.off_courses:>3} '
               f'{res.fallbacks:>3} {res.max_error:>5.2f} {res.line_ms:>8.0f} '
-              f'{res.wall_s:>6.1f}  {laps}', flush=True)
+              f'{res.wall_s:>6.1f}  {laps}'
+              + ('' if res.status == 'finished' else f'  [{res.reason}]'), flush=True)
         if args.verbose:
             print(f'    planning cycle {res.median_plan_ms:.2f} ms median, '
                   f'{res.max_plan_ms:.0f} ms slowest')

@@ -1,0 +1,113 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+Planning on the car's lane (path_planning.lane, mode ``lane``).
+
+The lane comes from the local cone map's boundary walk: cones beyond its
+boundary (a section beside it, the infield) are ignored, the chain cones
+carry their side as a colour (so CONEDRIVE's colour rule holds without
+colours), and lane mode follows the lane's centre. Closed loop on a hard
+generated layout (sections 4-6 m apart, 9 m hairpins, 5 m gaps) that the
+colour-midline planner without the map cannot finish.
+"""
+
+import math
+
+from hil_bridge.bridge.scenario import load_scenario
+from hil_bridge.interface.cones import CONE_BLUE, CONE_UNKNOWN, CONE_YELLOW
+import numpy as np
+from path_planning.cone_map import ConeMap
+from path_planning.lane import inside, lane_cones, lane_view, track_path
+from path_planning.planner import Planner
+from path_planning.pure_pursuit import PursuitParams
+from path_planning.tools.closed_loop import default_config, run_lap
+import pytest
+
+
+def _two_lanes() -> np.ndarray:
+    """Return a straight 3 m lane along +x and a second one 5 m beyond its left boundary."""
+    x = np.arange(-4.0, 30.0, 3.0)
+    own = np.vstack([np.column_stack([x, np.full(x.size, 1.5)]),
+                     np.column_stack([x, np.full(x.size, -1.5)])])
+    beside = np.vstack([np.column_stack([x, np.full(x.size, 6.5)]),
+                        np.column_stack([x, np.full(x.size, 9.5)])])
+    return np.vstack([own, beside])
+
+
+def test_lane_view_keeps_the_lane_and_ignores_the_section_beside() -> None:
+    """Lidar-only: the chains are the own lane's lines; cones beside are ignored."""
+    cones = _two_lanes()
+    unknown = np.full(len(cones), CONE_UNKNOWN)
+    cmap = ConeMap()
+    for k in range(4):
+        pose = (0.5 * k, 0.0, 0.0)
+        local = cones - np.array(pose[:2])
+        cmap.update(local, unknown, pose)
+    pose = (1.5, 0.0, 0.0)
+    view = lane_view(cmap, pose)
+    assert view is not None and view.length > 15.0
+    left = view.cones[view.side_class == CONE_BLUE]
+    right = view.cones[view.side_class == CONE_YELLOW]
+    np.testing.assert_allclose(left[:, 1], 1.5, atol=1e-6)
+    np.testing.assert_allclose(right[:, 1], -1.5, atol=1e-6)
+    # the lane centre runs down the middle, ahead of the car
+    assert np.all(np.abs(view.path[1:, 1]) < 0.05) and np.all(view.path[1:, 0] > 0.0)
+    # detections: one cone in the lane (an obstacle), one beside it, the chains
+    det = np.vstack([cones - [1.5, 0.0], [[8.0, 0.3], [8.0, 4.0]]])
+    xy, cls, n_ignored = lane_cones(view, det, np.zeros(len(det), np.uint8))
+    # every cone beside is ignored (and the own lane's behind the walked part)
+    assert n_ignored >= int(np.count_nonzero(det[:, 1] > 3.0))
+    assert np.any(np.all(np.isclose(xy, [8.0, 0.3]), axis=1))
+    assert not np.any(xy[:, 1] > 3.0)
+    assert len(cls) == len(xy)
+
+
+def test_inside_polygon_and_margin() -> None:
+    """Even-odd point in polygon, with a margin band round the edges."""
+    square = np.array([[0.0, 0.0], [2.0, 0.0], [2.0, 2.0], [0.0, 2.0]])
+    pts = np.array([[1.0, 1.0], [3.0, 1.0], [2.2, 1.0], [-0.1, -0.1]])
+    assert inside(square, pts).tolist() == [True, False, False, False]
+    assert inside(square, pts, margin=0.3).tolist() == [True, False, True, True]
+    assert inside(square[:2], pts).tolist() == [False] * 4
+
+
+def test_track_path_feedback_signs() -> None:
+    """Left of a straight path: steer right; on a left circle: its curvature."""
+    pp = PursuitParams()
+    x = np.linspace(-2.0, 20.0, 45)
+    delta, _k, lat, head = track_path(np.column_stack([x, np.full(x.size, -0.5)]), 3.0, pp)
+    assert lat == pytest.approx(0.5, abs=1e-6) and head == pytest.approx(0.0, abs=1e-9)
+    assert delta < 0.0
+    r = 8.0
+    a = np.linspace(-0.3, 2.0, 200)
+    circle = np.column_stack([r * np.sin(a), r - r * np.cos(a)])
+    delta, kappa, lat, _head = track_path(circle, 2.0, pp)
+    assert abs(lat) < 0.01   # chord of the 0.1 m resampling
+    assert kappa == pytest.approx(1.0 / r, rel=0.05)
+
+
+@pytest.mark.parametrize('colours', [True, False])
+def test_lane_mode_finishes_a_hard_layout(colours: bool) -> None:
+    """hard_7 (side-by-side lanes, 9 m hairpins): lane mode finishes clean, auto does not."""
+    scn = load_scenario('track_sweep', seed=7, laps=1, timeout=150.0)
+    res = run_lap(default_config('lane'), scn, colours=colours)
+    assert res.status == 'finished', res.reason
+    assert res.off_courses == 0 and res.cones_hit == 0
+    assert res.modes.get('lane', 0) > 0.9 * sum(res.modes.values())
+    if colours:
+        # the same layout without the cone map: the colour midline stalls
+        from dataclasses import replace
+        base = run_lap(replace(default_config('auto'), use_map=False), scn)
+        assert base.status == 'DNF'
+
+
+def test_planner_without_a_pose_keeps_the_old_modes() -> None:
+    """No odometry pose: no map, lane mode plans like auto on the cones seen."""
+    x = np.arange(1.0, 20.0, 3.0)
+    xy = np.vstack([np.column_stack([x, np.full(x.size, 1.5)]),
+                    np.column_stack([x, np.full(x.size, -1.5)])])
+    cls = np.concatenate([np.full(x.size, CONE_BLUE), np.full(x.size, CONE_YELLOW)])
+    out = Planner(default_config('lane')).plan(0.0, xy, cls, 3.0)
+    assert out.mode == 'midline' and out.lane is None and not out.stop
+    out = Planner(default_config('lane')).plan(0.0, xy, cls, 3.0, pose=(0.0, math.nan, 0.0))
+    assert out.lane is None
