@@ -54,9 +54,10 @@ CI_SETS = [
     'hil_bridge.lockstep_topics=[cmd_vel,brake_request]',
     'hil_bridge.real_time_factor=0.0',
     'vision_cone_detector.rig=ci_rig.yaml',
-    # lockstep does not wait for vision: on 2 loaded cores its detections
-    # arrive ~0.3 s of sim time after the lidar's; fusion moves them to the
-    # lidar stamp with the odometry (align_with_odometry)
+    # the bridge waits for the commands only; the fusion waits up to
+    # wait_for_vision (wall s) for the vision of each lidar stamp, and a
+    # vision result that comes later still (2 loaded cores) is moved to the
+    # lidar stamp with the odometry (align_with_odometry) when this fresh
     'cone_fusion.max_vision_age=0.5',
     'lidar_cone_detector.rig=ci_rig.yaml',
     'aeb_controller.rig=ci_rig.yaml',
