@@ -7,6 +7,7 @@ import math
 import os
 from pathlib import Path
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -86,6 +87,31 @@ def test_supervisor_prefixes_and_stops(capsys) -> None:
     assert codes['sleeper'] is not None and codes['sleeper'] != 0
     assert ('quick', 'hello') in lines
     assert '[quick] hello' in capsys.readouterr().out
+
+
+def test_stop_all_during_imports_prints_no_traceback(capsys) -> None:
+    """
+    Issue 14: Ctrl-C while a node still imports printed a traceback.
+
+    A process that has written nothing yet (here: a slow import) gets
+    SIGTERM, not SIGINT; one that has spoken still gets SIGINT first.
+    """
+    sup = Supervisor()
+    sup.start(ProcessSpec('importing', [sys.executable, '-c',
+                                        'import time; time.sleep(60)']))
+    sup.start(ProcessSpec('running', [sys.executable, '-c',
+                                      'import signal, sys, time\n'
+                                      'signal.signal(signal.SIGINT, lambda *a: sys.exit(7))\n'
+                                      'print("up", flush=True)\n'
+                                      'time.sleep(60)']))
+    deadline = time.monotonic() + 20.0
+    while 'running' not in sup.spoken and time.monotonic() < deadline:
+        time.sleep(0.05)
+    codes = sup.stop_all(grace=5.0)
+    out = capsys.readouterr().out
+    assert codes['importing'] == -signal.SIGTERM, codes
+    assert codes['running'] == 7, codes  # its SIGINT handler ran
+    assert 'Traceback' not in out and 'KeyboardInterrupt' not in out, out
 
 
 def test_schemas_for_every_contract_type_decode(tmp_path) -> None:

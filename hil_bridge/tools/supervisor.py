@@ -6,6 +6,9 @@ Start, watch and stop a set of node processes (no rclpy).
 Used by the ``carla-hil`` runner: each process's output is forwarded line
 by line with a ``[name]`` prefix; the supervisor reports the first process
 that exits, and shuts the rest down with SIGINT, then SIGTERM, then SIGKILL.
+A process that has not written a line yet is still starting (importing):
+it gets SIGTERM at once, which ends it silently, where SIGINT would print
+a KeyboardInterrupt traceback from inside its imports.
 
 Children die with the supervisor, even when it is killed with SIGKILL:
 each child asks the kernel (``prctl(PR_SET_PDEATHSIG, SIGTERM)``, Linux)
@@ -23,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Callable, Dict, List, Optional, TextIO
+from typing import Callable, Dict, List, Optional, Set, TextIO
 
 
 @dataclass
@@ -83,6 +86,8 @@ class Supervisor:
         self._lock = threading.Lock()
         self.procs: Dict[str, subprocess.Popen] = {}
         self._threads: List[threading.Thread] = []
+        #: names of the processes that have written at least one line
+        self.spoken: Set[str] = set()
 
     def start(self, spec: ProcessSpec) -> subprocess.Popen:
         """Start one process in its own process group."""
@@ -103,6 +108,7 @@ class Supervisor:
 
     def _pump(self, name: str, proc: subprocess.Popen) -> None:
         for line in proc.stdout:
+            self.spoken.add(name)
             line = line.rstrip('\n')
             if self._on_line is not None:
                 self._on_line(name, line)
@@ -141,16 +147,27 @@ class Supervisor:
         """
         SIGINT every process (but ``keep``), then SIGTERM, then SIGKILL.
 
-        Returns the exit codes (None for the kept ones still running).
+        A process that has written nothing yet gets SIGTERM in place of
+        SIGINT (no traceback from its imports). Returns the exit codes (None
+        for the kept ones still running).
         """
         targets = [p for n, p in self.procs.items()
                    if n not in (keep or [])]
+        starting = [p for n, p in self.procs.items()
+                    if n not in (keep or []) and n not in self.spoken]
+        for proc in starting:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
         for sig, wait in ((signal.SIGINT, grace), (signal.SIGTERM, 2.0),
                           (signal.SIGKILL, 2.0)):
             alive = [p for p in targets if p.poll() is None]
             if not alive:
                 break
             for proc in alive:
+                if sig == signal.SIGINT and proc in starting:
+                    continue  # has its SIGTERM already
                 try:
                     os.killpg(proc.pid, sig)
                 except (ProcessLookupError, PermissionError):
