@@ -154,6 +154,28 @@ def test_source_guard_alarms_and_strict_filter() -> None:
     assert trusted.service_allowed('/hil_bridge/pause') is None
 
 
+def test_a_publisher_whose_node_is_not_discovered_yet_is_not_an_intruder() -> None:
+    """
+    On Jazzy the planner's endpoint can show before its node name (unnamed).
+
+    No alarm while it is named within UNNAMED_UPDATES graph updates; one
+    that stays unnamed is an intruder. Strict mode never uses its messages
+    while it is unnamed.
+    """
+    from hil_bridge.bridge.sources import UNNAMED_NODE, UNNAMED_UPDATES
+    unnamed = Endpoint(UNNAMED_NODE, '_NODE_NAMESPACE_UNKNOWN_', b'P' * 16)
+    named = Endpoint('cone_drive_planner', '/', b'P' * 16)
+    guard = SourceGuard({'/cmd': ['cone_drive_planner']}, strict=True)
+    for _ in range(UNNAMED_UPDATES - 1):
+        assert guard.update('/cmd', [unnamed]) == []
+    assert not guard.allows('/cmd', unnamed.gid)
+    assert guard.update('/cmd', [named]) == [] and guard.allows('/cmd', named.gid)
+    assert guard.alarms == 0
+    stays = SourceGuard({'/cmd': ['cone_drive_planner']})
+    alarms = [a for _ in range(UNNAMED_UPDATES) for a in stays.update('/cmd', [unnamed])]
+    assert len(alarms) == 1 and UNNAMED_NODE in alarms[0], alarms
+
+
 # ------------------------------------------------------ configuration errors
 def _node_error(rclpy_context: Any, node_cls: Any, **params: Any) -> str:
     from hil_bridge.interface.params import ParamError

@@ -14,7 +14,10 @@ feeds :class:`SourceGuard` the graph's publishers of each topic (rclpy
 clients of its services, every second:
 
 * any other publisher or client raises an alarm (one error line per new
-  endpoint, counted);
+  endpoint, counted); a publisher whose node is not discovered yet (rclpy
+  names it ``_NODE_NAME_UNKNOWN_``: its endpoint came before its
+  participant's node list, as at every start-up on Jazzy) is alarmed only
+  when it stays unnamed for ``UNNAMED_UPDATES`` updates;
 * with ``strict`` a message is used only when its publisher gid (rclpy
   MessageInfo ``publisher_gid``) belongs to an expected node; where the
   middleware gives no gid, messages on a topic are ignored while an
@@ -28,6 +31,12 @@ the domain; SROS2 (docs/security.md) is what authenticates.
 
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Set
+
+#: Node name rclpy gives an endpoint whose node is not discovered yet.
+UNNAMED_NODE = '_NODE_NAME_UNKNOWN_'
+
+#: Graph updates (1 s apart) an unnamed publisher gets before its alarm.
+UNNAMED_UPDATES = 3
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,7 @@ class SourceGuard:
         self._endpoints: Dict[str, List[Endpoint]] = {t: [] for t in self.expected}
         self._allowed_gids: Dict[str, Set[bytes]] = {t: set() for t in self.expected}
         self._alarmed: Set[tuple] = set()
+        self._unnamed: Dict[tuple, int] = {}  # updates each unnamed endpoint was seen
         self._service_intruders: Dict[str, List[str]] = {}
         self.alarms = 0
         self.ignored: Dict[str, int] = dict.fromkeys(self.expected, 0)
@@ -76,10 +86,16 @@ class SourceGuard:
         self._allowed_gids[topic] = {e.gid for e in endpoints
                                      if self._is_expected(topic, e.node) and e.gid}
         out = []
+        seen = {(topic, e.fqn, e.gid) for e in endpoints if e.node == UNNAMED_NODE}
+        self._unnamed = {k: n for k, n in self._unnamed.items() if k[0] != topic or k in seen}
         for e in endpoints:
             key = (topic, e.fqn, e.gid)
             if self._is_expected(topic, e.node) or key in self._alarmed:
                 continue
+            if e.node == UNNAMED_NODE:
+                self._unnamed[key] = self._unnamed.get(key, 0) + 1
+                if self._unnamed[key] < UNNAMED_UPDATES:
+                    continue  # its node name is still being discovered
             self._alarmed.add(key)
             self.alarms += 1
             allowed = ', '.join(sorted(self.expected.get(topic, ()))) or 'nobody'

@@ -13,6 +13,7 @@ attributes (``is_modifiable`` False) are the vehicles' ``object_type``,
 
 The blueprints are the ones this project and the ROS 2 AEB tutorial use:
 ``vehicle.tesla.model3``, ``vehicle.lincoln.mkz_2020``,
+``vehicle.micro.microlino`` (what ``fs_car`` runs as),
 ``static.prop.trafficcone01``, ``static.prop.trafficcone02``,
 ``static.prop.constructioncone``, ``sensor.camera.rgb``,
 ``sensor.lidar.ray_cast``, ``sensor.other.collision``. The vehicles'
@@ -116,6 +117,17 @@ VEHICLES: Dict[str, VehicleFacts] = {
         max_steer_angle=70.0,
         steering_curve=((0.0, 1.0), (20.0, 0.9), (60.0, 0.8), (120.0, 0.7)),
         mass=1800.0, wheel_radius=35.0),
+    # The smallest stock car (CARLA's catalogue: vehicle.micro.microlino,
+    # generation 2): 2.52 m x 1.47 m, 1.69 m wheelbase, close to a
+    # Formula Student car (fs_car runs as it on CARLA).
+    'vehicle.micro.microlino': VehicleFacts(
+        make='micro', model='microlino',
+        colors=('255,255,255', '177,38,27', '43,95,117', '30,30,30'),
+        special_type='electric', has_dynamic_doors=False,
+        extent=(1.260, 0.735, 0.750), box_z=0.750, wheelbase=1.690,
+        max_steer_angle=70.0,
+        steering_curve=((0.0, 1.0), (20.0, 0.9), (60.0, 0.8), (120.0, 0.7)),
+        mass=513.0, wheel_radius=27.0),
 }
 
 #: Props and the built-in world's cone class each one is drawn as.

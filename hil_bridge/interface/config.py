@@ -143,13 +143,13 @@ def profile_environment(file_name: str) -> Dict[str, str]:
     to the same file; only where Fast DDS 3.x is known to be installed
     (:func:`fast_dds_major`) the old name is left out, as its rmw reads it
     too but prints a deprecation warning in every process. When the user set
-    either name, that file is used for the other one too; returns ``{}``
-    when the user set both.
+    either name, that file is used for the other one too (on Fast DDS 3.x:
+    under the new name only); returns ``{}`` when every name this Fast DDS
+    reads is set already.
     """
     user = [os.environ[v] for v in PROFILE_VARIABLES if os.environ.get(v)]
     path = user[0] if user else config_path(file_name)
-    names = PROFILE_VARIABLES if user else profile_variable_names()
-    return {v: path for v in names if not os.environ.get(v)}
+    return {v: path for v in profile_variable_names() if not os.environ.get(v)}
 
 
 def profile_variable_names() -> Tuple[str, ...]:
