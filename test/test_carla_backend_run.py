@@ -7,6 +7,9 @@ The bridge's modes against ``carla-hil serve`` through the real 0.9.16 client.
   whole graph as processes over DDS, CI settings of ``test_acceptance.py``:
   ``ci_rig.yaml``, the bridge waits for each frame's ``cmd_vel`` and
   ``brake_request``): the whole lap, every frame answered, no cone hit;
+* the AEB tutorial (``aeb_tutorial``: model3 at 5.5 m/s towards a
+  stopped MKZ) through the whole graph, lockstep: the AEB brakes, no
+  collision;
 * asynchronous: the bridge alone on the AEB tutorial (``cruise``), the
   server running free, for 3 sim seconds.
 
@@ -25,7 +28,7 @@ import sys
 from hil_bridge.carla_server.launcher import ROOT, serve
 import pytest
 
-from test_acceptance import _explain, _runner_argv, CI_SETS, run_cli  # noqa: I100
+from test_acceptance import _explain, _runner_argv, CCRS_SETS, CI_SETS, run_cli  # noqa: I100
 
 pytest.importorskip('carla')
 pytestmark = [pytest.mark.closed_loop, pytest.mark.dds, pytest.mark.slow]
@@ -51,6 +54,24 @@ def test_trackdrive_lockstep_through_carla(ros_domain: int) -> None:
     # every frame once (frame 0 also each time it was re-sent before the first reply)
     assert res['published']['/carla/ego_vehicle/lidar'] == \
         res['frames'] + 1 + res['republished_frames'], res
+    assert 'Traceback' not in log, log[-3000:]
+
+
+def test_aeb_tutorial_full_stack_through_carla(ros_domain: int) -> None:
+    """The AEB tutorial, every node over DDS, lockstep through the CARLA client: no collision."""
+    with serve() as s:
+        run = run_cli(_runner_argv('aeb_tutorial', CCRS_SETS, '--backend', 'carla', '--host',
+                                   '127.0.0.1', '--port', str(s.port)))
+        log = ''.join(s.log)
+    assert run.code == 0, _explain(run)
+    res = run.result
+    assert res is not None and res['mission'] == 'aeb', _explain(run)
+    assert res['status'] == 'finished' and res['reason'] == 'stopped', _explain(run)
+    assert res['collisions'] == [], _explain(run)
+    assert 'carla backend ready' in run.output and 'mode lockstep' in run.output
+    assert '-> brake_request' in run.output, _explain(run)  # the AEB stopped it
+    print(f"[test] aeb_tutorial through carla: stopped at t={res.get('sim_time')}, "
+          f"{res['frames']} frames, no collision")
     assert 'Traceback' not in log, log[-3000:]
 
 
