@@ -43,6 +43,15 @@ playback start. Without ``--lockstep``, frames are due at their recorded
 times; a player that falls behind (a loaded machine) lets its schedule
 slip rather than send a burst, and reports how often and by how much it
 was late.
+
+``--start-on KEY ...`` (paced playback) starts as lockstep does and then
+runs at ``--rate``: the first frame is re-sent every ``REPUBLISH_PERIOD``
+until every topic of KEY answered it (``STARTUP_TIMEOUT`` wall s), and the
+schedule starts then. Subscriber counts are the publisher's side of
+discovery only: on a loaded machine a node's readers can match the
+player's writers a second or more later (seen on Fast DDS 2.14: the first
+1.3 s of a replay never reached the lidar chain, then its ``/clock``
+lagged), and a paced replay without ``--start-on`` loses those frames.
 """
 
 import argparse
@@ -240,7 +249,8 @@ def play(path: str, rate: float = 1.0, replay_all: bool = False,
          clock: bool = True, role: str = contract.DEFAULT_ROLE,
          context: Optional[object] = None, wait: float = 10.0,
          settle: float = 1.0, lockstep: Sequence[str] = (),
-         lockstep_timeout: float = 5.0) -> Dict[str, Any]:
+         lockstep_timeout: float = 5.0,
+         start_on: Sequence[str] = ()) -> Dict[str, Any]:
     """
     Publish the recording once; return counts (sent, late, timeouts).
 
@@ -248,7 +258,9 @@ def play(path: str, rate: float = 1.0, replay_all: bool = False,
     starts when the subscriber counts settle (see module doc).
     ``lockstep``: contract keys to wait for after each frame
     (``RECORDER_IF_RUNNING``: recorder_status if a recorder publishes it
-    when playback starts).
+    when playback starts). ``start_on``: contract keys that must answer the
+    (re-sent) first frame before paced playback starts (ignored with
+    ``lockstep``).
     """
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
@@ -259,7 +271,9 @@ def play(path: str, rate: float = 1.0, replay_all: bool = False,
     patterns = None if replay_all else sim_pc_topics(role)
     meta = {topic: (type_name, md) for topic, type_name, md in channels(path)}
     pubs: Dict[str, object] = {}
-    keys = [k.rstrip('?') for k in lockstep]
+    every_frame = bool(lockstep)
+    asked = list(lockstep if every_frame else start_on)
+    keys = [k.rstrip('?') for k in asked]
     gate = Lockstep(node, keys, role, lockstep_timeout) if keys else None
     link = RecorderLink(node, role, lambda _stamp: None) \
         if 'recorder_status' in keys else None
@@ -292,7 +306,7 @@ def play(path: str, rate: float = 1.0, replay_all: bool = False,
             publisher(topic, type_name)
     if pubs:
         _wait_for_subscribers(pubs, wait, settle)
-    if RECORDER_IF_RUNNING in lockstep and link is not None and \
+    if RECORDER_IF_RUNNING in asked and link is not None and \
             not node.count_publishers(link.topic):
         gate.keys.remove('recorder_status')  # no recorder runs
         link = None
@@ -303,6 +317,7 @@ def play(path: str, rate: float = 1.0, replay_all: bool = False,
                   file=sys.stderr, flush=True)
     sent = late = resent = 0
     worst = 0.0
+    started = every_frame or gate is None  # the start-on handshake done
     first: List[Tuple[Any, bytes]] = []  # the first frame, for re-sends
 
     def resend() -> None:
@@ -317,16 +332,20 @@ def play(path: str, rate: float = 1.0, replay_all: bool = False,
             if not wanted(channel.topic):
                 continue
             pub = publisher(channel.topic, schema.name)
-            if gate is not None and frame_t is not None and t > frame_t:
+            if gate is not None and frame_t is not None and t > frame_t \
+                    and (every_frame or not started):
                 # the previous frame is done (the first one re-sent until
-                # every lockstep topic answered)
+                # every lockstep or start-on topic answered)
                 gate.wait(frame_t * 1e-9, resend if frame_t == t_first else None)
+                if not started and rate > 0:  # the schedule starts now
+                    w_first = time.monotonic() - (frame_t - t_first) * 1e-9 / rate
+                started = True
             frame_t = t if frame_t is None else max(frame_t, t)
             if t_first is None:
                 t_first, w_first = t, time.monotonic()
             if gate is not None and t == t_first:
                 first.append((pub, message.data))
-            if rate > 0 and gate is None:
+            if rate > 0 and not every_frame:
                 due = w_first + (t - t_first) * 1e-9 / rate
                 delay = due - time.monotonic()
                 if delay > 0:
@@ -339,7 +358,7 @@ def play(path: str, rate: float = 1.0, replay_all: bool = False,
                     w_first -= delay
             pub.publish(message.data)
             sent += 1
-        if gate is not None and frame_t is not None:
+        if every_frame and gate is not None and frame_t is not None:
             gate.wait(frame_t * 1e-9)
         from rclpy.duration import Duration
         for pub in pubs.values():  # reliable subscribers have it all
@@ -351,11 +370,14 @@ def play(path: str, rate: float = 1.0, replay_all: bool = False,
         node.destroy_node()
         if own:
             rclpy.try_shutdown()
+    lock = gate if every_frame else None
     return {'sent': sent, 'resent': resent, 'late': late,
             'worst_late_s': round(worst, 3),
-            'lockstep_timeouts': gate.timeouts if gate is not None else 0,
-            'lockstep_keys': list(gate.keys) if gate is not None else [],
-            'timed_out': list(gate.timed_out) if gate is not None else []}
+            'lockstep_timeouts': lock.timeouts if lock is not None else 0,
+            'lockstep_keys': list(lock.keys) if lock is not None else [],
+            'timed_out': list(lock.timed_out) if lock is not None else [],
+            'start_on': list(gate.keys) if gate is not None and not every_frame else [],
+            'start_timeouts': gate.timeouts if gate is not None and not every_frame else 0}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -378,6 +400,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument('--lockstep-topics', nargs='+', default=None,
                         metavar='KEY', help='contract keys to wait for')
     parser.add_argument('--lockstep-timeout', type=float, default=5.0)
+    parser.add_argument('--start-on', nargs='+', default=(), metavar='KEY',
+                        help='paced playback: re-send the first frame until '
+                        'these contract keys answered it, then play at --rate')
     args = parser.parse_args(argv)
     try:
         bm.mcap_path(args.bag)
@@ -391,14 +416,20 @@ def main(argv: Optional[List[str]] = None) -> int:
             keys.append(RECORDER_IF_RUNNING)
     stats = play(args.bag, args.rate, args.replay_all, not args.no_clock,
                  args.role, wait=args.wait, settle=args.settle,
-                 lockstep=keys, lockstep_timeout=args.lockstep_timeout)
+                 lockstep=keys, lockstep_timeout=args.lockstep_timeout,
+                 start_on=args.start_on)
     keys = stats['lockstep_keys']
     where = ''.join(f' (t={t:.2f} s: no {", ".join(k)})'
                     for t, k in stats['timed_out'][:3])
+    start = ''
+    if stats['start_on']:
+        start = (f', started on {", ".join(stats["start_on"])} '
+                 f'({"timed out, " if stats["start_timeouts"] else ""}'
+                 f'first frame re-sent: {stats["resent"]} messages)')
     how = (f'lockstep on {", ".join(keys)}, {stats["lockstep_timeouts"]} '
            f'timeouts{where}, first frame re-sent: {stats["resent"]} messages'
            if keys else
-           f'rate {args.rate:g}, {stats["late"]} sent more than {LATE:g} s '
+           f'rate {args.rate:g}{start}, {stats["late"]} sent more than {LATE:g} s '
            f'late (worst {stats["worst_late_s"]:.3f} s)')
     print(f'[play] published {stats["sent"]} messages from {args.bag} '
           f'({how})')
