@@ -136,7 +136,8 @@ def points_to_ranges(xyz: np.ndarray, params: ScanParams) -> np.ndarray:
     a_min, a_max, inc = ang['angle_min'], ang['angle_max'], ang['angle_increment']
     # NaN fails every comparison, so NaN x/y/z drop out here; one combined
     # mask and a spare bin n for the rejects avoid copying the survivors
-    valid = (z >= params.min_height) & (z <= params.max_height)
+    with np.errstate(over='ignore'):  # limits beyond a float16 z: +-inf
+        valid = (z >= params.min_height) & (z <= params.max_height)
     valid &= (r >= params.range_min) & (r <= params.range_max)
     valid &= (a >= a_min) & (a <= a_max)
     # np.minimum: the angle_max edge case (index n) goes into the last bin
@@ -145,7 +146,8 @@ def points_to_ranges(xyz: np.ndarray, params: ScanParams) -> np.ndarray:
         fidx = np.where(valid, np.minimum((a - a_min) / inc, n - 1), float(n))
         np.minimum.at(out, fidx.astype(np.intp), r)
     out = out[:n]
-    return out.astype(np.float32)
+    with np.errstate(over='ignore'):  # ranges beyond float32 become inf
+        return out.astype(np.float32)
 
 
 def ranges_loop(xyz: np.ndarray, params: ScanParams) -> np.ndarray:

@@ -28,7 +28,7 @@ Formula Student cones, offered only with ``carla-hil serve --fs-cones``.
 """
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from hil_bridge.carla_server.wire_types import (ATTR_BOOL, ATTR_FLOAT, ATTR_INT, ATTR_RGB,
                                                 ATTR_STRING)
@@ -72,6 +72,13 @@ def _const(aid: str, atype: int, value: str) -> Attribute:
     return Attribute(aid, atype, (value,), False, False)
 
 
+#: CARLA's stock 4-wheel steering set-up: 70 deg front wheels, the steer
+#: reduced with speed (km/h, factor) by the blueprint's steering curve.
+STOCK_STEERING: Dict[str, Any] = {
+    'max_steer_angle': 70.0,
+    'steering_curve': ((0.0, 1.0), (20.0, 0.9), (60.0, 0.8), (120.0, 0.7))}
+
+
 @dataclass(frozen=True)
 class VehicleFacts:
     """
@@ -106,16 +113,14 @@ VEHICLES: Dict[str, VehicleFacts] = {
         colors=('140,0,0', '255,255,255', '0,0,0', '21,28,89', '128,128,128'),
         special_type='electric', has_dynamic_doors=False,
         extent=(2.396, 1.082, 0.745), box_z=0.745, wheelbase=2.875,
-        max_steer_angle=70.0,
-        steering_curve=((0.0, 1.0), (20.0, 0.9), (60.0, 0.8), (120.0, 0.7)),
+        **STOCK_STEERING,
         mass=1845.0, wheel_radius=36.0),
     'vehicle.lincoln.mkz_2020': VehicleFacts(
         make='lincoln', model='mkz_2020',
         colors=('25,25,25', '255,255,255', '120,0,0', '60,60,60'),
         special_type='', has_dynamic_doors=True,
         extent=(2.450, 1.064, 0.755), box_z=0.755, wheelbase=2.850,
-        max_steer_angle=70.0,
-        steering_curve=((0.0, 1.0), (20.0, 0.9), (60.0, 0.8), (120.0, 0.7)),
+        **STOCK_STEERING,
         mass=1800.0, wheel_radius=35.0),
     # The smallest stock car (CARLA's catalogue: vehicle.micro.microlino,
     # generation 2): 2.52 m x 1.47 m, 1.69 m wheelbase, close to a
@@ -125,8 +130,7 @@ VEHICLES: Dict[str, VehicleFacts] = {
         colors=('255,255,255', '177,38,27', '43,95,117', '30,30,30'),
         special_type='electric', has_dynamic_doors=False,
         extent=(1.260, 0.735, 0.750), box_z=0.750, wheelbase=1.690,
-        max_steer_angle=70.0,
-        steering_curve=((0.0, 1.0), (20.0, 0.9), (60.0, 0.8), (120.0, 0.7)),
+        **STOCK_STEERING,
         mass=513.0, wheel_radius=27.0),
 }
 
