@@ -6,6 +6,7 @@ import csv
 import io
 import os
 from pathlib import Path
+import shutil
 import signal
 import subprocess
 import sys
@@ -236,7 +237,7 @@ def test_batch_two_concurrent_runs_one_worker_killed(ros_domain: int,
 
 def test_batch_ctrl_c_leaves_no_process(ros_domain: int,
                                         tmp_path: Path) -> None:
-    """SIGINT while runs are going: exit 130, no process of the batch left."""
+    """SIGINT while runs are going: exit 130, a summary, no process of the batch left."""
     tag = uuid.uuid4().hex
     proc = _cli(['ncap_full', '--param', 'quick=true', '--only', CASES[1],
                  '--out', str(tmp_path / 'batch')], _env(tag))
@@ -251,7 +252,64 @@ def test_batch_ctrl_c_leaves_no_process(ros_domain: int,
     proc.send_signal(signal.SIGINT)
     text, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130, text[-2000:]
+    # the summary names the run that was cancelled
+    summary = (tmp_path / 'batch' / 'summary.md').read_text(encoding='utf-8')
+    assert 'interrupted: 0 of 1 runs done' in summary, summary
+    assert f'{CASES[1]}' in summary and 'cancelled (Ctrl-C)' in summary, summary
+    assert (tmp_path / 'batch' / 'summary.csv').is_file()
     deadline = time.monotonic() + 15.0
     while _tagged(tag) and time.monotonic() < deadline:
         time.sleep(0.3)
     assert _tagged(tag) == []
+
+
+def test_batch_on_a_cluster_by_address(ros_domain: int, tmp_path: Path) -> None:
+    """
+    ``--address``: a cluster started as on a head node runs a full-stack case.
+
+    ``ray start --head`` (its own processes, not the driver's instance,
+    token authentication on as Ray 2.60 sets it); the batch connects by
+    address (it failed on the token before: Ray's client does not send it
+    without ``RAY_AUTH_MODE=token``), the worker imports the project
+    through the runtime environment, runs the whole graph, the run
+    directory comes back. ``ray stop`` ends the cluster.
+    """
+    import socket
+    import tempfile
+    ray_bin = str(Path(sys.executable).with_name('ray'))
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]
+    temp = tempfile.mkdtemp(prefix='rayc', dir='/tmp')  # short socket paths
+    tag = uuid.uuid4().hex
+    env = _env(tag, RAY_USAGE_STATS_ENABLED='0')
+    env.pop('PYTHONPATH', None)  # the cluster gets it from the batch
+    head = subprocess.run(
+        [ray_bin, 'start', '--head', '--port', str(port), '--num-cpus', '2',
+         '--include-dashboard=false', '--temp-dir', temp,
+         '--disable-usage-stats'], env=env, cwd=temp, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True,
+        timeout=180)
+    try:
+        assert head.returncode == 0, head.stdout[-3000:]
+        out = tmp_path / 'batch'
+        proc = _cli(['ncap_full', '--param', 'quick=true', '--only', CASES[1],
+                     '--address', f'127.0.0.1:{port}', '--out', str(out)],
+                    _env(tag))
+        text, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0, text[-3000:]
+        with open(out / 'summary.csv', encoding='utf-8') as f:
+            rows = list(csv.DictReader(f))
+        assert [r['name'] for r in rows] == [CASES[1]], rows
+        assert rows[0]['pass'] == 'True' and rows[0]['status'] == 'finished'
+        for item in ('report.html', 'result.json', 'log.txt'):
+            assert (out / CASES[1] / item).is_file(), item
+    finally:
+        subprocess.run([ray_bin, 'stop', '--force'], env=env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=120)
+        shutil.rmtree(temp, ignore_errors=True)
+    deadline = time.monotonic() + 15.0
+    while _tagged(tag) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert _tagged(tag) == [], _tagged(tag)

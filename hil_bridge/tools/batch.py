@@ -467,14 +467,48 @@ def _project_root() -> str:
         os.path.abspath(__file__))))
 
 
+#: where Ray keeps the cluster token (ray get-auth-token)
+RAY_TOKEN_FILE = '~/.ray/auth_token'
+
+
+def ray_token_available() -> bool:
+    """Return True when a Ray authentication token is set or on disk."""
+    return bool(os.environ.get('RAY_AUTH_TOKEN') or
+                os.environ.get('RAY_AUTH_TOKEN_PATH') or
+                os.path.isfile(os.path.expanduser(RAY_TOKEN_FILE)))
+
+
+def cluster_auth(address: Optional[str]) -> None:
+    """
+    Ask for token authentication to join a cluster (before ``import ray``).
+
+    ``ray start`` (Ray >= 2.59) enables tokens, the client does not: without
+    ``RAY_AUTH_MODE=token`` it sends none and is refused. Ray reads the mode
+    when it is imported, so this runs first; a mode set by the user stays.
+    """
+    if (address or os.environ.get('RAY_ADDRESS')) and \
+            'RAY_AUTH_MODE' not in os.environ and ray_token_available():
+        if 'ray' in sys.modules:
+            print('[batch] ray was imported before RAY_AUTH_MODE=token was '
+                  'set: set it yourself to join a token cluster',
+                  file=sys.stderr)
+        os.environ['RAY_AUTH_MODE'] = 'token'
+
+
 def start_ray(address: Optional[str], cpus: float) -> bool:
     """
     Connect to ``address`` / ``RAY_ADDRESS`` or start a local instance.
+
+    A cluster is joined with token authentication when a token is there
+    (``RAY_AUTH_MODE=token`` unless set: ``ray start --head`` of Ray 2.60
+    enables tokens, and a client without the mode sends none); a refused
+    connection ends the batch with one line saying where the token goes.
 
     The local instance gets ``cpus`` CPUs. Workers import the project from
     this checkout (PYTHONPATH). Returns True when a local instance started.
     """
     os.environ.setdefault('RAY_USAGE_STATS_ENABLED', '0')
+    cluster_auth(address)
     import logging
     import ray
     root = _project_root()
@@ -487,7 +521,15 @@ def start_ray(address: Optional[str], cpus: float) -> bool:
         'logging_level': logging.WARNING,
         'runtime_env': {'env_vars': {'PYTHONPATH': path}}}
     if address:
-        ray.init(address=address, **common)
+        try:
+            ray.init(address=address, **common)
+        except ConnectionError as exc:
+            first = next((t for t in str(exc).splitlines() if t.strip()), '')
+            raise SystemExit(
+                f'[batch] cannot connect to the Ray cluster at {address}: '
+                f'{first[:200]} (a cluster started by ray start needs its '
+                f"token here: the head's {RAY_TOKEN_FILE}, printed by ray "
+                'get-auth-token on the head, or RAY_AUTH_TOKEN)') from None
         return False
     os.environ['PYTHONPATH'] = path  # the local workers inherit it
     del common['runtime_env']
@@ -515,6 +557,7 @@ def run_batch(jobs: List[Job], out_dir: str, parallel: Optional[int] = None,
     CPUs / the jobs' CPUs). Each run's directory ends up in
     ``out_dir/<name>``.
     """
+    cluster_auth(address)
     import ray
     cpus = max((j.cpus for j in jobs), default=1.0)
     local_parallel = parallel or 1
