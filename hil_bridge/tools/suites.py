@@ -42,13 +42,6 @@ from hil_bridge.tools.batch import describe_jobs, Job, run_batch
 
 #: criteria of a run when its suite names none
 DEFAULT_CRITERIA: Dict[str, Any] = {'status': 'finished'}
-#: node parameters of a full-stack NCAP run (passenger car, driver robot)
-NCAP_NODE_PARAMS: Dict[str, Any] = {
-    'hil_bridge': {'cruise': True},
-    'lidar_cone_detector': {'rig': 'car_rig.yaml', 'mode': 'cloud'},
-    'aeb_controller': {'rig': 'car_rig.yaml',
-                       'vehicle_profile': 'passenger_car'},
-    'cone_drive_planner': {'vehicle_profile': 'passenger_car'}}
 #: NCAP cases the full stack cannot drive: the driver robot only drives
 #: straight (the curve) and the FS-track case has a track, not exported
 NCAP_FULL_STACK_SKIP = ('curve', 'fs_track')
@@ -189,7 +182,7 @@ def ncap_jobs(spec: Dict[str, Any]) -> List[Job]:
         scenario, _follower, _timeout = ncap.build_case(case, profile, profile)
         scenario.name = slug(case.name)
         data = ncap.scenario_dict(scenario, case.name)
-        data['node_params'] = NCAP_NODE_PARAMS
+        data['node_params'] = ncap.NCAP_NODE_PARAMS
         criteria: Dict[str, Any] = {'no_collision': True}
         if case.false_activation_case:  # the ego must drive past unbraked
             criteria['no_brake'] = True
@@ -234,6 +227,12 @@ COLUMNS = ('name', 'pass', 'why', 'status', 'reason', 'exit_code', 'wall_s',
            'left_on_worker')
 #: row fields kept out of the Markdown table (still in the CSV)
 CSV_ONLY = ('kind', 'started', 'ended')
+
+
+def cancelled_row(job: Job) -> Dict[str, Any]:
+    """Return the summary row of a run cancelled or never started (Ctrl-C)."""
+    return {'name': job.name, 'kind': job.kind, 'pass': False,
+            'why': 'cancelled (Ctrl-C)', 'attempts': 0}
 
 
 def write_summary(rows: List[Dict[str, Any]], out_dir: str, title: str = '',
@@ -358,10 +357,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise SystemExit('--jobs must be at least 1')
     t0 = time.monotonic()
+    done: Dict[str, Dict[str, Any]] = {}
     try:
-        rows = run_batch(jobs, out, parallel=args.jobs, address=args.address)
+        rows = run_batch(jobs, out, parallel=args.jobs, address=args.address,
+                         on_row=lambda row: done.update({row['name']: row}))
     except KeyboardInterrupt:
-        print('\n[batch] interrupted: every run cancelled', file=sys.stderr)
+        rows = [done.get(j.name) or cancelled_row(j) for j in jobs]
+        write_summary(rows, out, title=f'{title} (interrupted: {len(done)} of '
+                      f'{len(rows)} runs done)', criteria=describe_jobs(jobs),
+                      wall_s=time.monotonic() - t0)
+        print(f'\n[batch] interrupted: every run cancelled; {len(done)} of '
+              f'{len(rows)} done, {out}/summary.md', file=sys.stderr)
         return 130
     wall = time.monotonic() - t0
     write_summary(rows, out, title=f'{title} ({len(rows)} runs, jobs '
