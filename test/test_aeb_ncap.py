@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Euro NCAP runner, in-process on the built-in simulator (no DDS)."""
 
+from pathlib import Path
+
 from aeb_control.tools.ncap import Case, matrix, ncap_score, run_case, table
 import pytest
 
@@ -72,3 +74,27 @@ def test_family_yaml_files_match_the_runner() -> None:
             assert a.pose.x == pytest.approx(b.pose.x, abs=1e-3)
             assert a.pose.y == pytest.approx(b.pose.y, abs=1e-3)
             assert a.behaviour['type'] == b.behaviour['type']
+
+
+def test_family_yaml_files_are_the_writers(tmp_path: Path) -> None:
+    """
+    The files equal ``--write-scenarios`` output and carry node_params.
+
+    ``carla-hil run --scenario aeb_ccrs`` then runs the passenger car's
+    rig and profile with the driver robot, with no ``--set`` (the files
+    had no node_params: the ego was left standing, the AEB on fs_car).
+    """
+    from aeb_control.tools.ncap import FAMILY_FILES, write_family_files
+    from hil_bridge.bridge.scenario import scenario_path
+    import yaml
+    for path in write_family_files(str(tmp_path)):
+        name = Path(path).stem
+        shipped = Path(scenario_path(name)).read_text(encoding='utf-8')
+        assert Path(path).read_text(encoding='utf-8') == shipped, (
+            f'{name}: run python -m aeb_control.tools.ncap '
+            '--write-scenarios config/scenarios')
+        params = yaml.safe_load(shipped)['node_params']
+        assert params['aeb_controller'] == {
+            'rig': 'car_rig.yaml', 'vehicle_profile': 'passenger_car'}
+        cruise = params.get('hil_bridge', {}).get('cruise', False)
+        assert cruise is (FAMILY_FILES[name].kind != 'curve'), name

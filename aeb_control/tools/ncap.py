@@ -353,6 +353,30 @@ def scenario_dict(scenario: Scenario, description: str = '') -> Dict[str, Any]:
     return data
 
 
+#: node parameters of a full-stack NCAP run (the scenario's ``node_params``):
+#: the driver robot holds the initial speed, the AEB and the detector
+#: use the passenger car's rig and profile
+NCAP_NODE_PARAMS: Dict[str, Dict[str, Any]] = {
+    'hil_bridge': {'cruise': True},
+    'lidar_cone_detector': {'rig': 'car_rig.yaml', 'mode': 'cloud'},
+    'aeb_controller': {'rig': 'car_rig.yaml',
+                       'vehicle_profile': 'passenger_car'},
+    'cone_drive_planner': {'vehicle_profile': 'passenger_car'}}
+
+
+def family_node_params(case: Case) -> Dict[str, Dict[str, Any]]:
+    """
+    Return the ``node_params`` of a family file.
+
+    The driver robot only drives straight: the curve case gets the rig and
+    profile but no cruise (something else must steer the ego round).
+    """
+    params = {node: dict(values) for node, values in NCAP_NODE_PARAMS.items()}
+    if case.kind == 'curve':
+        del params['hil_bridge']
+    return params
+
+
 #: The case each ``config/scenarios/aeb_<family>.yaml`` holds.
 FAMILY_FILES = {
     'aeb_ccrs': Case('CCRs', 50.0),
@@ -381,8 +405,10 @@ def write_family_files(directory: str) -> List[str]:
                        '(x >= 0) to pass the parked car.\n')
         with open(path, 'w', encoding='utf-8') as stream:
             stream.write(header)
-            yaml.safe_dump(scenario_dict(scenario, case.name), stream,
-                           sort_keys=False, default_flow_style=None)
+            data = scenario_dict(scenario, case.name)
+            data['node_params'] = family_node_params(case)
+            yaml.safe_dump(data, stream, sort_keys=False,
+                           default_flow_style=None)
         paths.append(path)
     return paths
 
