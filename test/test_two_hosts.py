@@ -36,6 +36,8 @@ pytestmark = [pytest.mark.dds,
 WATCHDOG, CMD_VEL, BRAKE_REQUEST = 0, 1, 2
 CMD_TIMEOUT = 0.5  # config/hil_bridge.yaml
 WATCHDOG_DECEL = 4.0  # config/hil_bridge.yaml, m/s^2
+#: planner speed cap (m/s) of the kill-and-restart test
+SLOW = 4.0
 #: sim s the link stays cut after the watchdog took over
 WD_HOLD = 0.7
 #: fs_car brake dead time + ramp to full (config/vehicles/fs_car.yaml), s
@@ -175,13 +177,18 @@ def test_planner_kill_and_restart(tmp_path: Any, ros_domain: int) -> None:
 
     Killed: the car stops under the watchdog while the AEB keeps publishing
     its status from the lidar it still receives; restarted: the planner's
-    commands resume and the car drives on.
+    commands resume and the car drives on. The planner is held to
+    ``SLOW`` m/s: killed at lane mode's 9.8 m/s (CI), the car ran 0.5 s on
+    the last command and 12 m more under the watchdog's 4 m/s^2 with the
+    steering held, left the lane against a cone, and no planner could go
+    on from there (``no_free_range``).
     """
     rig_file = write_rig(str(tmp_path / 'rig.yaml'), width=644, height=482)
+    slow = [f'cone_drive_planner.{k}={SLOW}' for k in ('max_speed', 'lane_max_speed')]
     with NetnsRig('gbit') as rig:
         run = TwoHostRun(rig, str(tmp_path / 'run'))
         try:
-            run.start_onboard_nodes()
+            run.start_onboard_nodes(sets=slow)
             run.start_sim_pc('ci_trackdrive', duration=60.0,
                              sets=[f'hil_bridge.rig={rig_file}'])
             assert run.wait_for(_driving, 120.0), \
@@ -260,11 +267,16 @@ def test_aeb_across_two_hosts_lockstep(tmp_path: Any,
             assert result is not None, _dump(run)
             assert result['status'] == 'finished', result
             assert result['collisions'] == [], result
-            # the observer may lag on a loaded machine: let it write all
+            # the bridge logs each change of its control source; the
+            # observer (on the sim PC too) may match the bridge's writers
+            # only after a 3 s wall run is over (Jazzy, CI: no odometry or
+            # applied_control heard, the remote topics all heard)
+            assert '-> brake_request' in run.log('sim_pc'), \
+                'the AEB never braked\n' + _dump(run)
             run.kill('observer', signal.SIGINT)
             recs = run.records()
             srcs = {r['src'] for r in recs if r['k'] == 'applied_control'}
-            assert BRAKE_REQUEST in srcs, 'the AEB never braked'
+            assert not srcs or BRAKE_REQUEST in srcs, srcs
             assert any(r.get('a', 0.0) < 0.0 for r in recs
                        if r['k'] == 'brake_request')
             assert nsrig.counters('simpc')['rx_bytes'] > 0
