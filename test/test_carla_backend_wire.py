@@ -11,6 +11,7 @@ what it checks is read back through the client (``get_wheel_steer_angle``,
 
 import logging
 import math
+import os
 import signal
 import subprocess
 import sys
@@ -29,8 +30,7 @@ DT = 0.05
 #: a run that sets up (synchronous, AEB tutorial, a camera and a lidar),
 #: steps and dies by SIGKILL: no teardown
 DEAD_RUN = """
-import os, signal, sys
-sys.path.insert(0, 'test')
+import os, signal
 from hil_bridge.bridge.scenario import load_scenario
 from hil_bridge.carla_backend.backend import CarlaBackend
 from test_carla_backend_wire import rig
@@ -166,8 +166,11 @@ def test_recovery_after_a_run_that_died(server, check, caplog) -> None:
     synchronous state it found).
     """
     s, client = server
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (str(ROOT / 'test'), os.environ.get('PYTHONPATH', '')) if p))
     dead = subprocess.run([sys.executable, '-c', DEAD_RUN.format(port=s.port)],
-                          cwd=str(ROOT), capture_output=True, text=True, timeout=120)
+                          cwd=str(ROOT), env=env, capture_output=True, text=True,
+                          timeout=120)
     assert dead.returncode == -signal.SIGKILL, dead.stderr[-2000:]
     leftover = {a.id for a in client.get_world().get_actors() if a.type_id != 'spectator'}
     assert len(leftover) == 5                  # ego, target, collision, camera, lidar

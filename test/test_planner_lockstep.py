@@ -13,21 +13,22 @@ fusion waits (up to 20 s) for the vision
 result of each lidar stamp (``wait_for_vision``) and the planner for the
 odometry of each cone cloud's stamp, so every input of every command is
 the same in both runs. Asserted: the same referee result and, read back
-from the two recordings, bit-identical ``cmd_vel`` for every frame (frame
-0 is left out: the planner answers each copy the bridge re-sends while
-the nodes start, and how many there are depends on the wall clock).
+from the two recordings, the bridge's applied control bit-identical for
+every frame, and ``cmd_vel`` bit-identical wherever both bags hold it
+(frame 0 is left out: the planner answers each copy the bridge re-sends
+while the nodes start, and how many there are depends on the wall clock;
+the recorder can miss the first commands of an onboard node whose
+writer it matched late: up to 0.9 s on Jazzy in CI).
 """
 
 import os
 from pathlib import Path
 import subprocess
-import sys
 from typing import Dict, List, Tuple
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_acceptance import _explain, _runner_argv, _stop_group, CI_SETS, parse_result  # noqa: E402,I100,I202,E501
+from test_acceptance import _explain, _runner_argv, _stop_group, CI_SETS, parse_result  # noqa: I100,E501
 
 ROOT = Path(__file__).resolve().parents[1]
 SETS = [s for s in CI_SETS if not s.startswith('hil_bridge.lockstep_topics')] + [
@@ -40,14 +41,15 @@ TIMEOUT = 400.0
 pytestmark = [pytest.mark.closed_loop, pytest.mark.dds, pytest.mark.slow]
 
 
-def _commands(bag: Path) -> Dict[float, List[Tuple[float, float]]]:
-    """Return the recorded cmd_vel (speed, yaw rate) per stamp (s)."""
+def _commands(bag: Path, topic: str = '/cmd_vel'
+              ) -> Dict[float, List[Tuple[float, float]]]:
+    """Return a recorded TwistStamped topic's (linear.x, angular.z) per stamp (s)."""
     from geometry_msgs.msg import TwistStamped
     from hil_bridge.tools.mcap_io import iter_raw
     from rclpy.serialization import deserialize_message
     out: Dict[float, List[Tuple[float, float]]] = {}
     for _schema, channel, message in iter_raw(str(bag)):
-        if channel.topic.endswith('/cmd_vel'):
+        if channel.topic.endswith(topic):
             msg = deserialize_message(message.data, TwistStamped)
             t = round(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9, 6)
             out.setdefault(t, []).append((msg.twist.linear.x, msg.twist.angular.z))
@@ -89,10 +91,23 @@ def test_two_lockstep_runs_at_once_are_identical(ros_domain: int, tmp_path: Path
           f'{b["frames"]}')
     for key in ('lap_times', 'frames', 'cones_hit', 'off_courses', 'penalty_time'):
         assert a[key] == b[key], (key, a[key], b[key])
+    # what the bridge applied, every frame (the recorder matched the
+    # bridge's writers before frame 0): throttle and steer bit-identical
+    aa, ab = (_commands(tmp_path / f'run{k}' / 'bag', '/applied_control')
+              for k in (0, 1))
+    assert len(aa) >= a['frames'] and len(ab) >= b['frames'], (len(aa), len(ab))
+    differ = sorted(t for t in set(aa) | set(ab) if aa.get(t) != ab.get(t))
+    assert not differ, f'{len(differ)} applied controls differ, first {differ[:5]}'
+    # the planner's commands where both recordings have them: an onboard
+    # node whose writer the recorder matched after its first frames has
+    # its first commands missing from the bag (Jazzy: up to 0.9 s)
     ca, cb = (_commands(tmp_path / f'run{k}' / 'bag') for k in (0, 1))
     ca.pop(0.0, None)
     cb.pop(0.0, None)
-    assert len(ca) >= a['frames'] - 1
-    differ = sorted(t for t in set(ca) | set(cb) if ca.get(t) != cb.get(t))
+    both = set(ca) & set(cb)
+    print(f'[test] cmd_vel recorded for {len(ca)} / {len(cb)} of {a["frames"]} '
+          f'frames, {len(both)} in both')
+    assert len(both) >= 0.8 * a['frames'], (len(ca), len(cb))
+    differ = sorted(t for t in both if ca[t] != cb[t])
     assert not differ, f'{len(differ)} frames differ, first {differ[:5]}'
     assert _explain  # (helper kept importable for failures in the runner)
