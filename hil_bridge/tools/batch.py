@@ -499,16 +499,14 @@ def start_ray(address: Optional[str], cpus: float) -> bool:
     """
     Connect to ``address`` / ``RAY_ADDRESS`` or start a local instance.
 
-    A cluster is joined with token authentication when a token is there
-    (``RAY_AUTH_MODE=token`` unless set: ``ray start --head`` of Ray 2.60
-    enables tokens, and a client without the mode sends none); a refused
-    connection ends the batch with one line saying where the token goes.
+    A refused connection ends the batch with one line saying where the
+    token goes (:func:`cluster_auth` has asked for tokens before Ray was
+    imported).
 
     The local instance gets ``cpus`` CPUs. Workers import the project from
     this checkout (PYTHONPATH). Returns True when a local instance started.
     """
     os.environ.setdefault('RAY_USAGE_STATS_ENABLED', '0')
-    cluster_auth(address)
     import logging
     import ray
     root = _project_root()
