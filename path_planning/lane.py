@@ -47,7 +47,8 @@ class LaneView:
     ``path`` (Q, 2) the lane centre ahead from the car; ``length`` (m)
     the walked lane ahead of the car; ``closed`` the walk's loop closed;
     ``centre`` (R, 2) the smoothed gate midpoints from a few gates behind
-    the car (what :func:`track_path` follows).
+    the car (what :func:`track_path` follows); ``left`` / ``right`` the
+    chains' cones of those gates in driving order.
     """
 
     cones: np.ndarray
@@ -57,6 +58,8 @@ class LaneView:
     length: float
     closed: bool = False
     centre: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    left: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    right: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
 
 
 def _gate_range(st: Any, ahead: int) -> np.ndarray:
@@ -111,7 +114,8 @@ def lane_view(cmap: ConeMap, pose: Tuple[float, float, float], reach: float = 25
     near = np.hypot(cones[:, 0], cones[:, 1]) <= reach
     corridor = np.vstack([lv, rv[::-1]])
     return LaneView(cones=cones[near], side_class=side[near], corridor=corridor, path=path,
-                    length=float(seg.sum()), closed=bool(st.closed), centre=mid)
+                    length=float(seg.sum()), closed=bool(st.closed), centre=mid, left=lv,
+                    right=rv)
 
 
 def inside(polygon: np.ndarray, pts: np.ndarray, margin: float = 0.0) -> np.ndarray:
@@ -171,8 +175,8 @@ def lane_cones(view: LaneView, xy: np.ndarray, cls: np.ndarray, merge: float = 0
 
 
 def track_path(path: np.ndarray, speed: float, pursuit: Any, step: float = 0.1,
-               span: float = 1.5, gain: float = 0.25, preview: float = 0.15
-               ) -> Tuple[float, float, float, float]:
+               span: float = 1.5, gain: float = 0.25, preview: float = 0.15,
+               kappa: Optional[np.ndarray] = None) -> Tuple[float, float, float, float]:
     """
     Return ``(delta, kappa, lateral_error, heading_error)`` to follow ``path``.
 
@@ -186,10 +190,13 @@ def track_path(path: np.ndarray, speed: float, pursuit: Any, step: float = 0.1,
     on the lateral and heading error, ``kappa_path - e / l^2 - 2 sin(th) / l``
     (the raceline follower's law): unlike pure pursuit alone it does not
     cut a hairpin on entry. ``e`` > 0: the car is left of the path; ``th``
-    > 0: it heads left of it.
+    > 0: it heads left of it. ``kappa`` (P,) the path's own curvature at
+    its vertices, when known (a planned line), replaces the three-point
+    estimate.
     """
     from hil_bridge.interface.speed_profile import resample_polyline
-    pts = resample_polyline(np.asarray(path, dtype=np.float64), False, step)
+    path = np.asarray(path, dtype=np.float64)
+    pts = resample_polyline(path, False, step)
     if pts.shape[0] < 3:
         return 0.0, 0.0, 0.0, 0.0
     d = np.hypot(pts[:, 0], pts[:, 1])
@@ -204,7 +211,10 @@ def track_path(path: np.ndarray, speed: float, pursuit: Any, step: float = 0.1,
     a, b = max(ip - m, 0), min(ip + m, pts.shape[0] - 1)
     c = min(max(ip, a + 1), b - 1) if b - a >= 2 else ip
     k_ff = 0.0
-    if b - a >= 2:
+    if kappa is not None and len(kappa) == len(path) and len(path) >= 2:
+        s_path = np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(path, axis=0).T))])
+        k_ff = float(np.interp(ip * (s_path[-1] / max(pts.shape[0] - 1, 1)), s_path, kappa))
+    elif b - a >= 2:
         p0, p1, p2 = pts[a], pts[c], pts[b]
         u, v = p1 - p0, p2 - p1
         cross = u[0] * v[1] - u[1] * v[0]

@@ -49,8 +49,9 @@ from hil_bridge.interface.cones import CONE_BLUE, CONE_YELLOW
 import numpy as np
 from path_planning.cone_drive import (arc_points, cone_drive, ConeDriveParams, ConeDriveResult,
                                       STATUS_STOP, steering_ranges)
-from path_planning.cone_map import ConeMap
+from path_planning.cone_map import ConeMap, to_map, to_vehicle
 from path_planning.lane import lane_cones, lane_view, LaneView, track_path
+from path_planning.lane_line import LaneLine, LaneLineParams, line_speed, plan_lane_line
 from path_planning.midline import midline, MidlineParams, MidlineResult
 from path_planning.pure_pursuit import profile_speed, pure_pursuit, PursuitParams, PursuitResult
 from path_planning.speed_policy import command_speed, rate_limit, SpeedParams, target_speed
@@ -101,6 +102,10 @@ class PlannerConfig:
     lane_max_speed: float = 12.0
     lane_a_lat_max: float = 8.0
     lane_accel: float = 6.0
+    lane_line: bool = True
+    lane_kappa_rate: float = 0.5
+    lane_stitch: float = 0.5
+    line: LaneLineParams = LaneLineParams()
 
     def __post_init__(self) -> None:
         """Validate the mode and the limits (ValueError naming the field)."""
@@ -206,6 +211,7 @@ class PlanOutput:
     n_remembered: int = 0
     n_beyond: int = 0
     lane: Optional[LaneView] = None
+    line: Optional[LaneLine] = None
 
 
 class Planner:
@@ -229,6 +235,9 @@ class Planner:
         self.last_t: Optional[float] = None
         self._memory: Optional['tuple[np.ndarray, np.ndarray, np.ndarray]'] \
             = None
+        #: lane mode: the last line in ``map`` and the pose of this cycle
+        self._line_map: Optional[np.ndarray] = None
+        self._pose: Optional['tuple[float, float, float]'] = None
 
     def reset(self) -> None:
         """Forget the last command and the remembered cones."""
@@ -236,6 +245,8 @@ class Planner:
         self.last_speed = 0.0
         self.last_t = None
         self._memory = None
+        self._line_map = None
+        self._pose = None
         self.cone_map.reset()
 
     def _remember(self, t: float, xy: np.ndarray, cls: np.ndarray,
@@ -365,6 +376,7 @@ class Planner:
         view = None
         if cfg.use_map and pose is not None and all(math.isfinite(float(v)) for v in pose):
             pose = (float(pose[0]), float(pose[1]), float(pose[2]))
+            self._pose = pose
             self.cone_map.update(xy, cls, pose)
             view = lane_view(self.cone_map, pose, reach=cfg.sensor_range)
             if view is not None and view.length < cfg.min_lane_length:
@@ -409,6 +421,30 @@ class Planner:
                 return self._midline(t, dt, speed_est, xy, cls, mid, counts)
         return self._cone_drive(t, dt, xy, cls, mid, counts)
 
+    def _line_start(self) -> 'tuple[float, float, float]':
+        """
+        Return where lane mode's next line starts (vehicle frame: x, y, heading).
+
+        On the last line, at the car's foot point, when the car is within
+        ``lane_stitch`` m and 20 deg of it (its tracking error is then
+        corrected by feedback); else at the car.
+        """
+        car = (0.0, 0.0, 0.0)
+        if self._line_map is None or self._pose is None or self._line_map.shape[0] < 2:
+            return car
+        pts = to_vehicle(self._line_map, self._pose)
+        a, b = pts[:-1], pts[1:]
+        d = b - a
+        ll = np.maximum(np.einsum('ij,ij->i', d, d), 1e-12)
+        u = np.clip(-np.einsum('ij,ij->i', a, d) / ll, 0.0, 1.0)
+        foot = a + u[:, None] * d
+        dist = np.hypot(foot[:, 0], foot[:, 1])
+        k = int(np.argmin(dist))
+        heading = math.atan2(d[k, 1], d[k, 0])
+        if dist[k] > self.config.lane_stitch or abs(heading) > math.radians(20.0):
+            return car
+        return float(foot[k, 0]), float(foot[k, 1]), heading
+
     def _cone_drive(self, t: float, dt: float, xy: np.ndarray,
                     cls: np.ndarray, mid: Optional[MidlineResult],
                     counts: dict) -> PlanOutput:
@@ -440,11 +476,30 @@ class Planner:
         cfg = self.config
         pp = pure_pursuit(mid.path, speed_est, cfg.pursuit)
         delta = pp.delta
+        line = None
         if crawl:
-            delta = track_path(counts['lane'].centre, speed_est, cfg.pursuit)[0]
+            view = counts['lane']
+            follow = view.centre
+            if cfg.lane_line:
+                side = np.where(cls == CONE_BLUE, 1, np.where(cls == CONE_YELLOW, -1, 0))
+                line = plan_lane_line(view.centre, view.left, view.right, xy, side, cfg.line,
+                                      closed=view.closed, start=self._line_start())
+                self._line_map = None
+                if line.ok:
+                    follow = line.xy
+                    if self._pose is not None:
+                        self._line_map = to_map(line.xy, self._pose)
+                    mid = MidlineResult(status='ok', path=line.xy[1:], nodes=line.xy[1:],
+                                        length=line.length)
+            delta = track_path(follow, speed_est, cfg.pursuit,
+                               kappa=line.kappa if line is not None and line.ok else None)[0]
         reason = 'lane_pursuit' if crawl else 'pure_pursuit'
         check = None
-        if cfg.pursuit_check and not (crawl and cfg.lane_check_lookahead <= 0.0):
+        # a planned line with its own body check needs no CONEDRIVE check
+        planned = line is not None and line.ok and line.clearance >= 0.0
+        if planned:
+            reason = 'lane_line'
+        elif cfg.pursuit_check and not (crawl and cfg.lane_check_lookahead <= 0.0):
             colours = cls if cfg.use_colours or counts.get('lane') is not None else None
             normal, tight = (self.lane_check, self.lane_tight) if crawl else \
                 (cfg.cone_drive, self.tight)
@@ -479,8 +534,12 @@ class Planner:
                     np.maximum(free[:, 0] - delta, delta - free[:, 1]), 0.0))),
                 rule=reason, n_cones=n_used, n_dropped=n_drop)
         sp = cfg.lane_speed if crawl else cfg.speed
-        v_path = profile_speed(mid.path, sp.max_speed, sp.a_lat_max, sp.decel,
-                               stop_at_end=True, end_margin=sp.stop_margin)
+        if line is not None and line.ok:
+            v_path = line_speed(line, speed_est, sp.max_speed, sp.a_lat_max, sp.decel,
+                                cfg.lane_kappa_rate, end_margin=sp.stop_margin)
+        else:
+            v_path = profile_speed(mid.path, sp.max_speed, sp.a_lat_max, sp.decel,
+                                   stop_at_end=True, end_margin=sp.stop_margin)
         kappa = math.tan(delta) / cfg.cone_drive.wheelbase
         target = min(v_path, target_speed(kappa, sp))
         if reason.endswith('no_margin') or reason.endswith('no_free_range'):
@@ -489,7 +548,7 @@ class Planner:
         path = np.vstack([np.zeros((1, 2)), mid.path])
         out = PlanOutput(speed=0.0, yaw_rate=0.0, delta=0.0, kappa=0.0,
                          mode='lane' if crawl else 'midline', stop=False, reason=reason,
-                         path=path, cone_drive=check, midline=mid, pursuit=pp,
+                         path=path, cone_drive=check, midline=mid, pursuit=pp, line=line,
                          **counts)
         return self._finish(t, speed, delta, out)
 

@@ -106,6 +106,7 @@ class RaceResult:
     wall_s: float = 0.0
     planner: Any = None
     trace: List[Any] = field(default_factory=list)
+    knocked: List[int] = field(default_factory=list)
 
     @property
     def ratios(self) -> List[float]:
@@ -139,7 +140,7 @@ def run_race(scenario: Any, lap1: str = 'auto', seed: int = 0, race: bool = True
         line_lap=st.line.lap_time if st.line is not None else 0.0,
         fallbacks=st.fallbacks, max_error=st.max_error, median_plan_ms=res.median_plan_ms,
         max_plan_ms=res.max_plan_ms, wall_s=wall, planner=planner,
-        trace=res.trace)
+        trace=res.trace, knocked=res.knocked)
 
 
 def _seeds(text: str) -> List[int]:

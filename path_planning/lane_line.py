@@ -1,0 +1,483 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+Lap 1's line through the lane seen so far: least curvature, within the steering.
+
+Pure numpy/scipy (no rclpy). Vehicle frame of the car (REP-103, x
+forward, y left, metres, radians; rear-axle origin), the line is for the
+rear-axle centre. Input: a :class:`path_planning.lane.LaneView` (the
+lane's two boundary chains and its centre ahead, from the local cone
+map).
+
+The lane centre from the car's foot point on (at most ``horizon`` m) is
+smoothed and resampled every ``step`` m: stations ``r_i`` with left
+normals ``n_i``; the line is ``p_i = r_i + a_i n_i``. Its curvature is
+linear in the offsets to first order (:func:`path_planning.raceline.
+curvature_matrix`: ``kappa_i = k0_i + (a_{i-1} - 2 a_i + a_{i+1}) / h^2
++ k0_i^2 a_i``). One convex QP (:func:`path_planning.qp.admm_qp`):
+
+* minimise ``sum kappa_i^2`` (plus a small pull to the centre), the
+  line a car takes to carry speed: outside - apex - outside;
+* ``|kappa_i| <= max_curvature`` (``curvature_fraction`` of the
+  steering's ``tan(max_steer) / L``): the line is one the car can drive.
+  A 9 m hairpin (centre-line radius 3.05 m) is tighter than ``fs_car``'s
+  3.28 m turning radius: the centre cannot be followed, the line must
+  use the lane's width;
+* each offset keeps the car's half width, the cone radius and
+  ``margin`` off both boundaries (the chains' chords, along the normal);
+* it starts at the car, on its heading (``a_0``, ``a_1`` fixed);
+* where the lane seen so far ends in a turn (no closed loop, the walk's
+  end within ``horizon``) the line's end keeps to the turn's outside
+  half, parallel to the lane: the rest of the turn is unknown, and the
+  outside is where a turn tighter than seen can still be driven. The
+  speed (the planner's profile, which stops at the line's end) is then
+  low enough to stop where the lane ends.
+
+Body check (``iterations`` rounds): the car's box (from the vehicle
+profile) along the line must keep ``margin`` from every lane cone; where
+a cone intrudes (the front corner sweeping out in a tight turn), the
+bound on its side is tightened by the depth over a car length and the QP
+solved again (warm-started). The result says whether the line is clear
+(``clearance`` >= 0) and within the curvature limit.
+"""
+
+from dataclasses import dataclass, field
+import math
+import time
+from typing import Any, Optional, Tuple
+
+from hil_bridge.interface.speed_profile import resample_polyline
+import numpy as np
+from path_planning.qp import BandedQP
+from path_planning.raceline import box_intrusion
+from scipy import sparse
+from scipy.ndimage import maximum_filter1d
+
+
+#: cones farther than this (m) beyond a station's boundary are another section's
+BESIDE = 1.0
+
+
+@dataclass(frozen=True)
+class LaneLineParams:
+    """
+    Geometry and limits of the lane line (metres, radians, 1/m).
+
+    ``wheelbase`` / ``max_steer`` the steering (curvature limit
+    ``curvature_fraction * tan(max_steer) / wheelbase``); ``half_width``,
+    ``front`` (rear axle to front bumper), ``rear`` (rear axle to rear
+    bumper) the car's box; ``cone_radius``; ``margin`` kept to the cones
+    beside that; ``step`` station spacing; ``horizon`` the longest line;
+    ``smooth`` arc length of the moving average over the lane centre;
+    ``max_search`` how far a boundary is looked for along a normal;
+    ``iterations`` body-check rounds; ``centre_weight`` the pull of the
+    offsets to the centre (1/m^4, relative to the curvature term);
+    ``outside_turn`` the lane's curvature (1/m) at its end above which
+    the end keeps to the outside.
+    """
+
+    wheelbase: float = 1.53
+    max_steer: float = math.radians(25.0)
+    half_width: float = 0.7
+    front: float = 2.3
+    rear: float = 0.6
+    cone_radius: float = 0.114
+    margin: float = 0.2
+    curvature_fraction: float = 0.9
+    step: float = 0.5
+    horizon: float = 30.0
+    smooth: float = 2.0
+    max_search: float = 5.0
+    iterations: int = 3
+    centre_weight: float = 1e-4
+    outside_turn: float = 0.08
+
+    def __post_init__(self) -> None:
+        """Validate every field (ValueError naming the field)."""
+        for name in ('wheelbase', 'max_steer', 'half_width', 'step', 'horizon',
+                     'max_search', 'outside_turn'):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0.0):
+                raise ValueError(f'LaneLineParams.{name} must be finite and > 0, got {value}')
+        for name in ('front', 'rear', 'cone_radius', 'margin', 'smooth', 'centre_weight'):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0.0):
+                raise ValueError(f'LaneLineParams.{name} must be finite and >= 0, got {value}')
+        if not 0.0 < self.curvature_fraction <= 1.0:
+            raise ValueError('LaneLineParams.curvature_fraction must be in (0, 1]')
+        if self.iterations < 0:
+            raise ValueError('LaneLineParams.iterations must be >= 0')
+
+    @property
+    def max_curvature(self) -> float:
+        """Return the line's curvature limit (1/m)."""
+        return self.curvature_fraction * math.tan(self.max_steer) / self.wheelbase
+
+    @property
+    def keep(self) -> float:
+        """Return the clearance of the rear-axle line to a boundary (m)."""
+        return self.half_width + self.cone_radius + self.margin
+
+
+@dataclass
+class LaneLine:
+    """
+    The planned line (vehicle frame, from the car).
+
+    ``xy`` (N, 2) the rear-axle line ``step`` apart, starting at the car;
+    ``kappa`` (N,) its signed curvature (1/m, + left); ``ok`` False when
+    no line could be planned (``reason``); ``clearance`` the smallest gap
+    (m) between the car's box along the line and a lane cone's edge
+    (negative: a cone intrudes); ``max_kappa`` its largest ``|kappa|``;
+    ``open_end`` the end keeps to the outside of an unfinished turn;
+    ``iterations`` QP iterations in all; ``solve_ms`` wall time.
+    """
+
+    xy: np.ndarray
+    kappa: np.ndarray
+    ok: bool
+    reason: str = ''
+    clearance: float = math.inf
+    max_kappa: float = 0.0
+    open_end: bool = False
+    iterations: int = 0
+    solve_ms: float = 0.0
+    offsets: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    @property
+    def length(self) -> float:
+        """Return the line's length (m)."""
+        if self.xy.shape[0] < 2:
+            return 0.0
+        return float(np.hypot(*np.diff(self.xy, axis=0).T).sum())
+
+
+def open_normals(xy: np.ndarray) -> np.ndarray:
+    """Return unit left normals (N, 2) of an open polyline (central differences)."""
+    t = np.gradient(xy, axis=0)
+    t /= np.maximum(np.hypot(t[:, 0], t[:, 1]), 1e-12)[:, None]
+    return np.column_stack([-t[:, 1], t[:, 0]])
+
+
+def open_curvature(xy: np.ndarray) -> np.ndarray:
+    """Return the signed Menger curvature (1/m, + left) of an open polyline (ends: 0)."""
+    k = np.zeros(len(xy))
+    if len(xy) < 3:
+        return k
+    a, b = xy[1:-1] - xy[:-2], xy[2:] - xy[1:-1]
+    c = xy[2:] - xy[:-2]
+    cross = a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
+    den = np.hypot(*a.T) * np.hypot(*b.T) * np.hypot(*c.T)
+    k[1:-1] = np.where(den > 1e-12, 2.0 * cross / np.maximum(den, 1e-12), 0.0)
+    return k
+
+
+def ray_hits(origin: np.ndarray, direction: np.ndarray, poly: np.ndarray,
+             max_dist: float) -> np.ndarray:
+    """
+    Return where rays first meet an open polyline (N,) (m, inf if not).
+
+    ``origin`` / ``direction`` (N, 2), unit directions; ``poly`` (M, 2).
+    """
+    if poly.shape[0] < 2:
+        return np.full(origin.shape[0], np.inf)
+    a = poly[:-1]
+    e = poly[1:] - a
+    rel = a[None, :, :] - origin[:, None, :]
+    den = direction[:, None, 0] * e[None, :, 1] - direction[:, None, 1] * e[None, :, 0]
+    safe = np.where(np.abs(den) > 1e-12, den, np.inf)
+    t = (rel[..., 0] * e[None, :, 1] - rel[..., 1] * e[None, :, 0]) / safe
+    u = (rel[..., 0] * direction[:, None, 1] - rel[..., 1] * direction[:, None, 0]) / safe
+    hit = (t > 0.0) & (t <= max_dist) & (u >= 0.0) & (u <= 1.0)
+    return np.min(np.where(hit, t, np.inf), axis=1)
+
+
+def _smooth_open(xy: np.ndarray, n: int) -> np.ndarray:
+    """Return a moving average over 2n+1 points, the window shrinking at the ends."""
+    if n <= 0 or len(xy) < 3:
+        return xy
+    c = np.vstack([np.zeros((1, 2)), np.cumsum(xy, axis=0)])
+    i = np.arange(len(xy))
+    lo = np.maximum(i - n, 0)
+    hi = np.minimum(i + n, len(xy) - 1)
+    half = np.minimum(i - lo, hi - i)   # symmetric window: the ends stay put
+    lo, hi = i - half, i + half
+    return (c[hi + 1] - c[lo]) / (hi - lo + 1)[:, None]
+
+
+def _reference(centre: np.ndarray, p: LaneLineParams) -> Optional[np.ndarray]:
+    """Return the smoothed lane centre from the car's foot point on, ``step`` apart."""
+    if centre.shape[0] < 2:
+        return None
+    pts = resample_polyline(centre, False, 0.25)
+    d = np.hypot(pts[:, 0], pts[:, 1])
+    j = int(np.argmin(d))
+    # the foot point: back a little so the car lies beside the first station
+    pts = pts[max(j - 1, 0):]
+    if pts.shape[0] < 3:
+        return None
+    seg = np.hypot(*np.diff(pts, axis=0).T)
+    s = np.concatenate([[0.0], np.cumsum(seg)])
+    pts = pts[s <= p.horizon + 1.0]
+    if pts.shape[0] < 3:
+        return None
+    pts = _smooth_open(pts, int(round(0.5 * p.smooth / 0.25)))
+    try:
+        ref = resample_polyline(pts, False, p.step)
+    except ValueError:
+        return None
+    return ref if ref.shape[0] >= 4 else None
+
+
+def box_bounds(ref: np.ndarray, nrm: np.ndarray, cones: np.ndarray, side: np.ndarray,
+               d_l: np.ndarray, d_r: np.ndarray, p: LaneLineParams
+               ) -> Tuple[np.ndarray, np.ndarray]:
+    """
+    Return the offset bounds (lo, hi) (N,) the cones beside the car's box set.
+
+    The box (``front`` + ``rear`` long, ``half_width`` each side, plus the
+    cone radius and ``margin``) sits on station ``ref[i]`` heading along
+    the station's tangent (normal ``nrm[i]``); a cone within its length
+    bounds the offset: a left cone (``side`` +1) from above, a right one
+    (-1) from below, another (0) on the side of the station it lies on.
+    Only cones within :data:`BESIDE` m beyond the station's boundaries
+    (``d_l`` left, ``d_r`` right, m) count: the rest belong to another
+    section (the far leg of a hairpin, a section side by side).
+    """
+    tang = np.column_stack([nrm[:, 1], -nrm[:, 0]])
+    rel = cones[None, :, :] - ref[:, None, :]
+    lx = np.einsum('ijk,ik->ij', rel, tang)
+    ly = np.einsum('ijk,ik->ij', rel, nrm)
+    r = p.cone_radius
+    beside = (lx >= -p.rear - r) & (lx <= p.front + r)
+    beside &= (ly < d_l[:, None] + BESIDE) & (ly > -d_r[:, None] - BESIDE)
+    keep = p.half_width + r + p.margin
+    left = np.where(side[None, :] != 0, side[None, :] > 0, ly > 0.0)
+    hi = np.min(np.where(beside & left, ly - keep, np.inf), axis=1, initial=np.inf)
+    lo = np.max(np.where(beside & ~left, ly + keep, -np.inf), axis=1, initial=-np.inf)
+    return lo, hi
+
+
+def plan_lane_line(centre: np.ndarray, left: np.ndarray, right: np.ndarray,
+                   cones: np.ndarray, side: np.ndarray, p: LaneLineParams,
+                   closed: bool = False,
+                   start: Tuple[float, float, float] = (0.0, 0.0, 0.0)) -> LaneLine:
+    """
+    Return the line through the lane (see the module doc).
+
+    ``centre`` (Q, 2) the lane centre (gate midpoints) in the vehicle
+    frame, from a few gates behind the car to the end of the walked lane;
+    ``left`` / ``right`` (K, 2) the boundary chains in driving order;
+    ``cones`` (C, 2) the cones the car's box must clear and ``side`` (C,)
+    the side each must stay on (+1 left, -1 right, 0 either); ``closed``
+    the lane is a closed loop (its end is not the end of what is known);
+    ``start`` (x, y, heading) where the line starts (default the car:
+    a planner that follows its last line starts the next one on it, so
+    the car's tracking error is corrected by feedback, not re-planned).
+    """
+    t0 = time.perf_counter()
+    empty = np.zeros((0, 2))
+    ref = _reference(np.asarray(centre, dtype=np.float64), p)
+    if ref is None:
+        return LaneLine(empty, np.zeros(0), False, 'lane too short')
+    nrm = open_normals(ref)
+    d_l = ray_hits(ref, nrm, left, p.max_search)
+    d_r = ray_hits(ref, -nrm, right, p.max_search)
+    both = np.isfinite(d_l) & np.isfinite(d_r)
+    if not both.any():
+        return LaneLine(empty, np.zeros(0), False, 'no boundary beside the lane')
+    width = float(np.median(d_l[both] + d_r[both]))
+    d_l = np.where(np.isfinite(d_l), d_l, np.where(np.isfinite(d_r), width - d_r, np.nan))
+    d_r = np.where(np.isfinite(d_r), d_r, width - d_l)
+    known = np.isfinite(d_l)
+    # the lane is known up to the first station without either boundary
+    last = int(np.argmin(known)) if not known.all() else len(ref)
+    if last < 4:
+        return LaneLine(empty, np.zeros(0), False, 'no boundary beside the lane')
+    ref, nrm, d_l, d_r = ref[:last], nrm[:last], d_l[:last], d_r[:last]
+    n = len(ref)
+    h = p.step
+    k0 = open_curvature(ref)
+    k0[0], k0[-1] = k0[1], k0[-2]
+    # start: the car's offset and heading
+    sx, sy, sth = (float(v) for v in start)
+    a0 = float((np.array([sx, sy]) - ref[0]) @ nrm[0])
+    # the second station on the start heading: where that ray meets its normal
+    u = np.array([math.cos(sth), math.sin(sth)])
+    tang1 = np.array([nrm[1, 1], -nrm[1, 0]])
+    den = float(u @ tang1)
+    a1 = a0
+    if den > 0.3:
+        tpar = float((ref[1] - np.array([sx, sy])) @ tang1) / den
+        a1 = float((np.array([sx, sy]) + tpar * u - ref[1]) @ nrm[1])
+    keep = p.keep
+    hi = d_l - keep
+    lo = -d_r + keep
+    if cones.shape[0]:
+        # the car's box along the lane (heading of the centre): each cone
+        # beside it bounds the offset on its side
+        b_lo, b_hi = box_bounds(ref, nrm, cones, side, d_l, d_r, p)
+        hi = np.minimum(hi, b_hi)
+        lo = np.maximum(lo, b_lo)
+    open_end = False
+    if not closed and n >= 8:
+        tail = max(int(round(3.0 / h)), 2)
+        k_end = float(np.mean(k0[-tail:]))
+        if abs(k_end) >= p.outside_turn:
+            # an unfinished turn: the end on the outside half, parallel to the lane
+            open_end = True
+            m = max(int(round(1.0 / h)), 1)
+            if k_end > 0.0:
+                hi[-m:] = np.minimum(hi[-m:], 0.0)
+            else:
+                lo[-m:] = np.maximum(lo[-m:], 0.0)
+    qp = _LineQP(n, h, k0, a0, a1, p, open_end)
+    extra_l = np.zeros(n)
+    extra_r = np.zeros(n)
+    spread = 2 * int(math.ceil((p.front + p.rear) / h)) + 1
+    total_it = 0
+    line = ref
+    clearance = math.inf
+    alpha = np.zeros(n)
+    for rnd in range(p.iterations + 1):
+        b_hi = hi - extra_l
+        b_lo = lo + extra_r
+        pinch = b_lo >= b_hi
+        mid = 0.5 * (b_lo + b_hi)
+        b_lo = np.where(pinch, mid - 1e-3, b_lo)
+        b_hi = np.where(pinch, mid + 1e-3, b_hi)
+        alpha, its = qp.solve(b_lo, b_hi)
+        total_it += its
+        line = ref + alpha[:, None] * nrm
+        tang = np.gradient(line, axis=0)
+        heading = np.arctan2(tang[:, 1], tang[:, 0])
+        if cones.shape[0] == 0:
+            clearance = math.inf
+            break
+        in_l, in_r = box_intrusion(line, heading, cones, _Box(p), p.cone_radius + p.margin,
+                                   p.cone_radius)
+        worst = float(max(in_l.max(initial=0.0), in_r.max(initial=0.0)))
+        clearance = p.margin - worst if worst > 0.0 else p.margin
+        if worst <= 1e-3 or rnd == p.iterations:
+            break
+        extra_l += maximum_filter1d(np.where(in_l > 1e-3, in_l + 0.02, 0.0), spread,
+                                    mode='nearest')
+        extra_r += maximum_filter1d(np.where(in_r > 1e-3, in_r + 0.02, 0.0), spread,
+                                    mode='nearest')
+    kappa = open_curvature(line)
+    kappa[0] = kappa[1] if n > 1 else 0.0
+    kappa[-1] = kappa[-2] if n > 1 else 0.0
+    return LaneLine(xy=line, kappa=kappa, ok=True, clearance=clearance,
+                    max_kappa=float(np.max(np.abs(kappa[2:]), initial=0.0)),
+                    open_end=open_end, iterations=total_it,
+                    solve_ms=(time.perf_counter() - t0) * 1e3, offsets=alpha)
+
+
+def line_speed(line: LaneLine, speed: float, max_speed: float, a_lat_max: float,
+               decel: float, kappa_rate: float, latency: float = 0.3,
+               end_margin: float = 1.0) -> float:
+    """
+    Return the speed (m/s) allowed at the car on ``line``.
+
+    Every station's limit is ``sqrt(a_lat_max / |kappa|)`` and
+    ``kappa_rate / |d kappa / ds|`` (the steering turns at a limited rate:
+    ``kappa_rate`` 1/(m s)); the car must reach each one braking at
+    ``decel`` after ``latency`` s at its current ``speed``, and stop
+    ``end_margin`` m before the line's end (what lies beyond is unknown).
+    """
+    if line.xy.shape[0] < 3:
+        return 0.0
+    seg = np.hypot(*np.diff(line.xy, axis=0).T)
+    s = np.concatenate([[0.0], np.cumsum(seg)])
+    k = np.abs(line.kappa)
+    dk = np.abs(np.gradient(line.kappa, s))
+    v_i = np.minimum(np.sqrt(a_lat_max / np.maximum(k, 1e-9)),
+                     kappa_rate / np.maximum(dk, 1e-9))
+    reach = np.maximum(s - max(speed, 0.0) * latency, 0.0)
+    v = float(np.min(np.sqrt(v_i ** 2 + 2.0 * decel * reach)))
+    v = min(v, math.sqrt(2.0 * decel * max(float(s[-1]) - end_margin, 0.0)))
+    return min(v, max_speed)
+
+
+class _LineQP:
+    """
+    The lane line's QP for :func:`path_planning.qp.ipm_qp`, variables interleaved.
+
+    Variables ``a_2, e_2, a_3, e_3, ..., a_{n-1}`` (``a_0``, ``a_1`` are
+    the car's): ``e_j`` the excess of station ``j``'s curvature over the
+    limit (penalised: the limit holds where it can, the problem is always
+    feasible). Interleaving keeps every matrix banded (band 4).
+    """
+
+    def __init__(self, n: int, h: float, k0: np.ndarray, a0: float, a1: float,
+                 p: LaneLineParams, open_end: bool) -> None:
+        self.n = n
+        nv = 2 * (n - 2) - 1            # a_2..a_{n-1} and e_2..e_{n-2}
+        ia = 2 * (np.arange(2, n) - 2)  # variable of a_i, i >= 2
+        self.ia = ia
+        # h^2 kappa_j = a_{j-1} - (2 - h^2 k0_j^2) a_j + a_{j+1} + h^2 k0_j, j = 1..n-2
+        j = np.arange(1, n - 1)
+        idx = np.column_stack([j - 1, j, j + 1])
+        coef = np.column_stack([np.ones(n - 2), -2.0 + h * h * k0[j] ** 2, np.ones(n - 2)])
+        fixed = np.array([a0, a1])
+        is_fixed = idx < 2
+        const = h * h * k0[j] + np.where(is_fixed, coef * fixed[np.minimum(idx, 1)], 0.0).sum(1)
+        c_vals = np.where(is_fixed, 0.0, coef)
+        c_cols = 2 * (np.maximum(idx, 2) - 2)
+        c_cols = np.where(is_fixed, c_cols[:, 2:3], c_cols)   # padding: a free column
+        # objective rows: |h^2 kappa|^2 + w h^4 |a|^2 + W_e |h^2 e|^2 (+ the end parallel)
+        je = np.arange(2, n - 1)        # stations with a curvature limit
+        ie = 2 * (je - 2) + 1
+        w_a = math.sqrt(p.centre_weight) * h * h
+        r_cols = [c_cols, np.repeat(ia[:, None], 3, 1), np.repeat(ie[:, None], 3, 1)]
+        r_vals = [c_vals, _first(np.full(n - 2, w_a)), _first(np.full(je.size, 100.0 * h * h))]
+        r_vec = [const, np.zeros(n - 2), np.zeros(je.size)]
+        if open_end:
+            r_cols.append(np.array([[ia[-1], ia[-2], ia[-2]]]))
+            r_vals.append(np.array([[10.0, -10.0, 0.0]]))
+            r_vec.append(np.zeros(1))
+        # G x <= h: a_i <= hi_i, -a_i <= -lo_i, +-(h^2 kappa_j) - h^2 e_j <= h^2 k_lim
+        rows = je - 1
+        box_c = np.repeat(ia[:, None], 4, 1)
+        g_cols = np.vstack([box_c, box_c,
+                            np.column_stack([c_cols[rows], ie]),
+                            np.column_stack([c_cols[rows], ie])])
+        e_col = np.full((je.size, 1), -h * h)
+        g_vals = np.vstack([_first(np.ones(n - 2), 4), _first(-np.ones(n - 2), 4),
+                            np.column_stack([c_vals[rows], e_col]),
+                            np.column_stack([-c_vals[rows], e_col])])
+        self.qp = BandedQP(np.vstack(r_cols), np.vstack(r_vals), np.concatenate(r_vec),
+                           g_cols, g_vals, nv)
+        k_lim = p.max_curvature * h * h
+        self.h_curv = np.concatenate([k_lim - const[rows], k_lim + const[rows]])
+        self.fixed = fixed
+
+    def solve(self, lo: np.ndarray, hi: np.ndarray) -> Tuple[np.ndarray, int]:
+        """Return the offsets ``a`` (n,) for the bounds ``lo <= a <= hi``, and the iterations."""
+        hv = np.concatenate([hi[2:], -lo[2:], self.h_curv])
+        res = self.qp.solve(hv, eps=1e-6, max_iter=40)
+        a = np.empty(self.n)
+        a[:2] = self.fixed
+        a[2:] = res.x[self.ia]
+        return a, res.iterations
+
+
+def _first(values: np.ndarray, width: int = 3) -> np.ndarray:
+    """Return stencil values with ``values`` in the first column, zeros after."""
+    out = np.zeros((values.size, width))
+    out[:, 0] = values
+    return out
+
+
+@dataclass(frozen=True)
+class _Box:
+    """The car's box for :func:`path_planning.raceline.box_intrusion` (length, width, rear)."""
+
+    length: float
+    width: float
+    rear_overhang: float
+
+    def __init__(self, p: LaneLineParams) -> None:
+        object.__setattr__(self, 'length', p.front + p.rear)
+        object.__setattr__(self, 'width', 2.0 * p.half_width)
+        object.__setattr__(self, 'rear_overhang', p.rear)
