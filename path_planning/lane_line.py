@@ -72,6 +72,8 @@ class LaneLineParams:
     ``max_search`` how far a boundary is looked for along a normal;
     ``iterations`` body-check rounds; ``centre_weight`` the pull of the
     offsets to the centre (1/m^4, relative to the curvature term);
+    ``smoothness`` (m^2) the weight of the curvature's rate of change
+    (``sum kappa^2 + smoothness * sum (d kappa / ds)^2``);
     ``outside_turn`` the lane's curvature (1/m) at its end above which
     the end keeps to the outside.
     """
@@ -82,14 +84,15 @@ class LaneLineParams:
     front: float = 2.3
     rear: float = 0.6
     cone_radius: float = 0.114
-    margin: float = 0.2
-    curvature_fraction: float = 0.9
+    margin: float = 0.12
+    curvature_fraction: float = 0.95
     step: float = 0.5
     horizon: float = 30.0
     smooth: float = 2.0
     max_search: float = 5.0
     iterations: int = 3
     centre_weight: float = 1e-4
+    smoothness: float = 0.5
     outside_turn: float = 0.08
 
     def __post_init__(self) -> None:
@@ -99,7 +102,8 @@ class LaneLineParams:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f'LaneLineParams.{name} must be finite and > 0, got {value}')
-        for name in ('front', 'rear', 'cone_radius', 'margin', 'smooth', 'centre_weight'):
+        for name in ('front', 'rear', 'cone_radius', 'margin', 'smooth', 'centre_weight',
+                     'smoothness'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise ValueError(f'LaneLineParams.{name} must be finite and >= 0, got {value}')
@@ -261,7 +265,8 @@ def box_bounds(ref: np.ndarray, nrm: np.ndarray, cones: np.ndarray, side: np.nda
 def plan_lane_line(centre: np.ndarray, left: np.ndarray, right: np.ndarray,
                    cones: np.ndarray, side: np.ndarray, p: LaneLineParams,
                    closed: bool = False,
-                   start: Tuple[float, float, float] = (0.0, 0.0, 0.0)) -> LaneLine:
+                   start: Tuple[float, float, float] = (0.0, 0.0, 0.0),
+                   start_kappa: Optional[float] = None) -> LaneLine:
     """
     Return the line through the lane (see the module doc).
 
@@ -331,7 +336,11 @@ def plan_lane_line(centre: np.ndarray, left: np.ndarray, right: np.ndarray,
                 hi[-m:] = np.minimum(hi[-m:], 0.0)
             else:
                 lo[-m:] = np.maximum(lo[-m:], 0.0)
-    qp = _LineQP(n, h, k0, a0, a1, p, open_end)
+    fixed = [a0, a1]
+    if start_kappa is not None and n > 6:
+        # the curvature at the start too: the line goes on as the last one did
+        fixed.append(h * h * (start_kappa - k0[1]) - a0 + (2.0 - h * h * k0[1] ** 2) * a1)
+    qp = _LineQP(n, h, k0, np.array(fixed), p, open_end)
     extra_l = np.zeros(n)
     extra_r = np.zeros(n)
     spread = 2 * int(math.ceil((p.front + p.rear) / h)) + 1
@@ -401,65 +410,91 @@ def line_speed(line: LaneLine, speed: float, max_speed: float, a_lat_max: float,
 
 class _LineQP:
     """
-    The lane line's QP for :func:`path_planning.qp.ipm_qp`, variables interleaved.
+    The lane line's QP for :class:`path_planning.qp.BandedQP`, variables interleaved.
 
-    Variables ``a_2, e_2, a_3, e_3, ..., a_{n-1}`` (``a_0``, ``a_1`` are
-    the car's): ``e_j`` the excess of station ``j``'s curvature over the
-    limit (penalised: the limit holds where it can, the problem is always
-    feasible). Interleaving keeps every matrix banded (band 4).
+    ``fixed`` the first offsets (the start: position, heading and
+    curvature); variables ``a_F, e_F, a_{F+1}, ..., a_{n-1}``: ``e_j`` the
+    excess of station ``j``'s curvature over the limit (penalised: the
+    limit holds where it can, and the problem is always feasible).
+    Interleaving keeps every matrix banded.
     """
 
-    def __init__(self, n: int, h: float, k0: np.ndarray, a0: float, a1: float,
+    def __init__(self, n: int, h: float, k0: np.ndarray, fixed: np.ndarray,
                  p: LaneLineParams, open_end: bool) -> None:
         self.n = n
-        nv = 2 * (n - 2) - 1            # a_2..a_{n-1} and e_2..e_{n-2}
-        ia = 2 * (np.arange(2, n) - 2)  # variable of a_i, i >= 2
-        self.ia = ia
+        f = len(fixed)
+        self.fixed = fixed
+        nv = 2 * (n - f) - 1            # a_F..a_{n-1} and e_F..e_{n-2}
+        self.ia = 2 * (np.arange(f, n) - f)
         # h^2 kappa_j = a_{j-1} - (2 - h^2 k0_j^2) a_j + a_{j+1} + h^2 k0_j, j = 1..n-2
         j = np.arange(1, n - 1)
         idx = np.column_stack([j - 1, j, j + 1])
         coef = np.column_stack([np.ones(n - 2), -2.0 + h * h * k0[j] ** 2, np.ones(n - 2)])
-        fixed = np.array([a0, a1])
-        is_fixed = idx < 2
-        const = h * h * k0[j] + np.where(is_fixed, coef * fixed[np.minimum(idx, 1)], 0.0).sum(1)
-        c_vals = np.where(is_fixed, 0.0, coef)
-        c_cols = 2 * (np.maximum(idx, 2) - 2)
-        c_cols = np.where(is_fixed, c_cols[:, 2:3], c_cols)   # padding: a free column
-        # objective rows: |h^2 kappa|^2 + w h^4 |a|^2 + W_e |h^2 e|^2 (+ the end parallel)
-        je = np.arange(2, n - 1)        # stations with a curvature limit
-        ie = 2 * (je - 2) + 1
+        c_cols, c_vals, const = self._rows(idx, coef, h * h * k0[j])
+        # its change from station to station, j = 1..n-3
+        jd = j[:-1]
+        a_c, b_c = coef[:-1], coef[1:]
+        d_cols, d_vals, d_const = self._rows(
+            np.column_stack([jd - 1, jd, jd + 1, jd + 2]),
+            np.column_stack([-a_c[:, 0], b_c[:, 0] - a_c[:, 1], b_c[:, 1] - a_c[:, 2],
+                             b_c[:, 2]]),
+            h * h * (k0[jd + 1] - k0[jd]))
+        je = np.arange(f, n - 1)        # stations with a curvature limit
+        ie = 2 * (je - f) + 1
         w_a = math.sqrt(p.centre_weight) * h * h
-        r_cols = [c_cols, np.repeat(ia[:, None], 3, 1), np.repeat(ie[:, None], 3, 1)]
-        r_vals = [c_vals, _first(np.full(n - 2, w_a)), _first(np.full(je.size, 100.0 * h * h))]
-        r_vec = [const, np.zeros(n - 2), np.zeros(je.size)]
+        w_d = math.sqrt(p.smoothness) / h
+        r_cols = [_pad(c_cols, 4), _pad(d_cols, 4), np.repeat(self.ia[:, None], 4, 1),
+                  np.repeat(ie[:, None], 4, 1)]
+        r_vals = [_pad(c_vals, 4), w_d * d_vals, _first(np.full(n - f, w_a), 4),
+                  _first(np.full(je.size, 100.0 * h * h), 4)]
+        r_vec = [const, w_d * d_const, np.zeros(n - f), np.zeros(je.size)]
         if open_end:
-            r_cols.append(np.array([[ia[-1], ia[-2], ia[-2]]]))
-            r_vals.append(np.array([[10.0, -10.0, 0.0]]))
+            r_cols.append(np.array([[self.ia[-1], self.ia[-2], self.ia[-2], self.ia[-2]]]))
+            r_vals.append(np.array([[10.0, -10.0, 0.0, 0.0]]))
             r_vec.append(np.zeros(1))
         # G x <= h: a_i <= hi_i, -a_i <= -lo_i, +-(h^2 kappa_j) - h^2 e_j <= h^2 k_lim
         rows = je - 1
-        box_c = np.repeat(ia[:, None], 4, 1)
-        g_cols = np.vstack([box_c, box_c,
-                            np.column_stack([c_cols[rows], ie]),
-                            np.column_stack([c_cols[rows], ie])])
+        box_c = np.repeat(self.ia[:, None], 4, 1)
+        lim_c = np.column_stack([c_cols[rows], ie])
         e_col = np.full((je.size, 1), -h * h)
-        g_vals = np.vstack([_first(np.ones(n - 2), 4), _first(-np.ones(n - 2), 4),
+        g_cols = np.vstack([box_c, box_c, lim_c, lim_c])
+        g_vals = np.vstack([_first(np.ones(n - f), 4), _first(-np.ones(n - f), 4),
                             np.column_stack([c_vals[rows], e_col]),
                             np.column_stack([-c_vals[rows], e_col])])
         self.qp = BandedQP(np.vstack(r_cols), np.vstack(r_vals), np.concatenate(r_vec),
                            g_cols, g_vals, nv)
         k_lim = p.max_curvature * h * h
         self.h_curv = np.concatenate([k_lim - const[rows], k_lim + const[rows]])
-        self.fixed = fixed
+
+    def _rows(self, idx: np.ndarray, coef: np.ndarray, const: np.ndarray
+              ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Return rows over offsets ``idx`` as variable stencils, the fixed ones in ``const``."""
+        f = len(self.fixed)
+        is_fixed = idx < f
+        const = const + np.where(is_fixed, coef * self.fixed[np.minimum(idx, f - 1)],
+                                 0.0).sum(axis=1)
+        vals = np.where(is_fixed, 0.0, coef)
+        cols = 2 * (np.maximum(idx, f) - f)
+        cols = np.where(is_fixed, cols[:, -1:], cols)   # padding: a free column
+        return cols, vals, const
 
     def solve(self, lo: np.ndarray, hi: np.ndarray) -> Tuple[np.ndarray, int]:
         """Return the offsets ``a`` (n,) for the bounds ``lo <= a <= hi``, and the iterations."""
-        hv = np.concatenate([hi[2:], -lo[2:], self.h_curv])
+        f = len(self.fixed)
+        hv = np.concatenate([hi[f:], -lo[f:], self.h_curv])
         res = self.qp.solve(hv, eps=1e-6, max_iter=40)
         a = np.empty(self.n)
-        a[:2] = self.fixed
-        a[2:] = res.x[self.ia]
+        a[:f] = self.fixed
+        a[f:] = res.x[self.ia]
         return a, res.iterations
+
+
+def _pad(a: np.ndarray, width: int) -> np.ndarray:
+    """Return stencil columns or values padded to ``width`` (repeating the last column / 0)."""
+    if a.shape[1] >= width:
+        return a
+    fill = a[:, -1:] if a.dtype.kind in 'iu' else np.zeros((a.shape[0], 1))
+    return np.hstack([a] + [fill] * (width - a.shape[1]))
 
 
 def _first(values: np.ndarray, width: int = 3) -> np.ndarray:

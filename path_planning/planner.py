@@ -105,6 +105,7 @@ class PlannerConfig:
     lane_line: bool = True
     lane_kappa_rate: float = 0.5
     lane_stitch: float = 0.5
+    lane_track_length: float = 1.5
     line: LaneLineParams = LaneLineParams()
 
     def __post_init__(self) -> None:
@@ -230,13 +231,16 @@ class Planner:
         self.lane_check = replace(config.cone_drive,
                                   lookahead=max(config.lane_check_lookahead, 0.5))
         self.lane_tight = replace(self.lane_check, margin=0.0)
+        #: lane mode's line is followed with a shorter feedback length
+        self.line_pursuit = replace(config.pursuit, ld_min=config.lane_track_length,
+                                    ld_max=max(config.lane_track_length, config.pursuit.ld_max))
         self.last_delta = 0.0
         self.last_speed = 0.0
         self.last_t: Optional[float] = None
         self._memory: Optional['tuple[np.ndarray, np.ndarray, np.ndarray]'] \
             = None
         #: lane mode: the last line in ``map`` and the pose of this cycle
-        self._line_map: Optional[np.ndarray] = None
+        self._line_map: Optional['tuple[np.ndarray, np.ndarray]'] = None
         self._pose: Optional['tuple[float, float, float]'] = None
 
     def reset(self) -> None:
@@ -421,18 +425,20 @@ class Planner:
                 return self._midline(t, dt, speed_est, xy, cls, mid, counts)
         return self._cone_drive(t, dt, xy, cls, mid, counts)
 
-    def _line_start(self) -> 'tuple[float, float, float]':
+    def _line_start(self) -> 'tuple[tuple[float, float, float], Optional[float]]':
         """
-        Return where lane mode's next line starts (vehicle frame: x, y, heading).
+        Return where lane mode's next line starts: (x, y, heading), curvature.
 
-        On the last line, at the car's foot point, when the car is within
-        ``lane_stitch`` m and 20 deg of it (its tracking error is then
-        corrected by feedback); else at the car.
+        On the last line, at the car's foot point, with its curvature
+        there, when the car is within ``lane_stitch`` m and 20 deg of it
+        (its tracking error is then corrected by feedback); else at the
+        car (vehicle frame, m, rad; curvature None: free).
         """
-        car = (0.0, 0.0, 0.0)
-        if self._line_map is None or self._pose is None or self._line_map.shape[0] < 2:
+        car = ((0.0, 0.0, 0.0), None)
+        if self._line_map is None or self._pose is None or self._line_map[0].shape[0] < 2:
             return car
-        pts = to_vehicle(self._line_map, self._pose)
+        pts = to_vehicle(self._line_map[0], self._pose)
+        kap = self._line_map[1]
         a, b = pts[:-1], pts[1:]
         d = b - a
         ll = np.maximum(np.einsum('ij,ij->i', d, d), 1e-12)
@@ -443,7 +449,8 @@ class Planner:
         heading = math.atan2(d[k, 1], d[k, 0])
         if dist[k] > self.config.lane_stitch or abs(heading) > math.radians(20.0):
             return car
-        return float(foot[k, 0]), float(foot[k, 1]), heading
+        kappa = float(kap[k] + u[k] * (kap[k + 1] - kap[k]))
+        return (float(foot[k, 0]), float(foot[k, 1]), heading), kappa
 
     def _cone_drive(self, t: float, dt: float, xy: np.ndarray,
                     cls: np.ndarray, mid: Optional[MidlineResult],
@@ -482,23 +489,27 @@ class Planner:
             follow = view.centre
             if cfg.lane_line:
                 side = np.where(cls == CONE_BLUE, 1, np.where(cls == CONE_YELLOW, -1, 0))
+                start, start_kappa = self._line_start()
                 line = plan_lane_line(view.centre, view.left, view.right, xy, side, cfg.line,
-                                      closed=view.closed, start=self._line_start())
+                                      closed=view.closed, start=start, start_kappa=start_kappa)
                 self._line_map = None
                 if line.ok:
                     follow = line.xy
                     if self._pose is not None:
-                        self._line_map = to_map(line.xy, self._pose)
+                        self._line_map = (to_map(line.xy, self._pose), line.kappa)
                     mid = MidlineResult(status='ok', path=line.xy[1:], nodes=line.xy[1:],
                                         length=line.length)
-            delta = track_path(follow, speed_est, cfg.pursuit,
-                               kappa=line.kappa if line is not None and line.ok else None)[0]
+            if line is not None and line.ok:
+                delta = track_path(follow, speed_est, self.line_pursuit, kappa=line.kappa)[0]
+            else:
+                delta = track_path(follow, speed_est, cfg.pursuit)[0]
         reason = 'lane_pursuit' if crawl else 'pure_pursuit'
         check = None
         # a planned line with its own body check needs no CONEDRIVE check
-        planned = line is not None and line.ok and line.clearance >= 0.0
+        planned = line is not None and line.ok
         if planned:
-            reason = 'lane_line'
+            # tight (a cone nearer than the margin): on, slowly
+            reason = 'lane_line' if line.clearance >= 0.0 else 'lane_line_tight'
         elif cfg.pursuit_check and not (crawl and cfg.lane_check_lookahead <= 0.0):
             colours = cls if cfg.use_colours or counts.get('lane') is not None else None
             normal, tight = (self.lane_check, self.lane_tight) if crawl else \
@@ -542,7 +553,8 @@ class Planner:
                                    stop_at_end=True, end_margin=sp.stop_margin)
         kappa = math.tan(delta) / cfg.cone_drive.wheelbase
         target = min(v_path, target_speed(kappa, sp))
-        if reason.endswith('no_margin') or reason.endswith('no_free_range'):
+        if reason.endswith('no_margin') or reason.endswith('no_free_range') \
+                or reason.endswith('tight'):
             target = min(target, max(sp.narrow_speed, sp.min_speed))
         speed = rate_limit(target, self.last_speed, dt, sp)
         path = np.vstack([np.zeros((1, 2)), mid.path])

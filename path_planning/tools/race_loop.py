@@ -175,6 +175,12 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument('--verbose', action='store_true', help='print the events')
     parser.add_argument('--no-map', action='store_true',
                         help='lap-1 planner without its cone map (all cones seen count)')
+    parser.add_argument('--lidar', action='store_true',
+                        help='lidar-only perception: every cone handed over without a colour')
+    parser.add_argument('--dropout', type=float, default=0.0,
+                        help='probability of missing each cone per cycle')
+    parser.add_argument('--noise', type=float, default=0.0,
+                        help='cone position noise (m, std dev)')
     args = parser.parse_args(argv)
     results = []
     print(f'{"track":<10} {"status":<9} {"cones":>5} {"2+":>3} {"OC":>3} {"fb":>3} '
@@ -184,7 +190,8 @@ def main(argv: Optional[List[str]] = None) -> None:
         scn = load_scenario(args.scenario, seed=seed, laps=args.laps,
                             timeout=200.0 + 60.0 * args.laps)
         res = run_race(scn, args.lap1, race=not args.no_race, lap1_speed=args.lap1_speed,
-                       use_map=not args.no_map)
+                       use_map=not args.no_map, colours=not args.lidar, dropout=args.dropout,
+                       noise=args.noise)
         results.append(res)
         laps = ' '.join(f'{t:.1f}({r:.2f})' for t, r in zip(res.lap_times, res.ratios))
         late = sum(lap > 1 for lap in res.hit_laps)
