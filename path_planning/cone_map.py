@@ -15,7 +15,15 @@ a paired cone moves to the running mean of its sightings (the last
 ``mean_window`` weigh most), gains one observation and a colour vote
 (weighted by the detection's confidence); the others become new map
 cones. A cone counts (is *confirmed*) after ``min_observations``
-sightings. Detections farther than ``max_range`` are not mapped (range
+sightings. Misses are evidence too: a map cone well inside the sensor's
+field (``max_range - miss_margin``, ``fov``) that no detection of an
+update pairs with gains a miss; an unconfirmed cone missed
+:data:`UNCONFIRMED_MISSES` times, or a confirmed one missed more than
+twice as often as seen plus :data:`CONFIRMED_MISSES`, is forgotten (a
+false positive, even one seen twice by chance, does not stay; a real
+cone missed one cycle in five stays). A boundary cone the car has
+passed is kept; one ahead is forgotten with the gates that use it (the
+walk goes again from there). Detections farther than ``max_range`` are not mapped (range
 noise grows with distance). At most ``max_cones`` cones are kept: beyond
 that the oldest unconfirmed ones are forgotten.
 
@@ -45,6 +53,10 @@ import numpy as np
 from path_planning.track_walk import advance_gate, seed_gate, walk, WalkParams, WalkState
 
 N_CLASSES = CONE_BIG_ORANGE + 1
+#: misses after which an unconfirmed cone is forgotten
+UNCONFIRMED_MISSES = 2
+#: a confirmed cone is forgotten when missed more than 2 * seen + this
+CONFIRMED_MISSES = 3
 #: colour classes that vote (unknown sightings do not outvote a colour)
 COLOURS = (CONE_BLUE, CONE_YELLOW, CONE_ORANGE, CONE_BIG_ORANGE)
 
@@ -59,19 +71,23 @@ class ConeMapParams:
     ``max_range``: detections farther from the car are not mapped;
     ``mean_window``: the position is the mean of about this many latest
     sightings; ``max_cones``: memory bound; ``walk``: the boundary walk
-    (:class:`path_planning.track_walk.WalkParams`).
+    (:class:`path_planning.track_walk.WalkParams`); ``fov`` (rad, full
+    angle) and ``max_range`` less ``miss_margin`` (m): where a map cone
+    should have been seen (a miss when it was not, see :class:`ConeMap`).
     """
 
     merge_radius: float = 0.7
-    min_observations: int = 2
+    min_observations: int = 3
     max_range: float = 20.0
     mean_window: int = 20
     max_cones: int = 4000
     walk: WalkParams = WalkParams()
+    fov: float = math.radians(270.0)
+    miss_margin: float = 1.5
 
     def __post_init__(self) -> None:
         """Validate every field (ValueError naming the field)."""
-        for name in ('merge_radius', 'max_range'):
+        for name in ('merge_radius', 'max_range', 'fov', 'miss_margin'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f'ConeMapParams.{name} must be finite and > 0, got {value}')
@@ -175,6 +191,7 @@ class ConeMap:
         self.count = np.zeros(0, dtype=np.int64)
         self.votes = np.zeros((0, N_CLASSES))
         self.last_seen = np.zeros(0, dtype=np.int64)
+        self.misses = np.zeros(0, dtype=np.int64)
         self.updates = 0
         self.state = WalkState()
         #: confirmed flag and colour of every cone at the last walk
@@ -191,7 +208,8 @@ class ConeMap:
         return self.state.closed
 
     # ------------------------------------------------------------ accumulate
-    def _accumulate(self, obs: np.ndarray, cls: np.ndarray, conf: np.ndarray) -> int:
+    def _accumulate(self, obs: np.ndarray, cls: np.ndarray, conf: np.ndarray,
+                    pose: Tuple[float, float, float]) -> int:
         p = self.params
         # only map cones near the detections can pair with them
         near = np.zeros(len(self), bool)
@@ -206,6 +224,7 @@ class ConeMap:
         self.xy[mi] += (obs[oi] - self.xy[mi]) * weight[:, None]
         np.add.at(self.votes, (mi, cls[oi]), conf[oi])
         self.last_seen[mi] = self.updates
+        self._count_misses(mi, pose)
         if new.size:
             votes = np.zeros((new.size, N_CLASSES))
             votes[np.arange(new.size), cls[new]] = conf[new]
@@ -214,8 +233,60 @@ class ConeMap:
             self.votes = np.vstack((self.votes, votes))
             self.last_seen = np.concatenate((self.last_seen,
                                              np.full(new.size, self.updates)))
+            self.misses = np.concatenate((self.misses, np.zeros(new.size, np.int64)))
             self._bound()
         return int(new.size)
+
+    def _count_misses(self, seen: np.ndarray, pose: Tuple[float, float, float]) -> None:
+        """Count a miss for every cone in the field of view not in ``seen``; forget the false."""
+        p = self.params
+        if len(self) == 0:
+            return
+        local = to_vehicle(self.xy, pose)
+        rng = np.hypot(local[:, 0], local[:, 1])
+        view = (rng <= p.max_range - p.miss_margin) & \
+            (np.abs(np.arctan2(local[:, 1], local[:, 0])) <= 0.5 * p.fov)
+        view[seen] = False
+        self.misses[view] += 1
+        confirmed = self.count >= p.min_observations
+        false = np.where(confirmed, self.misses > 2 * self.count + CONFIRMED_MISSES,
+                         self.misses >= UNCONFIRMED_MISSES)
+        if false.any():
+            self._forget(false)
+
+    def _forget(self, drop: np.ndarray) -> None:
+        """
+        Forget the cones ``drop`` (M,) marks, except boundary cones the car has passed.
+
+        A boundary cone ahead of the car is forgotten with the gates from
+        the first one that uses it (the walk goes on from there).
+        """
+        st = self.state
+        final = set(st.left[:st.final_left]) | set(st.right[:st.final_right])
+        if final:
+            drop = drop.copy()
+            drop[list(final)] = False
+        chain = [i for i in np.flatnonzero(drop) if i in st.left or i in st.right]
+        if chain and st.gates:
+            bad = set(int(i) for i in chain)
+            first = next((k for k, (nl, nr) in enumerate(st.gates)
+                          if bad & set(st.left[:nl]) or bad & set(st.right[:nr])), None)
+            if first is not None and first > 0:
+                st.truncate(max(first - 1, 0))
+                st.closed = False
+            elif first == 0:
+                # the seed gate itself: walk again from scratch
+                self.state = st = WalkState()
+        if not drop.any():
+            return
+        keep = ~drop
+        remap = np.cumsum(keep) - 1
+        self.xy, self.count = self.xy[keep], self.count[keep]
+        self.votes, self.last_seen = self.votes[keep], self.last_seen[keep]
+        self.misses = self.misses[keep]
+        st.remap(remap, keep)
+        n = self._walked[0].size
+        self._walked = tuple(a[keep[:n]] for a in self._walked)
 
     def _bound(self) -> None:
         """Forget the oldest unconfirmed cones beyond ``max_cones``."""
@@ -226,14 +297,9 @@ class ConeMap:
         drop = unconfirmed[np.argsort(self.last_seen[unconfirmed], kind='stable')][:extra]
         if drop.size == 0:
             return
-        keep = np.ones(len(self), bool)
-        keep[drop] = False
-        remap = np.cumsum(keep) - 1
-        self.xy, self.count = self.xy[keep], self.count[keep]
-        self.votes, self.last_seen = self.votes[keep], self.last_seen[keep]
-        self.state.remap(remap, keep)
-        n = self._walked[0].size
-        self._walked = tuple(a[keep[:n]] for a in self._walked)
+        mask = np.zeros(len(self), bool)
+        mask[drop] = True
+        self._forget(mask)
 
     def update(self, cones_vehicle: Any, class_id: Any, pose: Any,
                confidence: Any = None) -> int:
@@ -266,7 +332,7 @@ class ConeMap:
                                               <= self.params.max_range)
         self.updates += 1
         self.pose = pose
-        added = self._accumulate(to_map(xy[keep], pose), cls[keep], conf[keep])
+        added = self._accumulate(to_map(xy[keep], pose), cls[keep], conf[keep], pose)
         self._walk(pose)
         return added
 

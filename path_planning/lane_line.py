@@ -56,6 +56,8 @@ from scipy.ndimage import maximum_filter1d
 
 #: cones farther than this (m) beyond a station's boundary are another section's
 BESIDE = 1.0
+#: a cone this far (m) inside the margin is accepted without another QP round
+INTRUSION_TOL = 0.03
 
 
 @dataclass(frozen=True)
@@ -367,7 +369,7 @@ def plan_lane_line(centre: np.ndarray, left: np.ndarray, right: np.ndarray,
                                    p.cone_radius)
         worst = float(max(in_l.max(initial=0.0), in_r.max(initial=0.0)))
         clearance = p.margin - worst if worst > 0.0 else p.margin
-        if worst <= 1e-3 or rnd == p.iterations:
+        if worst <= INTRUSION_TOL or rnd == p.iterations:
             break
         extra_l += maximum_filter1d(np.where(in_l > 1e-3, in_l + 0.02, 0.0), spread,
                                     mode='nearest')
@@ -461,10 +463,14 @@ class _LineQP:
         g_vals = np.vstack([_first(np.ones(n - f), 4), _first(-np.ones(n - f), 4),
                             np.column_stack([c_vals[rows], e_col]),
                             np.column_stack([-c_vals[rows], e_col])])
-        self.qp = BandedQP(np.vstack(r_cols), np.vstack(r_vals), np.concatenate(r_vec),
-                           g_cols, g_vals, nv)
-        k_lim = p.max_curvature * h * h
-        self.h_curv = np.concatenate([k_lim - const[rows], k_lim + const[rows]])
+        # in units of curvature (1/m): the rows above are h^2 times that
+        sc = 1.0 / (h * h)
+        nb = 2 * (n - f)
+        g_vals[nb:] *= sc
+        self.qp = BandedQP(np.vstack(r_cols), sc * np.vstack(r_vals),
+                           sc * np.concatenate(r_vec), g_cols, g_vals, nv)
+        k_lim = p.max_curvature
+        self.h_curv = np.concatenate([k_lim - sc * const[rows], k_lim + sc * const[rows]])
 
     def _rows(self, idx: np.ndarray, coef: np.ndarray, const: np.ndarray
               ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -394,9 +394,12 @@ class Planner:
             self.last_speed = min(self.last_speed,
                                   speed_est + cfg.speed.accel * cfg.ramp_lead)
         if view is not None:
-            # the map is the memory: the lane's cones, seen or not this cycle
+            # the map is the memory: the lane's cones, seen or not this cycle,
+            # and the confirmed map cones inside the lane (a detection seen
+            # once, a false positive, does not move the car)
             self._memory = None
-            xy, cls, n_beyond = lane_cones(view, xy, cls)
+            m_xy, m_cls, _count = self.cone_map.cones_in_vehicle(pose, cfg.sensor_range)
+            xy, cls, n_beyond = lane_cones(view, m_xy, m_cls)
             counts.update(n_used=int(xy.shape[0]), n_beyond=n_beyond, lane=view)
             if cfg.mode == 'lane':
                 mid = MidlineResult(status='ok', path=view.path[1:], nodes=view.path[1:],

@@ -169,17 +169,18 @@ class BandedQP:
         x = self._solve(fac, -q)
         if m == 0:
             return QPResult(x, 0, True, 0.0, 0.0)
-        s = np.maximum(h - self._gx(x), 1.0)
+        gx = self._gx(x)
+        s = np.maximum(h - gx, 1.0)
         z = np.ones(m)
         scale = 1.0 + max(float(np.max(np.abs(q), initial=0.0)), float(np.max(np.abs(h))))
         mu = math.inf
+        tol = eps * scale
         for it in range(1, max_iter + 1):
-            gx = self._gx(x)
             r_d = self._px(x) + q + self._gtz(z)
             r_p = gx + s - h
             mu = float(s @ z) / m
-            if (float(np.max(np.abs(r_d))) <= eps * scale
-                    and float(np.max(np.abs(r_p))) <= eps * scale and mu <= eps):
+            if mu <= eps and float(np.max(np.abs(r_d))) <= tol \
+                    and float(np.max(np.abs(r_p))) <= tol:
                 return QPResult(x, it - 1, True, mu, float(np.max(gx - h)))
             w = z / s
             fac, ok = self._factor(w)
@@ -188,24 +189,29 @@ class BandedQP:
             base = -r_d - self._gtz(w * r_p)
             # affine step, then the centred and corrected one (same factor)
             r_c = s * z
-            dx = self._solve(fac, base + self._gtz(r_c / s))
-            dz = w * (self._gx(dx) + r_p) - r_c / s
+            dx = self._solve(fac, base + self._gtz(z))
+            gdx = self._gx(dx)
+            dz = w * (gdx + r_p) - z
             ds = -(r_c + s * dz) / z
-            a_aff = min(_step(s, ds), _step(z, dz))
+            a_aff = _step(s, ds, z, dz)
             mu_aff = float((s + a_aff * ds) @ (z + a_aff * dz)) / m
             sigma = (mu_aff / mu) ** 3 if mu > 0.0 else 0.0
-            r_c = s * z + ds * dz - sigma * mu
+            r_c = r_c + ds * dz - sigma * mu
             dx = self._solve(fac, base + self._gtz(r_c / s))
-            dz = w * (self._gx(dx) + r_p) - r_c / s
+            gdx = self._gx(dx)
+            dz = w * (gdx + r_p) - r_c / s
             ds = -(r_c + s * dz) / z
-            alpha = 0.99 * min(_step(s, ds), _step(z, dz))
+            alpha = 0.99 * _step(s, ds, z, dz)
             x = x + alpha * dx
+            gx = gx + alpha * gdx
             s = np.maximum(s + alpha * ds, 1e-14)
             z = np.maximum(z + alpha * dz, 1e-14)
         return QPResult(x, max_iter, False, mu, float(np.max(self._gx(x) - h)))
 
 
-def _step(v: np.ndarray, dv: np.ndarray) -> float:
-    """Return the longest step in (0, 1] keeping ``v + a dv >= 0``."""
+def _step(s: np.ndarray, ds: np.ndarray, z: np.ndarray, dz: np.ndarray) -> float:
+    """Return the longest step in (0, 1] keeping ``s + a ds >= 0`` and ``z + a dz >= 0``."""
+    v = np.concatenate([s, z])
+    dv = np.concatenate([ds, dz])
     ratio = np.where(dv < 0.0, -v / np.minimum(dv, -1e-300), np.inf)
     return min(1.0, float(ratio.min()))

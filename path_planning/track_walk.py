@@ -165,30 +165,39 @@ def _forward(left: np.ndarray, right: np.ndarray) -> Tuple[np.ndarray, float]:
 def seed_gate(st: WalkState, xy: np.ndarray, colours: np.ndarray, ok: np.ndarray,
               pose: Tuple[float, float, float], p: WalkParams) -> None:
     """
-    Start the walk: the nearest cone on each side of the car.
+    Start the walk: the pair of cones beside the car that makes the best gate.
 
     ``xy`` (M, 2) map cones, ``colours`` (M,) voted classes, ``ok`` (M,)
-    confirmed; ``pose`` (x, y, yaw) in ``map``. Leaves ``st`` empty when
-    no pair of cones beside the car makes a gate ``min_width`` to
-    ``max_width`` wide.
+    confirmed; ``pose`` (x, y, yaw) in ``map``. Of the confirmed cones
+    within ``seed_reach`` a left one (not yellow) and a right one (not
+    blue) are paired: the gate must be ``min_width`` to ``max_width``
+    wide and square to the car (the two cones at most half the gate's
+    width apart along the heading); of those pairs the one nearest the
+    car (the sum of both distances plus twice their offset along the
+    heading) wins. A missed cone (a patchy detection) so does not pair a
+    cone with one a gate further on. Leaves ``st`` empty when no pair
+    qualifies.
     """
     x, y, yaw = pose
     c, s = math.cos(yaw), math.sin(yaw)
     dx, dy = xy[:, 0] - x, xy[:, 1] - y
     lx, ly = c * dx + s * dy, -s * dx + c * dy
-    near = ok & (np.hypot(lx, ly) <= p.seed_reach)
     dist = np.hypot(lx, ly)
+    near = ok & (dist <= p.seed_reach)
     left = np.flatnonzero(near & (ly > 0.0) & (colours != CONE_YELLOW))
     right = np.flatnonzero(near & (ly < 0.0) & (colours != CONE_BLUE))
     if left.size == 0 or right.size == 0:
         return
-    li = int(left[np.argmin(dist[left])])
-    ri = int(right[np.argmin(dist[right])])
-    w = float(np.hypot(*(xy[li] - xy[ri])))
-    if not p.min_width <= w <= p.max_width:
+    w = np.hypot(lx[left][:, None] - lx[right][None], ly[left][:, None] - ly[right][None])
+    skew = np.abs(lx[left][:, None] - lx[right][None])
+    valid = (w >= p.min_width) & (w <= p.max_width) & (skew <= 0.5 * w)
+    if not valid.any():
         return
+    cost = np.where(valid, dist[left][:, None] + dist[right][None] + 2.0 * skew, np.inf)
+    a, b = np.unravel_index(int(np.argmin(cost)), cost.shape)
+    li, ri = int(left[a]), int(right[b])
     st.left, st.right = [li], [ri]
-    st.gates, st.widths, st.length = [(1, 1)], [w], [0.0]
+    st.gates, st.widths, st.length = [(1, 1)], [float(w[a, b])], [0.0]
     st.current = 0
     st.final_left = st.final_right = 1
 

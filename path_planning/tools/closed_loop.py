@@ -85,7 +85,8 @@ def run_lap(config: PlannerConfig, scenario: Any = None, seed: int = 0,
             dt: float = 0.02, plan_period: float = 0.1,
             dropout: float = 0.0, noise: float = 0.0,
             keep_trace: bool = False, planner: Any = None,
-            colours: bool = True) -> LapResult:
+            colours: bool = True, false_positives: float = 0.0,
+            miscolour: float = 0.0) -> LapResult:
     """
     Drive ``scenario`` (default ``ci_trackdrive``) on the built-in backend.
 
@@ -97,10 +98,16 @@ def run_lap(config: PlannerConfig, scenario: Any = None, seed: int = 0,
     the scenario's timeout). ``planner`` replaces ``Planner(config)``; one
     with ``uses_pose`` also gets the ego pose in ``map`` (x, y, yaw), as
     odometry gives it. ``colours`` False hands every cone over as
-    unknown (a lidar-only detector).
+    unknown (a lidar-only detector). ``false_positives``: on average this
+    many spurious cones a cycle (Poisson), anywhere within 20 m ahead
+    and 8 m either side, blue, yellow or unknown at random;
+    ``miscolour``: each detected blue or yellow cone is given the other
+    colour with this probability.
     """
-    if not (0.0 <= dropout < 1.0 and noise >= 0.0):
-        raise ValueError('run_lap: dropout must be in [0, 1), noise >= 0')
+    if not (0.0 <= dropout < 1.0 and noise >= 0.0 and false_positives >= 0.0
+            and 0.0 <= miscolour <= 1.0):
+        raise ValueError('run_lap: dropout must be in [0, 1), noise and false_positives >= 0, '
+                         'miscolour in [0, 1]')
     rng = np.random.default_rng(seed)
     import time
     scn = scenario if scenario is not None else load_scenario('ci_trackdrive')
@@ -135,6 +142,15 @@ def run_lap(config: PlannerConfig, scenario: Any = None, seed: int = 0,
                 extra = {'pose': (ego.pose.x, ego.pose.y, ego.pose.yaw)} if with_pose \
                     else {}
                 cls = cones.class_id[up] if colours else np.zeros(int(up.sum()), np.uint8)
+                if miscolour > 0.0 and colours:
+                    flip = (rng.random(len(cls)) < miscolour) & ((cls == 1) | (cls == 2))
+                    cls = np.where(flip, 3 - cls, cls).astype(np.uint8)
+                if false_positives > 0.0:
+                    k = int(rng.poisson(false_positives))
+                    fake = np.column_stack([rng.uniform(0.0, 20.0, k), rng.uniform(-8.0, 8.0, k)])
+                    rel = np.vstack([rel, fake])
+                    fcls = rng.integers(1, 3, k) if colours else np.zeros(k)
+                    cls = np.concatenate([cls, fcls.astype(np.uint8)])
                 out = planner.plan(t, rel, cls, speed,
                                    float(ego.angular_velocity[2]), **extra)
                 plan_ms.append((time.perf_counter() - t0) * 1e3)

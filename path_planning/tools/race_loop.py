@@ -181,6 +181,10 @@ def main(argv: Optional[List[str]] = None) -> None:
                         help='probability of missing each cone per cycle')
     parser.add_argument('--noise', type=float, default=0.0,
                         help='cone position noise (m, std dev)')
+    parser.add_argument('--false-positives', type=float, default=0.0,
+                        help='spurious cones per cycle (mean)')
+    parser.add_argument('--miscolour', type=float, default=0.0,
+                        help='probability of a blue/yellow detection given the other colour')
     args = parser.parse_args(argv)
     results = []
     print(f'{"track":<10} {"status":<9} {"cones":>5} {"2+":>3} {"OC":>3} {"fb":>3} '
@@ -191,7 +195,8 @@ def main(argv: Optional[List[str]] = None) -> None:
                             timeout=200.0 + 60.0 * args.laps)
         res = run_race(scn, args.lap1, race=not args.no_race, lap1_speed=args.lap1_speed,
                        use_map=not args.no_map, colours=not args.lidar, dropout=args.dropout,
-                       noise=args.noise)
+                       noise=args.noise, false_positives=args.false_positives,
+                       miscolour=args.miscolour)
         results.append(res)
         laps = ' '.join(f'{t:.1f}({r:.2f})' for t, r in zip(res.lap_times, res.ratios))
         late = sum(lap > 1 for lap in res.hit_laps)
