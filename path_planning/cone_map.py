@@ -18,7 +18,8 @@ cones. A cone counts (is *confirmed*) after ``min_observations``
 sightings. Misses are evidence too: a map cone well inside the sensor's
 field (``max_range - miss_margin``, ``fov``) that no detection of an
 update pairs with gains a miss; an unconfirmed cone missed
-:data:`UNCONFIRMED_MISSES` times, or a confirmed one missed more than
+:data:`UNCONFIRMED_MISSES` times and more often than seen, or a
+confirmed one missed more than
 twice as often as seen plus :data:`CONFIRMED_MISSES`, is forgotten (a
 false positive, even one seen twice by chance, does not stay; a real
 cone missed one cycle in five stays). A boundary cone the car has
@@ -250,7 +251,7 @@ class ConeMap:
         self.misses[view] += 1
         confirmed = self.count >= p.min_observations
         false = np.where(confirmed, self.misses > 2 * self.count + CONFIRMED_MISSES,
-                         self.misses >= UNCONFIRMED_MISSES)
+                         (self.misses >= UNCONFIRMED_MISSES) & (self.misses > self.count))
         if false.any():
             self._forget(false)
 

@@ -48,7 +48,7 @@ from typing import Any, Optional, Tuple
 
 from hil_bridge.interface.speed_profile import resample_polyline
 import numpy as np
-from path_planning.qp import BandedQP
+from path_planning.line_qp import LineQP
 from path_planning.raceline import box_intrusion
 from scipy import sparse
 from scipy.ndimage import maximum_filter1d
@@ -75,7 +75,8 @@ class LaneLineParams:
     ``iterations`` body-check rounds; ``centre_weight`` the pull of the
     offsets to the centre (1/m^4, relative to the curvature term);
     ``smoothness`` (m^2) the weight of the curvature's rate of change
-    (``sum kappa^2 + smoothness * sum (d kappa / ds)^2``);
+    (``sum kappa^2 + smoothness * sum (d kappa / ds)^2``); ``keep_weight``
+    (1/m^2) and ``keep_length`` (m): the pull to the last line;
     ``outside_turn`` the lane's curvature (1/m) at its end above which
     the end keeps to the outside.
     """
@@ -95,6 +96,8 @@ class LaneLineParams:
     iterations: int = 3
     centre_weight: float = 1e-4
     smoothness: float = 0.5
+    keep_weight: float = 0.0
+    keep_length: float = 6.0
     outside_turn: float = 0.08
 
     def __post_init__(self) -> None:
@@ -105,7 +108,7 @@ class LaneLineParams:
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f'LaneLineParams.{name} must be finite and > 0, got {value}')
         for name in ('front', 'rear', 'cone_radius', 'margin', 'smooth', 'centre_weight',
-                     'smoothness'):
+                     'smoothness', 'keep_weight', 'keep_length'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise ValueError(f'LaneLineParams.{name} must be finite and >= 0, got {value}')
@@ -268,7 +271,8 @@ def plan_lane_line(centre: np.ndarray, left: np.ndarray, right: np.ndarray,
                    cones: np.ndarray, side: np.ndarray, p: LaneLineParams,
                    closed: bool = False,
                    start: Tuple[float, float, float] = (0.0, 0.0, 0.0),
-                   start_kappa: Optional[float] = None) -> LaneLine:
+                   start_kappa: Optional[float] = None,
+                   previous: Optional[np.ndarray] = None) -> LaneLine:
     """
     Return the line through the lane (see the module doc).
 
@@ -342,7 +346,18 @@ def plan_lane_line(centre: np.ndarray, left: np.ndarray, right: np.ndarray,
     if start_kappa is not None and n > 6:
         # the curvature at the start too: the line goes on as the last one did
         fixed.append(h * h * (start_kappa - k0[1]) - a0 + (2.0 - h * h * k0[1] ** 2) * a1)
-    qp = _LineQP(n, h, k0, np.array(fixed), p, open_end)
+    prev = None
+    if previous is not None and previous.shape[0] >= 2 and p.keep_weight > 0.0:
+        # the last line's offsets along the normals, over its first keep_length m
+        near = np.arange(n) * h <= p.keep_length
+        hit_l = ray_hits(ref[near], nrm[near], previous, p.max_search)
+        hit_r = ray_hits(ref[near], -nrm[near], previous, p.max_search)
+        off = np.where(hit_l <= hit_r, hit_l, -hit_r)
+        prev = np.full(n, np.nan)
+        prev[near] = np.where(np.isfinite(off), off, np.nan)
+    qp = LineQP(n, h, k0, np.array(fixed), p.max_curvature, centre_weight=p.centre_weight,
+                smoothness=p.smoothness, open_end=open_end, prev=prev,
+                keep_weight=p.keep_weight)
     extra_l = np.zeros(n)
     extra_r = np.zeros(n)
     spread = 2 * int(math.ceil((p.front + p.rear) / h)) + 1
@@ -385,14 +400,17 @@ def plan_lane_line(centre: np.ndarray, left: np.ndarray, right: np.ndarray,
 
 
 def line_speed(line: LaneLine, speed: float, max_speed: float, a_lat_max: float,
-               decel: float, kappa_rate: float, latency: float = 0.3,
+               decel: float, kappa_rate: float, tight_kappa: float = math.inf,
+               tight_speed: float = math.inf, latency: float = 0.3,
                end_margin: float = 1.0) -> float:
     """
     Return the speed (m/s) allowed at the car on ``line``.
 
-    Every station's limit is ``sqrt(a_lat_max / |kappa|)`` and
+    Every station's limit is ``sqrt(a_lat_max / |kappa|)``,
     ``kappa_rate / |d kappa / ds|`` (the steering turns at a limited rate:
-    ``kappa_rate`` 1/(m s)); the car must reach each one braking at
+    ``kappa_rate`` 1/(m s)) and, where ``|kappa| >= tight_kappa`` (the
+    steering nearly at its stop: no room left to correct an error at
+    speed), ``tight_speed``; the car must reach each one braking at
     ``decel`` after ``latency`` s at its current ``speed``, and stop
     ``end_margin`` m before the line's end (what lies beyond is unknown).
     """
@@ -404,110 +422,11 @@ def line_speed(line: LaneLine, speed: float, max_speed: float, a_lat_max: float,
     dk = np.abs(np.gradient(line.kappa, s))
     v_i = np.minimum(np.sqrt(a_lat_max / np.maximum(k, 1e-9)),
                      kappa_rate / np.maximum(dk, 1e-9))
+    v_i = np.where(k >= tight_kappa, np.minimum(v_i, tight_speed), v_i)
     reach = np.maximum(s - max(speed, 0.0) * latency, 0.0)
     v = float(np.min(np.sqrt(v_i ** 2 + 2.0 * decel * reach)))
     v = min(v, math.sqrt(2.0 * decel * max(float(s[-1]) - end_margin, 0.0)))
     return min(v, max_speed)
-
-
-class _LineQP:
-    """
-    The lane line's QP for :class:`path_planning.qp.BandedQP`, variables interleaved.
-
-    ``fixed`` the first offsets (the start: position, heading and
-    curvature); variables ``a_F, e_F, a_{F+1}, ..., a_{n-1}``: ``e_j`` the
-    excess of station ``j``'s curvature over the limit (penalised: the
-    limit holds where it can, and the problem is always feasible).
-    Interleaving keeps every matrix banded.
-    """
-
-    def __init__(self, n: int, h: float, k0: np.ndarray, fixed: np.ndarray,
-                 p: LaneLineParams, open_end: bool) -> None:
-        self.n = n
-        f = len(fixed)
-        self.fixed = fixed
-        nv = 2 * (n - f) - 1            # a_F..a_{n-1} and e_F..e_{n-2}
-        self.ia = 2 * (np.arange(f, n) - f)
-        # h^2 kappa_j = a_{j-1} - (2 - h^2 k0_j^2) a_j + a_{j+1} + h^2 k0_j, j = 1..n-2
-        j = np.arange(1, n - 1)
-        idx = np.column_stack([j - 1, j, j + 1])
-        coef = np.column_stack([np.ones(n - 2), -2.0 + h * h * k0[j] ** 2, np.ones(n - 2)])
-        c_cols, c_vals, const = self._rows(idx, coef, h * h * k0[j])
-        # its change from station to station, j = 1..n-3
-        jd = j[:-1]
-        a_c, b_c = coef[:-1], coef[1:]
-        d_cols, d_vals, d_const = self._rows(
-            np.column_stack([jd - 1, jd, jd + 1, jd + 2]),
-            np.column_stack([-a_c[:, 0], b_c[:, 0] - a_c[:, 1], b_c[:, 1] - a_c[:, 2],
-                             b_c[:, 2]]),
-            h * h * (k0[jd + 1] - k0[jd]))
-        je = np.arange(f, n - 1)        # stations with a curvature limit
-        ie = 2 * (je - f) + 1
-        w_a = math.sqrt(p.centre_weight) * h * h
-        w_d = math.sqrt(p.smoothness) / h
-        r_cols = [_pad(c_cols, 4), _pad(d_cols, 4), np.repeat(self.ia[:, None], 4, 1),
-                  np.repeat(ie[:, None], 4, 1)]
-        r_vals = [_pad(c_vals, 4), w_d * d_vals, _first(np.full(n - f, w_a), 4),
-                  _first(np.full(je.size, 100.0 * h * h), 4)]
-        r_vec = [const, w_d * d_const, np.zeros(n - f), np.zeros(je.size)]
-        if open_end:
-            r_cols.append(np.array([[self.ia[-1], self.ia[-2], self.ia[-2], self.ia[-2]]]))
-            r_vals.append(np.array([[10.0, -10.0, 0.0, 0.0]]))
-            r_vec.append(np.zeros(1))
-        # G x <= h: a_i <= hi_i, -a_i <= -lo_i, +-(h^2 kappa_j) - h^2 e_j <= h^2 k_lim
-        rows = je - 1
-        box_c = np.repeat(self.ia[:, None], 4, 1)
-        lim_c = np.column_stack([c_cols[rows], ie])
-        e_col = np.full((je.size, 1), -h * h)
-        g_cols = np.vstack([box_c, box_c, lim_c, lim_c])
-        g_vals = np.vstack([_first(np.ones(n - f), 4), _first(-np.ones(n - f), 4),
-                            np.column_stack([c_vals[rows], e_col]),
-                            np.column_stack([-c_vals[rows], e_col])])
-        # in units of curvature (1/m): the rows above are h^2 times that
-        sc = 1.0 / (h * h)
-        nb = 2 * (n - f)
-        g_vals[nb:] *= sc
-        self.qp = BandedQP(np.vstack(r_cols), sc * np.vstack(r_vals),
-                           sc * np.concatenate(r_vec), g_cols, g_vals, nv)
-        k_lim = p.max_curvature
-        self.h_curv = np.concatenate([k_lim - sc * const[rows], k_lim + sc * const[rows]])
-
-    def _rows(self, idx: np.ndarray, coef: np.ndarray, const: np.ndarray
-              ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Return rows over offsets ``idx`` as variable stencils, the fixed ones in ``const``."""
-        f = len(self.fixed)
-        is_fixed = idx < f
-        const = const + np.where(is_fixed, coef * self.fixed[np.minimum(idx, f - 1)],
-                                 0.0).sum(axis=1)
-        vals = np.where(is_fixed, 0.0, coef)
-        cols = 2 * (np.maximum(idx, f) - f)
-        cols = np.where(is_fixed, cols[:, -1:], cols)   # padding: a free column
-        return cols, vals, const
-
-    def solve(self, lo: np.ndarray, hi: np.ndarray) -> Tuple[np.ndarray, int]:
-        """Return the offsets ``a`` (n,) for the bounds ``lo <= a <= hi``, and the iterations."""
-        f = len(self.fixed)
-        hv = np.concatenate([hi[f:], -lo[f:], self.h_curv])
-        res = self.qp.solve(hv, eps=1e-6, max_iter=40)
-        a = np.empty(self.n)
-        a[:f] = self.fixed
-        a[f:] = res.x[self.ia]
-        return a, res.iterations
-
-
-def _pad(a: np.ndarray, width: int) -> np.ndarray:
-    """Return stencil columns or values padded to ``width`` (repeating the last column / 0)."""
-    if a.shape[1] >= width:
-        return a
-    fill = a[:, -1:] if a.dtype.kind in 'iu' else np.zeros((a.shape[0], 1))
-    return np.hstack([a] + [fill] * (width - a.shape[1]))
-
-
-def _first(values: np.ndarray, width: int = 3) -> np.ndarray:
-    """Return stencil values with ``values`` in the first column, zeros after."""
-    out = np.zeros((values.size, width))
-    out[:, 0] = values
-    return out
 
 
 @dataclass(frozen=True)

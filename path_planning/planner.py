@@ -106,6 +106,8 @@ class PlannerConfig:
     lane_kappa_rate: float = 0.5
     lane_stitch: float = 0.5
     lane_track_length: float = 1.5
+    lane_tight_fraction: float = 0.8
+    lane_tight_speed: float = 3.0
     line: LaneLineParams = LaneLineParams()
 
     def __post_init__(self) -> None:
@@ -114,13 +116,14 @@ class PlannerConfig:
             raise ValueError(f'PlannerConfig.mode {self.mode!r} not in '
                              f'{list(MODES)}')
         for name in ('sensor_range', 'sensor_fov', 'max_dt', 'lane_max_speed',
-                     'lane_a_lat_max', 'lane_accel'):
+                     'lane_a_lat_max', 'lane_accel', 'lane_kappa_rate', 'lane_track_length',
+                     'lane_tight_fraction', 'lane_tight_speed'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f'PlannerConfig.{name} must be finite and > 0,'
                                  f' got {value}')
         for name in ('min_midline_length', 'memory', 'memory_radius',
-                     'ramp_lead', 'min_lane_length', 'lane_check_lookahead'):
+                     'ramp_lead', 'min_lane_length', 'lane_check_lookahead', 'lane_stitch'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise ValueError(f'PlannerConfig.{name} must be finite and >= '
@@ -179,7 +182,22 @@ class PlannerConfig:
                    lane_check_lookahead=float(v['lane_check_lookahead']),
                    lane_max_speed=float(v['lane_max_speed']),
                    lane_a_lat_max=float(v['lane_a_lat_max']),
-                   lane_accel=float(v['lane_accel']))
+                   lane_accel=float(v['lane_accel']),
+                   lane_line=bool(v['lane_line']),
+                   lane_kappa_rate=float(v['lane_kappa_rate']),
+                   lane_stitch=float(v['lane_stitch']),
+                   lane_track_length=float(v['lane_track_length']),
+                   lane_tight_fraction=float(v['lane_tight_fraction']),
+                   lane_tight_speed=float(v['lane_tight_speed']),
+                   line=LaneLineParams(
+                       wheelbase=float(profile.wheelbase), max_steer=float(profile.max_steer),
+                       half_width=0.5 * float(profile.width),
+                       front=float(profile.length) - float(profile.rear_overhang),
+                       rear=float(profile.rear_overhang), cone_radius=float(v['cone_radius']),
+                       margin=float(v['lane_margin']),
+                       curvature_fraction=float(v['lane_curvature_fraction']),
+                       horizon=float(v['lane_horizon']),
+                       smoothness=float(v['lane_smoothness'])))
 
 
 @dataclass
@@ -428,6 +446,11 @@ class Planner:
                 return self._midline(t, dt, speed_est, xy, cls, mid, counts)
         return self._cone_drive(t, dt, xy, cls, mid, counts)
 
+    def _feasible(self, line: LaneLine) -> bool:
+        """Return True for a line within its curvature limit (2 % slack) and clear of cones."""
+        return line.ok and line.clearance >= 0.0 and \
+            line.max_kappa <= 1.02 * self.config.line.max_curvature
+
     def _line_start(self) -> 'tuple[tuple[float, float, float], Optional[float]]':
         """
         Return where lane mode's next line starts: (x, y, heading), curvature.
@@ -493,8 +516,11 @@ class Planner:
             if cfg.lane_line:
                 side = np.where(cls == CONE_BLUE, 1, np.where(cls == CONE_YELLOW, -1, 0))
                 start, start_kappa = self._line_start()
+                last = None if self._line_map is None or self._pose is None else \
+                    to_vehicle(self._line_map[0], self._pose)
                 line = plan_lane_line(view.centre, view.left, view.right, xy, side, cfg.line,
-                                      closed=view.closed, start=start, start_kappa=start_kappa)
+                                      closed=view.closed, start=start, start_kappa=start_kappa,
+                                      previous=last if start_kappa is not None else None)
                 self._line_map = None
                 if line.ok:
                     follow = line.xy
@@ -511,8 +537,8 @@ class Planner:
         # a planned line with its own body check needs no CONEDRIVE check
         planned = line is not None and line.ok
         if planned:
-            # tight (a cone nearer than the margin): on, slowly
-            reason = 'lane_line' if line.clearance >= 0.0 else 'lane_line_tight'
+            # tight (a cone nearer than the margin, or beyond the steering): on, slowly
+            reason = 'lane_line' if self._feasible(line) else 'lane_line_tight'
         elif cfg.pursuit_check and not (crawl and cfg.lane_check_lookahead <= 0.0):
             colours = cls if cfg.use_colours or counts.get('lane') is not None else None
             normal, tight = (self.lane_check, self.lane_tight) if crawl else \
@@ -550,7 +576,10 @@ class Planner:
         sp = cfg.lane_speed if crawl else cfg.speed
         if line is not None and line.ok:
             v_path = line_speed(line, speed_est, sp.max_speed, sp.a_lat_max, sp.decel,
-                                cfg.lane_kappa_rate, end_margin=sp.stop_margin)
+                                cfg.lane_kappa_rate,
+                                tight_kappa=cfg.lane_tight_fraction * cfg.line.max_curvature
+                                / cfg.line.curvature_fraction,
+                                tight_speed=cfg.lane_tight_speed, end_margin=sp.stop_margin)
         else:
             v_path = profile_speed(mid.path, sp.max_speed, sp.a_lat_max, sp.decel,
                                    stop_at_end=True, end_margin=sp.stop_margin)

@@ -25,11 +25,15 @@ Deterministic: the same inputs give the same result. Used by
 
 from dataclasses import dataclass
 import math
-from typing import Tuple
+from typing import Any, Tuple
 
 import numpy as np
 from scipy import sparse
 from scipy.linalg.lapack import dpbtrf, dpbtrs
+from scipy.sparse.linalg import splu
+
+#: a wider band (a closed loop's wrap-around) is factorised as a sparse matrix
+SPARSE_BAND = 16
 
 
 @dataclass
@@ -73,16 +77,20 @@ def stencil(mat: sparse.spmatrix) -> Tuple[np.ndarray, np.ndarray]:
 
 
 class _Gram:
-    """``M' diag(w) M`` of a stencil matrix, in LAPACK's upper band storage (flat)."""
+    """
+    ``M' diag(w) M`` of a stencil matrix (each unordered pair of a row's entries once).
+
+    :meth:`band` gives it in LAPACK's upper band storage (flat); the pairs
+    (``lo``, ``hi`` columns, ``val``, ``row``) also build a sparse matrix.
+    """
 
     def __init__(self, cols: np.ndarray, vals: np.ndarray, n: int, band: int) -> None:
         k = cols.shape[1]
         ia, ib = np.triu_indices(k)
         ca, cb = cols[:, ia], cols[:, ib]
-        lo, hi = np.minimum(ca, cb), np.maximum(ca, cb)
-        # each unordered pair of a row's entries once: the upper half
+        self.lo, self.hi = np.minimum(ca, cb).ravel(), np.maximum(ca, cb).ravel()
         self.val = (vals[:, ia] * vals[:, ib]).ravel()
-        self.idx = ((band + lo - hi) * n + hi).ravel()
+        self.idx = (band + self.lo - self.hi) * n + self.hi
         self.row = np.repeat(np.arange(cols.shape[0]), ia.size)
         self.size = (band + 1) * n
 
@@ -122,12 +130,29 @@ class BandedQP:
         self.g_cols, self.g_vals = g_cols, g_vals
         self.reg = float(reg)
         band = max(_spread(r_cols), _spread(g_cols))
+        # a closed loop's rows join its last variables to its first: a sparse
+        # factorisation instead of the band (which would be the whole matrix)
+        self.sparse = band > SPARSE_BAND
+        if self.sparse:
+            band = 0
         self.band = band
         self.q = 2.0 * self._mt(r_cols, r_vals, r_vec)
         gram_r = _Gram(r_cols, r_vals, n, band)
-        self.base = 2.0 * gram_r.band(np.ones(r_cols.shape[0]))
-        self.base[band * n:] += 2.0 * reg
         self.gram_g = _Gram(g_cols, g_vals, n, band)
+        if self.sparse:
+            # P + G' W G as a sparse matrix: P's pairs, G's pairs, the diagonal
+            gg = self.gram_g
+            self._base_val = np.concatenate([2.0 * gram_r.val, np.full(n, 2.0 * reg)])
+            lo = np.concatenate([gram_r.lo, np.arange(n), gg.lo])
+            hi = np.concatenate([gram_r.hi, np.arange(n), gg.hi])
+            off = lo != hi
+            self._rows = np.concatenate([lo, hi[off]])
+            self._cols = np.concatenate([hi, lo[off]])
+            self._off = off
+            self._n_base = self._base_val.size
+        else:
+            self.base = 2.0 * gram_r.band(np.ones(r_cols.shape[0]))
+            self.base[band * n:] += 2.0 * reg
 
     def _mt(self, cols: np.ndarray, vals: np.ndarray, z: np.ndarray) -> np.ndarray:
         return np.bincount(cols.ravel(), weights=(vals * z[:, None]).ravel(), minlength=self.n)
@@ -142,12 +167,23 @@ class BandedQP:
     def _gtz(self, z: np.ndarray) -> np.ndarray:
         return self._mt(self.g_cols, self.g_vals, z)
 
-    def _factor(self, w: np.ndarray) -> Tuple[np.ndarray, bool]:
+    def _factor(self, w: np.ndarray) -> Tuple[Any, bool]:
+        if self.sparse:
+            gg = self.gram_g
+            val = np.concatenate([self._base_val, gg.val * w[gg.row]])
+            val = np.concatenate([val, val[self._off]])
+            mat = sparse.csc_matrix((val, (self._rows, self._cols)), shape=(self.n, self.n))
+            try:
+                return splu(mat), True
+            except RuntimeError:
+                return None, False
         mat = self.base + self.gram_g.band(w)
         fac, info = dpbtrf(mat.reshape(self.band + 1, self.n))
         return fac, info == 0
 
-    def _solve(self, fac: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    def _solve(self, fac: Any, rhs: np.ndarray) -> np.ndarray:
+        if self.sparse:
+            return fac.solve(rhs)
         return dpbtrs(fac, rhs)[0]
 
     def solve(self, h: np.ndarray, eps: float = 1e-7, max_iter: int = 40) -> QPResult:

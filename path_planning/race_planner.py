@@ -69,7 +69,7 @@ class RaceConfig:
     line: RacelineParams = RacelineParams()
     follow: FollowerParams = FollowerParams()
     map_merge_radius: float = 0.7
-    map_min_observations: int = 2
+    map_min_observations: int = 3
     mismatch_range: float = 12.0
     mismatch_radius: float = 1.0
     mismatch_fraction: float = 0.5

@@ -38,6 +38,7 @@ from typing import Any, Optional, Tuple
 from hil_bridge.interface.speed_profile import (closed_speed_profile, CURVATURE_BASE,
                                                 path_curvature, resample_polyline, segment_times)
 import numpy as np
+from path_planning.line_qp import LineQP
 from path_planning.track_map import TrackMap
 from scipy import sparse
 from scipy.ndimage import maximum_filter1d
@@ -58,7 +59,9 @@ class RacelineParams:
     boundary is looked for along a normal; ``iterations`` body-check
     rounds; ``lat_grip`` / ``long_grip`` fractions of the profile's
     ``max_lat_accel`` / ``max_decel`` the speed profile uses;
-    ``max_speed`` cap (m/s); ``profile_step`` spacing of the output line.
+    ``max_speed`` cap (m/s); ``profile_step`` spacing of the output line;
+    ``curvature_fraction`` of the steering's ``tan(max_steer) / wheelbase``
+    the line's curvature may reach (the rest is the follower's to correct).
     """
 
     step: float = 1.0
@@ -71,6 +74,7 @@ class RacelineParams:
     long_grip: float = 0.6
     max_speed: float = 20.0
     profile_step: float = 0.5
+    curvature_fraction: float = 0.9
 
     def __post_init__(self) -> None:
         """Validate every field (ValueError naming the field)."""
@@ -82,7 +86,7 @@ class RacelineParams:
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise ValueError(f'RacelineParams.{name} must be finite and >= 0, got {value}')
-        for name in ('lat_grip', 'long_grip'):
+        for name in ('lat_grip', 'long_grip', 'curvature_fraction'):
             value = getattr(self, name)
             if not (math.isfinite(value) and 0.0 < value <= 1.0):
                 raise ValueError(f'RacelineParams.{name} must be in (0, 1], got {value}')
@@ -349,7 +353,9 @@ def compute_raceline(track: TrackMap, profile: Any,
     cones = track.cones
     spread = float(profile.length - profile.rear_overhang)
     n_pinched = 0
-    state: Optional[np.ndarray] = None
+    h = float(np.mean(np.hypot(*(np.roll(ref, -1, axis=0) - ref).T)))
+    k_lim = p.curvature_fraction * math.tan(float(profile.max_steer)) / float(profile.wheelbase)
+    qp = LineQP(len(ref), h, signed_curvature(ref), np.zeros(0), k_lim, closed=True)
     for _round in range(p.iterations + 1):
         hi = d_l - keep - extra_l
         lo = -d_r + keep + extra_r
@@ -358,7 +364,7 @@ def compute_raceline(track: TrackMap, profile: Any,
         lo = np.where(pinched, mid - 1e-3, lo)
         hi = np.where(pinched, mid + 1e-3, hi)
         n_pinched = int(np.count_nonzero(pinched))
-        alpha, state = min_curvature_offsets(ref, lo, hi, state=state)
+        alpha, _its = qp.solve(lo, hi)
         line = ref + alpha[:, None] * nrm
         tang = np.roll(line, -1, axis=0) - np.roll(line, 1, axis=0)
         heading = np.arctan2(tang[:, 1], tang[:, 0])

@@ -92,6 +92,8 @@ def _planner(y: Dict[str, Any]) -> Iterable[Tuple[Any, Any, Dict[str, str]]]:
     skip = {f'cone_drive.{k}': PROFILE for k in ('wheelbase', 'max_steer', 'half_width',
                                                  'front')}
     skip.update({'pursuit.wheelbase': PROFILE, 'pursuit.max_steer': PROFILE})
+    skip.update({f'line.{k}': PROFILE for k in ('wheelbase', 'max_steer', 'half_width',
+                                                'front', 'rear')})
     profile = load_vehicle_profile(str(y['vehicle_profile']))
     yield PlannerConfig.from_mapping(y, profile), PlannerConfig(), skip
 

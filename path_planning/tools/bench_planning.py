@@ -12,7 +12,14 @@ blue left, yellow right, in the vehicle frame) it times
 * the midline + pure pursuit cycle (Delaunay, graph walk, pursuit, speed
   profile) against a naive baseline that loops over triangles and orders
   the midpoints by a greedy nearest-neighbour walk in Python;
-* the whole :class:`path_planning.planner.Planner` cycle in both modes.
+* the whole :class:`path_planning.planner.Planner` cycle in both modes;
+* lane mode (``--lane``) as it runs in a lap: the cones of a hard
+  generated layout (:func:`hil_bridge.sim.track_gen_hard.hard_layout`)
+  within the sensor's 20 m / 270 deg seen from poses along its centre
+  line every 0.6 m (6 m/s at 10 Hz), with odometry, so the cone map, the
+  boundary walk and the lane line (or, with the line off, the lane
+  centre's pursuit) all run; median and 90th percentile over the lap,
+  wall (``perf_counter``) and CPU (``process_time``) ms.
 
 Both baselines run in the same process, so the ratio column is fair even on
 a loaded machine. Goal: <= 1 ms per cycle for 100 cones on one core.
@@ -127,11 +134,61 @@ def timeit(fn: Callable[[], Any], repeat: int) -> float:
     return statistics.median(times)
 
 
+def lane_lap_times(seed: int, line: bool = True, step: float = 0.6
+                   ) -> 'tuple[List[float], List[float]]':
+    """
+    Return the wall and CPU ms of every lane-mode cycle along hard layout ``seed``.
+
+    Poses every ``step`` m on the centre line (0.1 s apart), the cones
+    within 20 m and 270 deg in the vehicle frame; ``line`` False: the lane
+    centre's pursuit instead of the planned line.
+    """
+    from dataclasses import replace
+    from hil_bridge.interface.speed_profile import resample_polyline
+    from hil_bridge.sim.track_gen_hard import hard_layout
+    track = hard_layout(seed).track
+    cl = resample_polyline(np.asarray(track.centerline, float), True, step)
+    cones = np.asarray(track.cones.xy, float)
+    cls = np.asarray(track.cones.class_id, np.uint8)
+    cfg = default_config('lane')
+    if hasattr(cfg, 'lane_line'):
+        cfg = replace(cfg, lane_line=line)
+    planner = Planner(cfg)
+    tang = np.roll(cl, -1, axis=0) - cl
+    yaw = np.arctan2(tang[:, 1], tang[:, 0])
+    wall, cpu = [], []
+    for i in range(len(cl)):
+        c, s = math.cos(yaw[i]), math.sin(yaw[i])
+        d = cones - cl[i]
+        rel = np.column_stack([c * d[:, 0] + s * d[:, 1], -s * d[:, 0] + c * d[:, 1]])
+        seen = (np.hypot(rel[:, 0], rel[:, 1]) <= 20.0) & \
+            (np.abs(np.arctan2(rel[:, 1], rel[:, 0])) <= math.radians(135.0))
+        w0, c0 = time.perf_counter(), time.process_time()
+        planner.plan(0.1 * i, rel[seen], cls[seen], step / 0.1, 0.0,
+                     pose=(float(cl[i, 0]), float(cl[i, 1]), float(yaw[i])))
+        wall.append((time.perf_counter() - w0) * 1e3)
+        cpu.append((time.process_time() - c0) * 1e3)
+    return wall, cpu
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     """Print the table."""
     parser = argparse.ArgumentParser(description='planning cycle benchmark')
     parser.add_argument('--repeat', type=int, default=50)
+    parser.add_argument('--lane', type=int, nargs='*', default=None, metavar='SEED',
+                        help='time lane mode along these hard layouts instead (default 0 1 2)')
     args = parser.parse_args(argv)
+    if args.lane is not None:
+        print(f'{"layout":<8} {"lane mode":<12} {"wall ms median / p90":>22} '
+              f'{"CPU ms median / p90":>21}')
+        for seed in args.lane or [0, 1, 2]:
+            for line in (False, True):
+                wall, cpu = lane_lap_times(seed, line)
+                name = 'line' if line else 'centre'
+                print(f'hard_{seed:<3} {name:<12} {np.median(wall):10.2f} / '
+                      f'{np.percentile(wall, 90):8.2f} {np.median(cpu):10.2f} / '
+                      f'{np.percentile(cpu, 90):8.2f}')
+        return
     cd = ConeDriveParams()
     ml = MidlineParams()
     pp = PursuitParams()
