@@ -58,6 +58,8 @@ from scipy.ndimage import maximum_filter1d
 BESIDE = 1.0
 #: a cone this far (m) inside the margin is accepted without another QP round
 INTRUSION_TOL = 0.03
+#: over this arc length (m) from the start the bounds give way to the start's arc
+START_RELAX = 1.5
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,8 @@ class LaneLineParams:
     ``smoothness`` (m^2) the weight of the curvature's rate of change
     (``sum kappa^2 + smoothness * sum (d kappa / ds)^2``); ``keep_weight``
     (1/m^2) and ``keep_length`` (m): the pull to the last line;
+    ``start_weight`` the pull of the first station's curvature to the
+    start's (soft: where the lane needs more, the limit wins);
     ``outside_turn`` the lane's curvature (1/m) at its end above which
     the end keeps to the outside.
     """
@@ -98,6 +102,7 @@ class LaneLineParams:
     smoothness: float = 0.5
     keep_weight: float = 0.0
     keep_length: float = 6.0
+    start_weight: float = 3.0
     outside_turn: float = 0.08
 
     def __post_init__(self) -> None:
@@ -108,7 +113,7 @@ class LaneLineParams:
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f'LaneLineParams.{name} must be finite and > 0, got {value}')
         for name in ('front', 'rear', 'cone_radius', 'margin', 'smooth', 'centre_weight',
-                     'smoothness', 'keep_weight', 'keep_length'):
+                     'smoothness', 'keep_weight', 'keep_length', 'start_weight'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise ValueError(f'LaneLineParams.{name} must be finite and >= 0, got {value}')
@@ -238,6 +243,33 @@ def _reference(centre: np.ndarray, p: LaneLineParams) -> Optional[np.ndarray]:
     return ref if ref.shape[0] >= 4 else None
 
 
+def start_offsets(ref: np.ndarray, nrm: np.ndarray, start: Tuple[float, float, float],
+                  kappa: Optional[float], count: int = 3) -> np.ndarray:
+    """
+    Return the offsets (count,) of the first stations on the arc that leaves ``start``.
+
+    ``start`` (x, y, heading) and ``kappa`` (1/m, None: 0) the arc's
+    curvature there; each offset is where the arc (to second order,
+    ``start + t u + kappa t^2 / 2 u_left``) crosses the station's normal.
+    The stations may lie a little behind the start: the arc is continued
+    backwards, so the line's first steps have the start's heading and
+    curvature.
+    """
+    sx, sy, sth = (float(v) for v in start)
+    p0 = np.array([sx, sy])
+    u = np.array([math.cos(sth), math.sin(sth)])
+    left = np.array([-u[1], u[0]])
+    k = 0.0 if kappa is None else float(kappa)
+    out = np.zeros(count)
+    for i in range(count):
+        tang = np.array([nrm[i, 1], -nrm[i, 0]])
+        den = float(u @ tang)
+        t = float((ref[i] - p0) @ tang) / den if den > 0.3 else 0.0
+        point = p0 + t * u + 0.5 * k * t * t * left
+        out[i] = float((point - ref[i]) @ nrm[i])
+    return out
+
+
 def box_bounds(ref: np.ndarray, nrm: np.ndarray, cones: np.ndarray, side: np.ndarray,
                d_l: np.ndarray, d_r: np.ndarray, p: LaneLineParams
                ) -> Tuple[np.ndarray, np.ndarray]:
@@ -311,16 +343,9 @@ def plan_lane_line(centre: np.ndarray, left: np.ndarray, right: np.ndarray,
     k0 = open_curvature(ref)
     k0[0], k0[-1] = k0[1], k0[-2]
     # start: the car's offset and heading
-    sx, sy, sth = (float(v) for v in start)
-    a0 = float((np.array([sx, sy]) - ref[0]) @ nrm[0])
-    # the second station on the start heading: where that ray meets its normal
-    u = np.array([math.cos(sth), math.sin(sth)])
-    tang1 = np.array([nrm[1, 1], -nrm[1, 0]])
-    den = float(u @ tang1)
-    a1 = a0
-    if den > 0.3:
-        tpar = float((ref[1] - np.array([sx, sy])) @ tang1) / den
-        a1 = float((np.array([sx, sy]) + tpar * u - ref[1]) @ nrm[1])
+    relax = min(int(round(START_RELAX / p.step)) + 2, len(ref))
+    a_start = start_offsets(ref, nrm, start, start_kappa, relax)
+    a0, a1 = float(a_start[0]), float(a_start[1])
     keep = p.keep
     hi = d_l - keep
     lo = -d_r + keep
@@ -330,6 +355,11 @@ def plan_lane_line(centre: np.ndarray, left: np.ndarray, right: np.ndarray,
         b_lo, b_hi = box_bounds(ref, nrm, cones, side, d_l, d_r, p)
         hi = np.minimum(hi, b_hi)
         lo = np.maximum(lo, b_lo)
+    # near the start the bounds give way to where the car goes anyway: a car
+    # already nearer a cone than the margin is brought back smoothly, not
+    # by a kink the steering cannot follow
+    hi[:relax] = np.maximum(hi[:relax], a_start)
+    lo[:relax] = np.minimum(lo[:relax], a_start)
     open_end = False
     if not closed and n >= 8:
         tail = max(int(round(3.0 / h)), 2)
@@ -343,9 +373,6 @@ def plan_lane_line(centre: np.ndarray, left: np.ndarray, right: np.ndarray,
             else:
                 lo[-m:] = np.maximum(lo[-m:], 0.0)
     fixed = [a0, a1]
-    if start_kappa is not None and n > 6:
-        # the curvature at the start too: the line goes on as the last one did
-        fixed.append(h * h * (start_kappa - k0[1]) - a0 + (2.0 - h * h * k0[1] ** 2) * a1)
     prev = None
     if previous is not None and previous.shape[0] >= 2 and p.keep_weight > 0.0:
         # the last line's offsets along the normals, over its first keep_length m
@@ -357,7 +384,8 @@ def plan_lane_line(centre: np.ndarray, left: np.ndarray, right: np.ndarray,
         prev[near] = np.where(np.isfinite(off), off, np.nan)
     qp = LineQP(n, h, k0, np.array(fixed), p.max_curvature, centre_weight=p.centre_weight,
                 smoothness=p.smoothness, open_end=open_end, prev=prev,
-                keep_weight=p.keep_weight)
+                keep_weight=p.keep_weight, start_kappa=start_kappa,
+                start_weight=p.start_weight)
     extra_l = np.zeros(n)
     extra_r = np.zeros(n)
     spread = 2 * int(math.ceil((p.front + p.rear) / h)) + 1

@@ -41,7 +41,8 @@ class LineQP:
     def __init__(self, n: int, h: float, k0: np.ndarray, fixed: np.ndarray,
                  k_lim: float, centre_weight: float = 1e-4, smoothness: float = 0.5,
                  open_end: bool = False, prev: Optional[np.ndarray] = None,
-                 keep_weight: float = 0.0, closed: bool = False) -> None:
+                 keep_weight: float = 0.0, closed: bool = False,
+                 start_kappa: Optional[float] = None, start_weight: float = 0.0) -> None:
         self.n = n
         f = 0 if closed else len(fixed)
         self.fixed = np.zeros(0) if closed else fixed
@@ -61,9 +62,9 @@ class LineQP:
                              b_c[:, 2]]),
             h * h * (k0[(jd + 1) % n] - k0[jd]))
         # stations with a curvature limit and their excess variable
-        # (open: from the first station with a free offset in its row, but
-        # not the car's own first step when only its pose is fixed)
-        j0 = f - 1 if f >= 3 else f
+        # (open: from the first station with a free offset in its row: else
+        # the one station without a limit takes every excess, a kink at the car)
+        j0 = max(f - 1, 1)
         je = np.arange(n) if closed else np.arange(j0, n - 1)
         ie = 2 * (np.maximum(je, f) - f) + 1     # station f - 1 shares e_f
         nv = 2 * n if closed else 2 * (n - f) - 1
@@ -75,6 +76,11 @@ class LineQP:
         r_vals = [_pad(c_vals, 4), w_d * d_vals, _first(np.full(n - f, w_a), 4),
                   _first(np.full(je.size, 100.0 * h * h), 4)]
         r_vec = [const, w_d * d_const, np.zeros(n - f), np.zeros(je.size)]
+        if start_kappa is not None and not closed and start_weight > 0.0:
+            # the first station's curvature near the start's (the car's steering)
+            r_cols.append(_pad(c_cols[:1], 4))
+            r_vals.append(start_weight * _pad(c_vals[:1], 4))
+            r_vec.append(start_weight * (const[:1] - h * h * float(start_kappa)))
         if prev is not None:
             # stay near the last line where it is known (consistency)
             i = np.flatnonzero(np.isfinite(prev[f:]))

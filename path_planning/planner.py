@@ -49,7 +49,7 @@ from hil_bridge.interface.cones import CONE_BLUE, CONE_YELLOW
 import numpy as np
 from path_planning.cone_drive import (arc_points, cone_drive, ConeDriveParams, ConeDriveResult,
                                       STATUS_STOP, steering_ranges)
-from path_planning.cone_map import ConeMap, to_map, to_vehicle
+from path_planning.cone_map import ConeMap, ConeMapParams, to_map, to_vehicle
 from path_planning.lane import lane_cones, lane_view, LaneView, track_path
 from path_planning.lane_line import LaneLine, LaneLineParams, line_speed, plan_lane_line
 from path_planning.midline import midline, MidlineParams, MidlineResult
@@ -242,7 +242,8 @@ class Planner:
     def __init__(self, config: PlannerConfig) -> None:
         self.config = config
         #: the local cone map (``use_map``), fed with the pose of each cycle
-        self.cone_map = ConeMap()
+        self.cone_map = ConeMap(ConeMapParams(max_range=config.sensor_range,
+                                              fov=config.sensor_fov))
         #: CONEDRIVE without the comfort margin, tried before a stop.
         self.tight = replace(config.cone_drive, margin=0.0)
         #: lane mode's check: only the arc just ahead (the lane is known)
@@ -455,16 +456,16 @@ class Planner:
         """
         Return where lane mode's next line starts: (x, y, heading), curvature.
 
-        On the last line, at the car's foot point, with its curvature
-        there, when the car is within ``lane_stitch`` m and 20 deg of it
-        (its tracking error is then corrected by feedback); else at the
-        car (vehicle frame, m, rad; curvature None: free).
+        On the last line, at the car's foot point, with the curvature the
+        car is steering, when the car is within ``lane_stitch`` m and 20 deg
+        of it (its tracking error is then corrected by feedback); else at
+        the car (vehicle frame, m, rad, 1/m).
         """
-        car = ((0.0, 0.0, 0.0), None)
+        steering = math.tan(self.last_delta) / self.config.cone_drive.wheelbase
+        car = ((0.0, 0.0, 0.0), steering)
         if self._line_map is None or self._pose is None or self._line_map[0].shape[0] < 2:
             return car
         pts = to_vehicle(self._line_map[0], self._pose)
-        kap = self._line_map[1]
         a, b = pts[:-1], pts[1:]
         d = b - a
         ll = np.maximum(np.einsum('ij,ij->i', d, d), 1e-12)
@@ -475,8 +476,9 @@ class Planner:
         heading = math.atan2(d[k, 1], d[k, 0])
         if dist[k] > self.config.lane_stitch or abs(heading) > math.radians(20.0):
             return car
-        kappa = float(kap[k] + u[k] * (kap[k + 1] - kap[k]))
-        return (float(foot[k, 0]), float(foot[k, 1]), heading), kappa
+        # the curvature the car is steering (not the last line's there: a
+        # line that had to bend sharply at its start must not be continued)
+        return (float(foot[k, 0]), float(foot[k, 1]), heading), steering
 
     def _cone_drive(self, t: float, dt: float, xy: np.ndarray,
                     cls: np.ndarray, mid: Optional[MidlineResult],
@@ -520,7 +522,7 @@ class Planner:
                     to_vehicle(self._line_map[0], self._pose)
                 line = plan_lane_line(view.centre, view.left, view.right, xy, side, cfg.line,
                                       closed=view.closed, start=start, start_kappa=start_kappa,
-                                      previous=last if start_kappa is not None else None)
+                                      previous=last)
                 self._line_map = None
                 if line.ok:
                     follow = line.xy

@@ -11,11 +11,13 @@ centre (the reference point of :mod:`path_planning.pure_pursuit`).
    along its normals (twice).
 2. Minimum curvature: with stations ``r_i`` and unit left normals
    ``n_i`` of the centre line, the line is ``p_i = r_i + a_i n_i``; its
-   discrete curvature is ``(p_{i-1} - 2 p_i + p_{i+1}) / step^2``, linear
-   in ``a``. Minimising its squared sum under the bounds ``lo_i <= a_i <=
-   hi_i`` is a box-constrained QP with a banded sparse Hessian, solved by
-   block principal pivoting (:func:`box_qp`: a few sparse LU solves of
-   the free block, ``scipy.sparse.linalg.splu``). The bounds keep the car's half width,
+   curvature is linear in ``a`` to first order. Its squared sum (plus a
+   little of its rate of change) is minimised under the bounds ``lo_i <=
+   a_i <= hi_i`` and ``|kappa_i| <= curvature_fraction * tan(max_steer)
+   / wheelbase`` (:class:`path_planning.line_qp.LineQP`, closed round the
+   loop: an interior-point QP with a sparse factorisation; without the
+   curvature limit the line asked for more steering than the car has in
+   9 m hairpins, and ran wide). The bounds keep the car's half width,
    the cone radius and ``margin`` off each boundary polyline (the chords
    between cones).
 3. Body check: the car's footprint (its box from the vehicle profile,
@@ -33,16 +35,14 @@ centre (the reference point of :mod:`path_planning.pure_pursuit`).
 from dataclasses import dataclass, field, replace
 import math
 import time
-from typing import Any, Optional, Tuple
+from typing import Any, Tuple
 
 from hil_bridge.interface.speed_profile import (closed_speed_profile, CURVATURE_BASE,
                                                 path_curvature, resample_polyline, segment_times)
 import numpy as np
 from path_planning.line_qp import LineQP
 from path_planning.track_map import TrackMap
-from scipy import sparse
 from scipy.ndimage import maximum_filter1d
-from scipy.sparse.linalg import splu
 
 #: Clearances (m) up to this are measured exactly (:attr:`Raceline.clearance`).
 CLEARANCE_PROBE = 1.0
@@ -190,111 +190,6 @@ def centre_line(track: TrackMap, params: RacelineParams) -> np.ndarray:
         shift = np.where(ok, 0.5 * (np.where(ok, d_l, 0.0) - np.where(ok, d_r, 0.0)), 0.0)
         ref = resample_polyline(ref + shift[:, None] * nrm, True, params.step)
     return _smooth_closed(ref, 1)
-
-
-def box_qp(hess: sparse.csr_matrix, grad: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-           state: Optional[np.ndarray] = None, max_iter: int = 300
-           ) -> Tuple[np.ndarray, np.ndarray, int]:
-    """
-    Solve ``min 1/2 x' H x + g' x`` with ``lo <= x <= hi`` (H sparse, positive definite).
-
-    Block principal pivoting (Judice and Pires): every variable that
-    violates a bound, or sits on one with the gradient pointing into the
-    box, changes set at once; after three rounds without fewer violations
-    only the one with the largest index changes (Murty's rule, which
-    cannot cycle). Each round is one sparse LU solve of H with the rows of
-    the bound variables replaced by ``x_i = bound``. ``state`` (N,) int8
-    (0 free, -1 at ``lo``, +1 at ``hi``) warm-starts it (default: the
-    bounds the unconstrained minimum violates). Returns ``(x, state,
-    rounds)``.
-    """
-    n = len(grad)
-    csc = sparse.csc_matrix(hess)
-    csc.sort_indices()
-    rows = csc.indices
-    cols = np.repeat(np.arange(n), np.diff(csc.indptr))
-    on_diag = rows == cols
-    if state is None:
-        x = splu(csc).solve(-grad)
-        state = np.where(x < lo, -1, np.where(x > hi, 1, 0)).astype(np.int8)
-    else:
-        state = state.copy()
-    best, stall = n + 1, 0
-    tol = 1e-9
-    x = np.zeros(n)
-    for rounds in range(1, max_iter + 1):
-        free = (state == 0).astype(float)
-        bound = np.where(state < 0, lo, np.where(state > 0, hi, 0.0))
-        # H with the rows of bound variables replaced by x_i = bound_i
-        # (same sparsity: only the stored values change)
-        data = free[rows] * csc.data + np.where(on_diag, 1.0 - free[rows], 0.0)
-        kkt = sparse.csc_matrix((data, rows, csc.indptr), shape=(n, n))
-        x = splu(kkt).solve(free * -grad + (1.0 - free) * bound)
-        r = csc @ x + grad
-        is_free = state == 0
-        viol = np.flatnonzero((is_free & ((x < lo - tol) | (x > hi + tol)))
-                              | ((state < 0) & (r < -tol)) | ((state > 0) & (r > tol)))
-        if viol.size == 0:
-            return np.clip(x, lo, hi), state, rounds
-        if viol.size < best:
-            best, stall = viol.size, 0
-        else:
-            stall += 1
-        if stall >= 3:
-            viol = viol[-1:]
-        for i in viol:
-            if state[i] != 0:
-                state[i] = 0
-            else:
-                state[i] = -1 if x[i] < lo[i] else 1
-    return np.clip(x, lo, hi), state, max_iter
-
-
-def curvature_matrix(ref: np.ndarray) -> Tuple[sparse.csr_matrix, np.ndarray]:
-    """
-    Return ``(A, k0)``: the line's curvature ``A a + k0`` (1/m), linear in the offsets.
-
-    For stations ``ref`` (N, 2) about ``h`` apart with signed curvature
-    ``k0`` and left normals ``n``, the line ``ref + a n`` has, to first
-    order, ``kappa_i = k0_i + (a_{i-1} - 2 a_i + a_{i+1}) / h^2 + k0_i^2
-    a_i``: the bend of the offsets plus the shorter (inside) or longer
-    (outside) arc, so a ring's curvature falls as the line moves out.
-    """
-    n = len(ref)
-    h = float(np.mean(np.hypot(*(np.roll(ref, -1, axis=0) - ref).T)))
-    k0 = signed_curvature(ref)
-    i = np.arange(n)
-    rows = np.concatenate([i, i, i])
-    cols = np.concatenate([(i - 1) % n, i, (i + 1) % n])
-    vals = np.concatenate([np.full(n, 1.0 / h ** 2), -2.0 / h ** 2 + k0 * k0,
-                           np.full(n, 1.0 / h ** 2)])
-    return sparse.csr_matrix((vals, (rows, cols)), shape=(n, n)), k0
-
-
-def min_curvature_offsets(ref: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                          reg: float = 1e-6, state: Optional[np.ndarray] = None
-                          ) -> Tuple[np.ndarray, np.ndarray]:
-    """
-    Return the offsets ``a`` (N,) of the minimum-curvature line.
-
-    Minimises ``sum kappa_i^2 + reg |a|^2`` (``kappa`` from
-    :func:`curvature_matrix`) under ``lo <= a <= hi`` (``lo < hi``); the
-    small ``reg`` (1/m^4) keeps straights, where the curvature does not
-    care, on the reference. Without ``state`` (a warm start of
-    :func:`box_qp`) the problem is solved first with ``reg`` 10^6 times
-    larger and relaxed in steps; returns ``(a, state)``.
-    """
-    mat, k0 = curvature_matrix(ref)
-    base = (mat.T @ mat).tocsr()
-    grad = mat.T @ k0
-    eye = sparse.identity(len(ref), format='csr')
-    # continuation: a strong pull to the reference first (few active
-    # bounds), then weaker, each solve warm-started by the last
-    regs = [reg] if state is not None else [reg * 10.0 ** k for k in (6, 4, 2, 0)]
-    x = np.zeros(len(ref))
-    for weight in regs:
-        x, state, _rounds = box_qp(base + weight * eye, grad, lo, hi, state)
-    return x, state
 
 
 def box_intrusion(xy: np.ndarray, heading: np.ndarray, cones: np.ndarray,

@@ -10,8 +10,8 @@ from hil_bridge.interface.cones import CONE_BIG_ORANGE, CONE_BLUE, CONE_YELLOW
 from hil_bridge.interface.vehicle_profile import load_vehicle_profile
 from hil_bridge.sim.reference_lap import profile_lap_time
 import numpy as np
-from path_planning.raceline import (box_intrusion, box_qp, compute_raceline, RacelineParams,
-                                    signed_curvature)
+from path_planning.qp import BandedQP, stencil
+from path_planning.raceline import box_intrusion, compute_raceline, RacelineParams, signed_curvature
 from path_planning.track_map import build_track_map, TrackMap, TrackMapParams
 import pytest
 from scipy import sparse
@@ -20,18 +20,26 @@ from scipy.optimize import lsq_linear
 FS = load_vehicle_profile('fs_car')
 
 
-def test_box_qp_matches_scipy_bounded_least_squares() -> None:
+@pytest.mark.parametrize('band', [True, False])
+def test_qp_matches_scipy_bounded_least_squares(band: bool, monkeypatch) -> None:
+    # min |A x - b|^2 with bounds on x: the banded interior point (and its
+    # sparse path, used round a closed loop) against scipy's bounded least squares
     rng = np.random.default_rng(4)
     n = 60
-    a = sparse.random(120, n, density=0.1, random_state=5) + sparse.eye(120, n)
-    b = rng.normal(size=120)
+    a = sparse.diags([rng.normal(size=n), rng.normal(size=n - 1), rng.normal(size=n - 2)],
+                     [0, 1, 2], shape=(n, n)) + sparse.eye(n)
+    b = rng.normal(size=n)
     lo, hi = -0.3 * np.ones(n), 0.2 * np.ones(n)
-    x, state, rounds = box_qp((a.T @ a).tocsr(), -(a.T @ b), lo, hi)
+    if not band:
+        monkeypatch.setattr('path_planning.qp.SPARSE_BAND', -1)
+    g = sparse.vstack([sparse.eye(n), -sparse.eye(n)])
+    qp = BandedQP(*stencil(a), -b, *stencil(g), n, reg=1e-12)
+    assert qp.sparse != band
+    res = qp.solve(np.concatenate([hi, -lo]))
     ref = lsq_linear(a.toarray(), b, bounds=(lo, hi), method='bvls', tol=1e-12).x
-    np.testing.assert_allclose(x, ref, atol=1e-6)
-    assert np.count_nonzero(state) > 0 and rounds < 50
-    # warm start from the solution: one round
-    assert box_qp((a.T @ a).tocsr(), -(a.T @ b), lo, hi, state)[2] == 1
+    assert res.converged and res.iterations < 40
+    np.testing.assert_allclose(res.x, ref, atol=1e-5)
+    assert np.count_nonzero(np.isclose(ref, lo) | np.isclose(ref, hi)) > 0
 
 
 def _ring(radius: float = 20.0, width: float = 3.0) -> TrackMap:
