@@ -185,7 +185,9 @@ class AebNode(Node):
         if bool(v['use_imu']):
             create_subscription(self, 'imu', self._on_imu, self.role)
         if self.params.mode == 'perception':
-            create_subscription(self, 'lidar', self._on_lidar, self.role)
+            # depth 1: a cloud that waited while the previous one was being
+            # checked is dropped for the newest (no backlog of old clouds)
+            create_subscription(self, 'lidar', self._on_lidar, self.role, depth=1)
         else:
             for role in list(v['actor_roles'] or []):
                 self.gates[role] = self.inputs.gate(f'{role}/odometry', p.odom_timeout)

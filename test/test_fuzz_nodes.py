@@ -483,3 +483,35 @@ def test_bridge_fuzz_commands_then_silence_stops(rclpy_context: Any,
     assert_quiet(log_lines(capfd, 'hil_bridge'), started, n)
     node.backend.teardown()
     h.close()
+
+
+# ------------------------------------------------- newest input only
+@pytest.mark.parametrize('module, cls, params, topics', [
+    ('aeb_control.aeb_node', 'AebNode', {}, ['/carla/ego_vehicle/lidar']),
+    ('path_planning.planner_node', 'ConeDrivePlannerNode', {}, ['/perception/cones']),
+    ('cone_detection.lidar_node', 'LidarConeNode', {'mode': 'cloud'},
+     ['/carla/ego_vehicle/lidar']),
+    ('cone_detection.lidar_node', 'LidarConeNode', {'mode': 'scan'},
+     ['/carla/ego_vehicle/scan']),
+    ('cone_detection.vision_node', 'VisionConeNode', {'use_compressed': True},
+     ['/carla/ego_vehicle/rgb_left/image/compressed',
+      '/carla/ego_vehicle/rgb_right/image/compressed']),
+    ('cone_detection.vision_node', 'VisionConeNode', {},
+     ['/carla/ego_vehicle/rgb_left/image', '/carla/ego_vehicle/rgb_right/image']),
+])
+def test_heavy_inputs_keep_only_the_newest(rclpy_context: Any, module: str, cls: str,
+                                           params: dict, topics: List[str]) -> None:
+    """
+    A node slower than its heavy input drops what it cannot process in time.
+
+    The subscription of every input that costs a cycle (clouds, cones,
+    images) keeps the newest message only (depth 1): after a slow cycle the
+    node takes the newest, not a backlog of up to 5 older ones (AEB and
+    planner kept depth 5, vision too).
+    """
+    import importlib
+    node_cls = getattr(importlib.import_module(module), cls)
+    h = NodeUnderTest(node_cls, rclpy_context, params)
+    depth = {s.topic_name: s.qos_profile.depth for s in h.node.subscriptions}
+    h.close()
+    assert {t: depth.get(t) for t in topics} == {t: 1 for t in topics}, depth
