@@ -514,4 +514,73 @@ def test_heavy_inputs_keep_only_the_newest(rclpy_context: Any, module: str, cls:
     h = NodeUnderTest(node_cls, rclpy_context, params)
     depth = {s.topic_name: s.qos_profile.depth for s in h.node.subscriptions}
     h.close()
-    assert {t: depth.get(t) for t in topics} == {t: 1 for t in topics}, depth
+    assert {t: depth.get(t) for t in topics} == dict.fromkeys(topics, 1), depth
+
+
+# ----------------------------------------------------------- link monitor
+def _raw_callback(node: Any, suffix: str) -> Callable[[bytes], None]:
+    """Return the callback of the node's subscription whose topic ends with ``suffix``."""
+    return next(s.callback for s in node.subscriptions if s.topic_name.endswith(suffix))
+
+
+def test_link_monitor_fuzz(rclpy_context: Any, capfd: pytest.CaptureFixture) -> None:
+    """
+    Link monitor: size limits, forged pongs and bad stamps never bend its report.
+
+    It had no message size limits: a ping or pong of any size was decoded,
+    and a pong answering no ping of its own (a second server, a replay)
+    went into the clock estimate; one stamp 1e6 s ahead read as 2e7 lost
+    messages. Now oversized messages are counted and dropped undecoded,
+    such pongs are dropped, stamp jumps are counted apart from drops.
+    """
+    from hil_bridge.link.link_monitor_node import LinkMonitorNode
+    from rclpy.serialization import serialize_message
+    from std_msgs.msg import Float64MultiArray
+    started, n = time.monotonic(), 0
+    client = NodeUnderTest(LinkMonitorNode, rclpy_context,
+                           {'role': 'client', 'topics': ['odometry'], 'window': 60.0,
+                            'max_bytes': 4096})
+    node = client.node
+    on_odom = _raw_callback(node, '/odometry')
+    on_pong = _raw_callback(node, '/hil/pong')
+    for k in range(40):
+        t = 1.0 + 0.05 * k
+        on_odom(serialize_message(odometry(t)))
+        for bad in (serialize_message(odometry(1e6 + t)), b'\x00\x01\x00',
+                    serialize_message(restamp(odometry(t), Time(sec=-2**31))),
+                    b'\x00\x01\x00\x00' + bytes(8192)):
+            on_odom(bad)
+            n += 1
+    stats = node.summary()['topics']['odometry']
+    assert stats['drops'] == 0 and stats['jumps'] > 0, stats
+    assert stats['oversized'] == 40 and stats['bad'] == 40, stats
+
+    def pong(values: List[float]) -> bytes:
+        return serialize_message(Float64MultiArray(data=values))
+    now = time.time()
+    for bad in (pong([1.0, now - 100.0, now + 5.0, now + 5.0]),  # answers no ping
+                pong([math.nan] * 4), pong([1.0]), b'\x00\x01', pong([1.0] * 100)):
+        for _ in range(30):
+            on_pong(bad)
+            n += 1
+    assert node.pongs == 0 and len(node.clock_est) == 0
+    node._ping()
+    seq, t1 = client.topic('/hil/ping')[-1].data
+    reply = pong([seq, t1, t1 + 0.001, t1 + 0.002])
+    on_pong(reply)
+    on_pong(reply)  # a duplicate: the second server's answer
+    assert node.pongs == 1 and len(node.clock_est) == 1
+    assert node.summary()['rejected']['pong answers no ping of this client (a second '
+                                      'server, a duplicate or a replay)'] == 31
+    client.close()
+    server = NodeUnderTest(LinkMonitorNode, rclpy_context, {'role': 'server'})
+    on_ping = _raw_callback(server.node, '/hil/ping')
+    for bad in (pong([1.0] * 100), pong([math.inf, 1.0]), pong([]), b'garbage!'):
+        for _ in range(30):
+            on_ping(bad)
+            n += 1
+    assert server.topic('/hil/pong') == []
+    on_ping(pong([7.0, now]))
+    assert list(server.topic('/hil/pong')[-1].data[:2]) == [7.0, now]
+    server.close()
+    assert_quiet(log_lines(capfd, 'hil_link_monitor'), started, n)
