@@ -43,7 +43,9 @@ other machine(s) (``dds_environment``); every child dies with the runner,
 even on ``kill -9`` (PR_SET_PDEATHSIG, :mod:`hil_bridge.tools.supervisor`);
 the Fast DDS shared-memory files of earlier runs that died are removed at
 the start and the end of a run (:mod:`hil_bridge.interface.dds_shm`; files
-held by live processes are never touched).
+held by live processes are never touched), and a watcher process removes
+those of the runner and its children if the runner is killed
+(``kill -9``: nothing of the run is left).
 """
 
 import argparse
@@ -558,6 +560,7 @@ def _run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     monitor = None
     _clean_shm(out, 'of earlier runs that died')
+    cleaner = _start_cleaner()
     try:
         for spec in recorders:  # first, so they hold frame 0
             sup.start(spec)
@@ -583,6 +586,7 @@ def _run(args: argparse.Namespace) -> int:
         if monitor is not None:
             monitor.close()
         _clean_shm(out, 'of nodes that had to be killed')
+        _stop_cleaner(cleaner)
         out.close()
         for sig, handler in old.items():
             signal.signal(sig, handler)
@@ -605,6 +609,33 @@ def _clean_shm(out: '_Output', whose: str) -> None:
     if report.removed:
         out.write(f'[carla-hil] removed {len(report.removed)} Fast DDS shared-memory files '
                   f'({report.freed_bytes / 1e6:.0f} MB) {whose}')
+
+
+def _start_cleaner() -> Any:
+    """
+    Start the watcher that removes this runner's shared memory if it is killed.
+
+    The runner's own participant (the progress line) and those of children
+    killed while they started cannot be removed by them after ``kill -9``
+    (:func:`hil_bridge.interface.dds_shm.clean_after`); None where it
+    cannot start.
+    """
+    from hil_bridge.interface.dds_shm import start_cleaner
+    try:
+        return start_cleaner()
+    except OSError:
+        return None
+
+
+def _stop_cleaner(cleaner: Any) -> None:
+    """End the watcher of a runner that ends normally (it cleaned up itself)."""
+    if cleaner is None:
+        return
+    cleaner.terminate()
+    try:
+        cleaner.wait(timeout=5.0)
+    except Exception:  # noqa: B902 - subprocess.TimeoutExpired: leave it, it ends alone
+        pass
 
 
 def _start_monitor(args: argparse.Namespace, out: _Output) -> Any:

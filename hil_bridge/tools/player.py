@@ -414,10 +414,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         keys = args.lockstep_topics or ['cmd_vel', 'brake_request']
         if args.lockstep_topics is None:
             keys.append(RECORDER_IF_RUNNING)
-    stats = play(args.bag, args.rate, args.replay_all, not args.no_clock,
-                 args.role, wait=args.wait, settle=args.settle,
-                 lockstep=keys, lockstep_timeout=args.lockstep_timeout,
-                 start_on=args.start_on)
+    from hil_bridge.interface.dds_shm import start_cleaner
+    cleaner = start_cleaner()  # removes our shared memory if we are killed
+    try:
+        stats = play(args.bag, args.rate, args.replay_all, not args.no_clock,
+                     args.role, wait=args.wait, settle=args.settle,
+                     lockstep=keys, lockstep_timeout=args.lockstep_timeout,
+                     start_on=args.start_on)
+    finally:
+        cleaner.terminate()
     keys = stats['lockstep_keys']
     where = ''.join(f' (t={t:.2f} s: no {", ".join(k)})'
                     for t, k in stats['timed_out'][:3])
