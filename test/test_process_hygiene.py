@@ -350,3 +350,91 @@ def test_lidar_node_flooded_with_2m_point_clouds_stops_fast(ros_domain: int,
     out = ''.join(lines)
     assert took < 1.8, f'{took:.2f} s to exit'
     assert 'exceeds max_points' in out, out[-2000:]
+
+
+@pytest.mark.dds
+def test_recorder_and_player_stop_cleanly_on_signals(ros_domain: int, rclpy_context,
+                                                     tmp_path: Path) -> None:
+    """
+    Recorder: a signal while messages still come no longer cuts the bag short.
+
+    It was ended hard one second after SIGINT (the nodes' stop deadline)
+    while it drained a live stream: no metadata.yaml, no result line, exit
+    code 0. Now it drains (a second signal ends the drain at once) and
+    closes the bag. ``carla-hil play`` on SIGTERM: exit code 130 and one
+    line, where it printed two tracebacks (rclpy's handler shut the
+    context under its spin thread).
+    """
+    from hil_bridge.interface import contract
+    from hil_bridge.interface.codecs import stamps
+    from rclpy.executors import SingleThreadedExecutor
+    from rosgraph_msgs.msg import Clock
+    import rclpy
+    node = rclpy.create_node('clock_feeder', context=rclpy_context)
+    executor = SingleThreadedExecutor(context=rclpy_context)
+    executor.add_node(node)
+    pub = contract.create_publisher(node, 'clock')
+    heard: List[float] = []
+    contract.create_subscription(node, 'clock', lambda m: heard.append(1.0))
+    bag = tmp_path / 'bag'
+    rec = subprocess.Popen([sys.executable, '-m', 'hil_bridge.tools.recorder', str(bag)],
+                           cwd=str(ROOT), env=dict(os.environ), stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+    lines: List[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(rec.stdout), daemon=True)
+    reader.start()
+    t = 0.0
+
+    def feed(seconds: float) -> None:
+        nonlocal t
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            pub.publish(Clock(clock=stamps.stamp_from_sec(t)))
+            t += 0.01
+            executor.spin_once(timeout_sec=0.005)
+    try:
+        ready_by = time.monotonic() + 60.0
+        while time.monotonic() < ready_by and not any('ready' in ln for ln in lines):
+            assert rec.poll() is None, ''.join(lines)
+            time.sleep(0.1)
+        while time.monotonic() < ready_by and pub.get_subscription_count() < 2:
+            feed(0.1)  # until the recorder (and our own listener) matched
+        feed(1.0)
+        rec.send_signal(signal.SIGINT)
+        feed(2.0)  # still coming: the recorder drains, it is not cut off
+        assert rec.poll() is None, ''.join(lines)[-2000:]
+        rec.send_signal(signal.SIGINT)  # a second signal ends the drain
+        sent = time.monotonic()
+        rec.wait(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        if rec.poll() is None:
+            rec.kill()
+    reader.join(timeout=5.0)
+    out = ''.join(lines)
+    assert rec.returncode == 0 and took < 5.0, (rec.returncode, took, out[-2000:])
+    assert 'RECORDER_RESULT' in out and 'did not stop' not in out, out[-2000:]
+    assert (bag / 'metadata.yaml').is_file()
+    # the player, stopped with SIGTERM while it plays that bag
+    play = subprocess.Popen([sys.executable, '-m', 'hil_bridge.tools.cli', 'play', str(bag),
+                             '--rate', '0.05', '--wait', '0.2', '--settle', '0.1'],
+                            cwd=str(ROOT), env=dict(os.environ), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        heard.clear()
+        end = time.monotonic() + 60.0
+        while time.monotonic() < end and len(heard) < 3:
+            executor.spin_once(timeout_sec=0.1)
+            assert play.poll() is None, play.stdout.read()
+        assert len(heard) >= 3, 'the player published nothing'
+        sent = time.monotonic()
+        play.send_signal(signal.SIGTERM)
+        out, _ = play.communicate(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        if play.poll() is None:
+            play.kill()
+        executor.shutdown()
+        node.destroy_node()
+    assert play.returncode == 130 and 'Traceback' not in out, (play.returncode, out[-3000:])
+    assert 'interrupted' in out and took < 1.8, (took, out)

@@ -814,11 +814,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = make_parser()
     args, rest = parser.parse_known_args(argv)
-    if args.func is None:
-        return _delegate(args.module, rest)
-    if rest:
-        parser.error(f'unrecognised arguments: {" ".join(rest)}')
-    return args.func(args)
+    try:
+        if args.func is None:
+            return _delegate(args.module, rest)
+        if rest:
+            parser.error(f'unrecognised arguments: {" ".join(rest)}')
+        return args.func(args)
+    except KeyboardInterrupt:  # Ctrl-C before a command took the signal (imports)
+        print(f'[carla-hil] {args.command}: interrupted', file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == '__main__':
