@@ -60,7 +60,8 @@ import time
 from typing import Any, Dict, List, Optional
 
 from hil_bridge.interface import graph
-from hil_bridge.interface.config import dds_environment, node_params, parse_peers
+from hil_bridge.interface.config import (check_peers_resolve, dds_environment,
+                                         node_params, parse_peers)
 from hil_bridge.interface.params import coerce_text
 from hil_bridge.tools.supervisor import ProcessSpec, Supervisor
 
@@ -491,6 +492,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run a profile of the graph; return the exit code."""
     try:
         peers = parse_peers(args.peers)
+        check_peers_resolve(peers)
     except ValueError as err:
         print(f'carla-hil run: {err}', file=sys.stderr)
         return EXIT_CONFIG

@@ -384,18 +384,31 @@ def play(path: str, rate: float = 1.0, replay_all: bool = False,
             'start_timeouts': gate.timeouts if gate is not None and not every_frame else 0}
 
 
+def _seconds(text: str) -> float:
+    """Argparse type: a finite number >= 0 (a rate or seconds)."""
+    import math
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not a number') from None
+    if not (math.isfinite(value) and value >= 0.0):
+        raise argparse.ArgumentTypeError(f'{text!r}: expected a finite number >= 0')
+    return value
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of ``carla-hil play``."""
     parser = argparse.ArgumentParser(prog='carla-hil play',
                                      description=__doc__.split('\n')[1])
     parser.add_argument('bag', help='bag directory or MCAP file')
-    parser.add_argument('--rate', type=float, default=1.0)
+    parser.add_argument('--rate', type=_seconds, default=1.0,
+                        help='playback speed (0: as fast as possible)')
     parser.add_argument('--all', action='store_true', dest='replay_all')
     parser.add_argument('--no-clock', action='store_true')
     parser.add_argument('--role', default=contract.DEFAULT_ROLE)
-    parser.add_argument('--wait', type=float, default=10.0,
+    parser.add_argument('--wait', type=_seconds, default=10.0,
                         help='longest wait for subscribers first (s)')
-    parser.add_argument('--settle', type=float, default=1.0,
+    parser.add_argument('--settle', type=_seconds, default=1.0,
                         help='start once subscriber counts are stable this '
                         'long (s)')
     parser.add_argument('--lockstep', action='store_true',
@@ -403,7 +416,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         'frame before the next (rate ignored)')
     parser.add_argument('--lockstep-topics', nargs='+', default=None,
                         metavar='KEY', help='contract keys to wait for')
-    parser.add_argument('--lockstep-timeout', type=float, default=5.0)
+    parser.add_argument('--lockstep-timeout', type=_seconds, default=5.0)
     parser.add_argument('--start-on', nargs='+', default=(), metavar='KEY',
                         help='paced playback: re-send the first frame until '
                         'these contract keys answered it, then play at --rate')
