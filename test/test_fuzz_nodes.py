@@ -215,6 +215,43 @@ def test_aeb_nan_per_point_and_empty_clouds_are_blind(rclpy_context: Any) -> Non
         h.close()
 
 
+def test_aeb_imu_stamp_policy_and_silence(rclpy_context: Any) -> None:
+    """
+    AEB with use_imu: the imu's yaw rate only while the imu is fresh and well stamped.
+
+    Found in the fault sweep: the imu had no stamp policy and no
+    staleness, so one message stamped 1000 s ahead, or the last one before
+    the imu fell silent, set the yaw rate of every later decision (3 rad/s:
+    a path curling away from an obstacle straight ahead).
+    """
+    from aeb_control.aeb_node import AebNode
+    from sensor_msgs.msg import Imu
+    h = NodeUnderTest(AebNode, rclpy_context, {'use_imu': True})
+    node = h.node
+
+    def imu(t: float, yaw_rate: float) -> Any:
+        msg = Imu()
+        msg.header.stamp = stamp_at(t)
+        msg.angular_velocity.z = yaw_rate
+        return msg
+    t = 2.0
+    h.at(t)
+    node._on_imu(imu(t + 1000.0, 3.0))  # future: dropped
+    node._on_odometry(odometry(t, 10.0, yaw_rate=0.1))
+    assert node.core.yaw_rate == pytest.approx(0.1)
+    node._on_imu(imu(t, 0.5))
+    node._on_odometry(odometry(t, 10.0, yaw_rate=0.1))
+    assert node.core.yaw_rate == pytest.approx(0.5)
+    t += node.params.odom_timeout + 0.05  # the imu falls silent
+    h.at(t)
+    node._on_odometry(odometry(t, 10.0, yaw_rate=0.1))
+    assert node.core.yaw_rate == pytest.approx(0.1)
+    node._on_imu(imu(t, math.nan))  # non-finite: the odometry's
+    node._on_odometry(odometry(t, 10.0, yaw_rate=0.2))
+    assert node.core.yaw_rate == pytest.approx(0.2)
+    h.close()
+
+
 def test_aeb_random_clouds(rclpy_context: Any) -> None:
     """Random points and stamps: decisions are finite and carry accepted stamps only."""
     from aeb_control.aeb_node import AebNode
