@@ -249,7 +249,10 @@ def test_runner_config_errors_exit_2_in_one_line(tmp_path: Any,
              (('--set', 'hil_bridge.real_time_factor=fast'), ['not a number']),
              (('--peers', 'not a host!'), ['--peers']),
              # Fast DDS cannot resolve it: every node died with an rclpy traceback
-             (('--peers', '999.1.1.1'), ["'999.1.1.1' does not resolve"])]
+             (('--peers', '999.1.1.1'), ["'999.1.1.1' does not resolve"]),
+             # a bad rig stopped the bridge only after every node had started
+             (('--scenario=acceleration', '--set', f'hil_bridge.rig={garbage}'),
+              ['garbage.csv', 'sensors'])]
     for argv, words in cases:
         code, err = _run(capsys, *argv)
         assert code == 2, (argv, err)

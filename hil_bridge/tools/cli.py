@@ -477,9 +477,17 @@ def check_config(args: argparse.Namespace) -> None:
                              f'{", ".join(_scenario_names())}')
         return  # a name the CARLA backend resolves itself
     try:
-        load_scenario(args.scenario)
+        scenario = load_scenario(args.scenario)
     except (ValueError, FileNotFoundError) as err:
         raise SystemExit(str(err).split('\n')[0]) from None
+    # the sensor rig the bridge will load (--set hil_bridge.rig wins): a bad
+    # one stopped the bridge only after every node had started
+    from hil_bridge.interface.rig import load_rig
+    rig = str(effective_param('hil_bridge', 'rig', _parse_sets(args.set)) or scenario.rig)
+    try:
+        load_rig(rig)
+    except (ValueError, FileNotFoundError) as err:
+        raise SystemExit(f'rig {rig!r}: ' + str(err).split('\n')[0]) from None
 
 
 def _scenario_names() -> List[str]:
