@@ -143,7 +143,7 @@ def test_kill_9_of_the_runner_leaves_no_process_and_no_segment(ros_domain: int,
         # watcher process, not only by the next run
         assert own, 'the runner held no shared memory of its own'
         clean_by = time.monotonic() + 20.0
-        while time.monotonic() < clean_by and _zombies(during):
+        while time.monotonic() < clean_by and _zombies(during | own):
             time.sleep(0.2)
         # (a port file may live on: another live participant holds it)
         assert not _zombies(during | own), _zombies(during | own)
