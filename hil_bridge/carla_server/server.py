@@ -28,6 +28,7 @@ prints ``carla-hil serve: ready on port P (streaming Q)`` once it listens.
 
 import argparse
 import logging
+import math
 import queue
 import signal
 import sys
@@ -53,14 +54,18 @@ class CarlaServer:
                  seed: int = 0, fs_cones: bool = False, version: str = '0.9.16',
                  tick_delay: float = 0.0, stall_after: Optional[int] = None,
                  stall_role: str = '') -> None:
-        if not rate > 0.0:
-            raise ValueError(f'--rate must be > 0, got {rate}')
-        if time_factor < 0.0:
-            raise ValueError(f'--time-factor must be >= 0, got {time_factor}')
-        if tick_delay < 0.0:
-            raise ValueError(f'--tick-delay must be >= 0, got {tick_delay}')
+        if not 0.0 < rate < math.inf:
+            raise ValueError(f'--rate must be a finite number > 0, got {rate}')
+        if not 0.0 <= time_factor < math.inf:
+            raise ValueError(f'--time-factor must be a finite number >= 0, got {time_factor}')
+        if not 0.0 <= tick_delay < math.inf:
+            raise ValueError(f'--tick-delay must be a finite number >= 0, got {tick_delay}')
         if streaming_port is None:
             streaming_port = port + 1 if port else 0
+        for name, value in (('--port', port), ('--streaming-port', streaming_port)):
+            if not 0 <= int(value) <= 65535:
+                raise ValueError(f'{name} must be in [0, 65535] (0: any free port), '
+                                 f'got {value}')
         self.streams = StreamServer(host, streaming_port)
         self.streams.open_stream(EPISODE_STREAM)
         self.world = World(self.streams.port, rate=rate, seed=seed,

@@ -226,9 +226,12 @@ def mcap_path(path: str) -> str:
 
     A directory without metadata.yaml (a recorder that was killed) still
     works when it holds exactly one ``.mcap`` file. Raises
-    ``FileNotFoundError`` naming the path otherwise.
+    ``FileNotFoundError`` naming the path otherwise, and ``ValueError``
+    for a file that does not start with the MCAP magic (a garbage file
+    was read as a bag without messages: an empty report, exit code 0).
     """
     if os.path.isfile(path):
+        _check_magic(path)
         return path
     if not os.path.isdir(path):
         raise FileNotFoundError(f'{path}: no such bag directory or file')
@@ -237,6 +240,7 @@ def mcap_path(path: str) -> str:
         if files:
             found = os.path.join(path, os.path.basename(str(files[0])))
             if os.path.isfile(found):
+                _check_magic(found)
                 return found
             raise FileNotFoundError(f'{path}/{METADATA_FILE}: file '
                                     f'{files[0]} is missing')
@@ -244,4 +248,21 @@ def mcap_path(path: str) -> str:
     if len(found) != 1:
         raise FileNotFoundError(f'{path}: expected metadata.yaml or one '
                                 f'.mcap file, found {len(found)}')
+    _check_magic(found[0])
     return found[0]
+
+
+#: The first bytes of every MCAP file (MCAP specification, "Magic").
+MCAP_MAGIC = b'\x89MCAP0\r\n'
+
+
+def _check_magic(path: str) -> None:
+    """Raise ValueError when ``path`` does not start with the MCAP magic."""
+    try:
+        with open(path, 'rb') as f:
+            head = f.read(len(MCAP_MAGIC))
+    except OSError as err:
+        raise FileNotFoundError(f'{path}: {err.strerror}') from None
+    if not MCAP_MAGIC.startswith(head):  # empty or cut in the magic: a killed writer
+        raise ValueError(f'{path}: not an MCAP file (it does not start with the '
+                         'MCAP magic bytes)')

@@ -69,6 +69,9 @@ from hil_bridge.tools.mcap_io import channels, iter_raw
 from hil_bridge.tools.msg_definitions import msg_text
 from hil_bridge.tools.recorder import cdr_stamp_ns, msg_class
 
+#: Exit code after SIGINT / SIGTERM (README, exit codes).
+EXIT_INTERRUPTED = 130
+
 #: look-ahead (s of sim time) within which messages are put in stamp order
 REORDER_WINDOW = 1.0
 #: a message sent this much (wall s) after its due time counts as late
@@ -264,9 +267,10 @@ def play(path: str, rate: float = 1.0, replay_all: bool = False,
     """
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
+    from rclpy.signals import SignalHandlerOptions
     own = context is None
-    if own:
-        rclpy.init()
+    if own:  # signals are the caller's (main: Ctrl-C ends playback cleanly)
+        rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     node = rclpy.create_node('bag_player', context=context)
     patterns = None if replay_all else sim_pc_topics(role)
     meta = {topic: (type_name, md) for topic, type_name, md in channels(path)}
@@ -287,45 +291,45 @@ def play(path: str, rate: float = 1.0, replay_all: bool = False,
             executor.spin_once(timeout_sec=0.05)
     thread = threading.Thread(target=spin, daemon=True)
     thread.start()
+    try:  # from here on, the spin thread and the node are cleaned up
 
-    def wanted(topic: str) -> bool:
-        if topic == '/clock' and not clock:
-            return False
-        return patterns is None or any(fnmatch.fnmatch(topic, p)
-                                       for p in patterns)
+        def wanted(topic: str) -> bool:
+            if topic == '/clock' and not clock:
+                return False
+            return patterns is None or any(fnmatch.fnmatch(topic, p)
+                                           for p in patterns)
 
-    def publisher(topic: str, type_name: str) -> object:
-        if topic not in pubs:
-            md = meta.get(topic, ('', {}))[1]
-            pubs[topic] = node.create_publisher(
-                msg_class(type_name), topic, playback_qos(topic, md, role))
-        return pubs[topic]
+        def publisher(topic: str, type_name: str) -> object:
+            if topic not in pubs:
+                md = meta.get(topic, ('', {}))[1]
+                pubs[topic] = node.create_publisher(
+                    msg_class(type_name), topic, playback_qos(topic, md, role))
+            return pubs[topic]
 
-    for topic, (type_name, _md) in meta.items():
-        if wanted(topic):
-            publisher(topic, type_name)
-    if pubs:
-        _wait_for_subscribers(pubs, wait, settle)
-    if RECORDER_IF_RUNNING in asked and link is not None and \
-            not node.count_publishers(link.topic):
-        gate.keys.remove('recorder_status')  # no recorder runs
-        link = None
-    if link is not None:
-        pending = link.wait_matched(pubs, lambda: True, STARTUP_TIMEOUT)
-        if pending:
-            print('[play] the recorder has not matched ' + ', '.join(pending),
-                  file=sys.stderr, flush=True)
-    sent = late = resent = 0
-    worst = 0.0
-    started = every_frame or gate is None  # the start-on handshake done
-    first: List[Tuple[Any, bytes]] = []  # the first frame, for re-sends
+        for topic, (type_name, _md) in meta.items():
+            if wanted(topic):
+                publisher(topic, type_name)
+        if pubs:
+            _wait_for_subscribers(pubs, wait, settle)
+        if RECORDER_IF_RUNNING in asked and link is not None and \
+                not node.count_publishers(link.topic):
+            gate.keys.remove('recorder_status')  # no recorder runs
+            link = None
+        if link is not None:
+            pending = link.wait_matched(pubs, lambda: True, STARTUP_TIMEOUT)
+            if pending:
+                print('[play] the recorder has not matched ' + ', '.join(pending),
+                      file=sys.stderr, flush=True)
+        sent = late = resent = 0
+        worst = 0.0
+        started = every_frame or gate is None  # the start-on handshake done
+        first: List[Tuple[Any, bytes]] = []  # the first frame, for re-sends
 
-    def resend() -> None:
-        nonlocal resent
-        for pub, data in first:
-            pub.publish(data)
-            resent += 1
-    try:
+        def resend() -> None:
+            nonlocal resent
+            for pub, data in first:
+                pub.publish(data)
+                resent += 1
         t_first, w_first = None, time.monotonic()
         frame_t: Optional[int] = None
         for t, schema, channel, message in ordered(iter_raw(path)):
@@ -380,18 +384,31 @@ def play(path: str, rate: float = 1.0, replay_all: bool = False,
             'start_timeouts': gate.timeouts if gate is not None and not every_frame else 0}
 
 
+def _seconds(text: str) -> float:
+    """Argparse type: a finite number >= 0 (a rate or seconds)."""
+    import math
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not a number') from None
+    if not (math.isfinite(value) and value >= 0.0):
+        raise argparse.ArgumentTypeError(f'{text!r}: expected a finite number >= 0')
+    return value
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of ``carla-hil play``."""
     parser = argparse.ArgumentParser(prog='carla-hil play',
                                      description=__doc__.split('\n')[1])
     parser.add_argument('bag', help='bag directory or MCAP file')
-    parser.add_argument('--rate', type=float, default=1.0)
+    parser.add_argument('--rate', type=_seconds, default=1.0,
+                        help='playback speed (0: as fast as possible)')
     parser.add_argument('--all', action='store_true', dest='replay_all')
     parser.add_argument('--no-clock', action='store_true')
     parser.add_argument('--role', default=contract.DEFAULT_ROLE)
-    parser.add_argument('--wait', type=float, default=10.0,
+    parser.add_argument('--wait', type=_seconds, default=10.0,
                         help='longest wait for subscribers first (s)')
-    parser.add_argument('--settle', type=float, default=1.0,
+    parser.add_argument('--settle', type=_seconds, default=1.0,
                         help='start once subscriber counts are stable this '
                         'long (s)')
     parser.add_argument('--lockstep', action='store_true',
@@ -399,7 +416,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         'frame before the next (rate ignored)')
     parser.add_argument('--lockstep-topics', nargs='+', default=None,
                         metavar='KEY', help='contract keys to wait for')
-    parser.add_argument('--lockstep-timeout', type=float, default=5.0)
+    parser.add_argument('--lockstep-timeout', type=_seconds, default=5.0)
     parser.add_argument('--start-on', nargs='+', default=(), metavar='KEY',
                         help='paced playback: re-send the first frame until '
                         'these contract keys answered it, then play at --rate')
@@ -414,10 +431,25 @@ def main(argv: Optional[List[str]] = None) -> int:
         keys = args.lockstep_topics or ['cmd_vel', 'brake_request']
         if args.lockstep_topics is None:
             keys.append(RECORDER_IF_RUNNING)
-    stats = play(args.bag, args.rate, args.replay_all, not args.no_clock,
-                 args.role, wait=args.wait, settle=args.settle,
-                 lockstep=keys, lockstep_timeout=args.lockstep_timeout,
-                 start_on=args.start_on)
+    from hil_bridge.interface.dds_shm import start_cleaner
+    from hil_bridge.interface.node_main import StopRequest
+
+    def interrupt() -> None:  # in the signal handler: unwinds the playback loop
+        raise KeyboardInterrupt
+    cleaner = start_cleaner()  # removes our shared memory if we are killed
+    stop = StopRequest(exit_code=EXIT_INTERRUPTED, on_request=interrupt)
+    try:
+        stats = play(args.bag, args.rate, args.replay_all, not args.no_clock,
+                     args.role, wait=args.wait, settle=args.settle,
+                     lockstep=keys, lockstep_timeout=args.lockstep_timeout,
+                     start_on=args.start_on)
+    except KeyboardInterrupt:
+        print('[play] interrupted (Ctrl-C / SIGTERM)', file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+    finally:
+        stop.restore()
+        stop.done()
+        cleaner.terminate()
     keys = stats['lockstep_keys']
     where = ''.join(f' (t={t:.2f} s: no {", ".join(k)})'
                     for t, k in stats['timed_out'][:3])

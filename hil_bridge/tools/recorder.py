@@ -36,8 +36,12 @@ reports what it records and which subscriptions have matched
 (:mod:`hil_bridge.interface.recorder_status`), so the bridge sends
 nothing before the recorder can take it. On SIGINT/SIGTERM it keeps
 taking what DDS still holds for it until nothing came for
-``DRAIN_QUIET`` s, then prints one line ``RECORDER_RESULT {json}`` with
-the messages per topic.
+``DRAIN_QUIET`` s (at most ``DRAIN_LIMIT`` s; a second signal ends the
+drain at once), closes the bag and prints one line ``RECORDER_RESULT
+{json}`` with the messages per topic. Unlike a node it is not ended hard
+one second after the signal (that cut bags short while messages still
+came): only when draining and closing take longer than ``DRAIN_LIMIT +
+CLOSE_LIMIT``.
 """
 
 import argparse
@@ -84,6 +88,8 @@ REPORT_PERIOD = 0.1
 DRAIN_QUIET = 0.3
 #: ... but at most this long (wall s)
 DRAIN_LIMIT = 10.0
+#: longest time to close the bag after the drain before a hard exit (wall s)
+CLOSE_LIMIT = 30.0
 
 
 def msg_class(full_type: str) -> Any:
@@ -427,7 +433,7 @@ def main(args: Optional[List[str]] = None) -> int:
     opts = make_parser().parse_args(plain)
     rclpy.init(args=['recorder'] + ros_args,
                signal_handler_options=SignalHandlerOptions.NO)
-    stop = StopRequest()
+    stop = StopRequest(deadline=DRAIN_LIMIT + CLOSE_LIMIT)
     try:
         node = BagRecorder(opts.bag, opts.topics, opts.exclude, opts.role)
     except (OSError, ValueError) as err:
@@ -445,7 +451,7 @@ def main(args: Optional[List[str]] = None) -> int:
             executor.spin_once(timeout_sec=STOP_POLL)
         # drain: what DDS holds for us was sent before the stop
         limit = time.monotonic() + DRAIN_LIMIT
-        while rclpy.ok() and time.monotonic() < limit and \
+        while rclpy.ok() and time.monotonic() < limit and stop.count < 2 and \
                 time.monotonic() - node.last_receipt < DRAIN_QUIET:
             executor.spin_once(timeout_sec=0.05)
     except (KeyboardInterrupt, ExternalShutdownException):
@@ -462,6 +468,7 @@ def main(args: Optional[List[str]] = None) -> int:
         print(RESULT_PREFIX + json.dumps(summary), flush=True)
         node.destroy_node()
         rclpy.try_shutdown()
+        stop.done()
     return 0
 
 

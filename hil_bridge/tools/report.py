@@ -928,7 +928,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         path = write_report(args.bag, args.out)
     except (OSError, ValueError) as err:
-        print(f'[report] {args.bag}: {err}', file=sys.stderr)
+        text = str(err)
+        print(f'[report] {text}' if text.startswith(args.bag) else
+              f'[report] {args.bag}: {text}', file=sys.stderr)
         return 2
     print(f'[report] {path}')
     return 0
