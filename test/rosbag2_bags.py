@@ -17,6 +17,7 @@ map), ``/carla/<role>/lidar`` (PointCloud2 x, y, z, intensity float32),
 ``/carla/<role>/vehicle_status`` (carla_msgs, not installed here).
 """
 
+import functools
 import math
 from pathlib import Path
 import shutil
@@ -39,6 +40,7 @@ RADIUS = 10.0
 SPEED = 5.0
 
 
+@functools.lru_cache(maxsize=None)
 def typestore():
     """Return a Humble typestore with carla_msgs' vehicle status added."""
     store = get_typestore(Stores.ROS2_HUMBLE)
@@ -47,7 +49,8 @@ def typestore():
     return store
 
 
-def _messages(store, role: str, frames: int, start: int = 0) -> List:
+def _messages(store, role: str, frames: int, start: int = 0,
+              image: tuple = (8, 6)) -> List:
     """Return (topic, type, t ns, message) of ``frames`` frames."""
     T = store.types
     Time = T['builtin_interfaces/msg/Time']
@@ -96,9 +99,11 @@ def _messages(store, role: str, frames: int, start: int = 0) -> List:
                         'sensor_msgs/msg/Image', t, T['sensor_msgs/msg/Image'](
                             header=Header(stamp=stamp,
                                           frame_id=f'{role}/rgb_front'),
-                            height=6, width=8, encoding='bgra8',
-                            is_bigendian=0, step=32,
-                            data=np.full(6 * 32, k % 256, np.uint8))))
+                            height=image[1], width=image[0],
+                            encoding='bgra8', is_bigendian=0,
+                            step=4 * image[0],
+                            data=np.full(4 * image[0] * image[1], k % 256,
+                                         np.uint8))))
         tf = T['geometry_msgs/msg/TransformStamped'](
             header=Header(stamp=stamp, frame_id='map'), child_frame_id=role,
             transform=T['geometry_msgs/msg/Transform'](
@@ -119,8 +124,9 @@ def _messages(store, role: str, frames: int, start: int = 0) -> List:
 
 def _qos(store, latched: bool = False) -> list:
     """Return one offered profile as a publisher's, seen by discovery."""
-    from rosbags.interfaces import (Qos, QosDurability, QosHistory,
-                                   QosLiveliness, QosReliability, QosTime)
+    from rosbags.interfaces import (
+        Qos, QosDurability, QosHistory, QosLiveliness, QosReliability,
+        QosTime)
     inf = QosTime(sec=9223372036, nsec=854775807)
     return [Qos(history=QosHistory.UNKNOWN, depth=0,
                 reliability=QosReliability.RELIABLE,
@@ -167,14 +173,17 @@ def _rename_files(bag: Path, index: int, info: dict) -> List[str]:
 def write_bag(path: Path, storage: str = 'mcap',
               compression: Optional[str] = None, version: int = 9,
               parts: int = 1, frames: int = 20, role: str = 'ego_vehicle',
-              humble: bool = False) -> Path:
+              humble: bool = False, resend_first: bool = False,
+              image: tuple = (8, 6)) -> Path:
     """
     Write a carla-ros-bridge-like bag at ``path`` (must not exist).
 
     ``storage`` mcap or sqlite3; ``compression`` None, 'file', 'message'
     or 'chunk' (MCAP zstd chunks); ``parts`` > 1 splits it into that many
     files; ``humble``: metadata version 5 and (sqlite3) schema version 3 as
-    Humble's rosbag2 writes them. Returns ``path``.
+    Humble's rosbag2 writes them; ``resend_first``: the first lidar cloud
+    twice (a re-sent frame); ``image``: camera width, height (px; MCAP
+    chunks hold 1 MiB). Returns ``path``.
     """
     store = typestore()
     per = frames // parts
@@ -185,9 +194,12 @@ def write_bag(path: Path, storage: str = 'mcap',
         for k in range(parts):
             part = tmp / f'part{k}'
             n = per if k < parts - 1 else frames - per * (parts - 1)
+            msgs = _messages(store, role, n, start=k * per, image=image)
+            if resend_first and k == 0:
+                first = next(m for m in msgs if m[0].endswith('/lidar'))
+                msgs.insert(msgs.index(first) + 1, first)
             _write_part(part, storage, compression,
-                        8 if humble else version,
-                        _messages(store, role, n, start=k * per), store)
+                        8 if humble else version, msgs, store)
             info = yaml.safe_load((part / 'metadata.yaml').read_text())[
                 'rosbag2_bagfile_information']
             for rel in info['relative_file_paths']:
@@ -245,7 +257,7 @@ def to_humble(path: Path, info: dict) -> None:
             'DROP TABLE IF EXISTS message_definitions;'
             'ALTER TABLE topics DROP COLUMN type_description_hash;'
             'DELETE FROM schema;'
-            "INSERT INTO schema (schema_version, ros_distro) "
+            'INSERT INTO schema (schema_version, ros_distro) '
             "VALUES (3, 'humble');"
             'CREATE TABLE IF NOT EXISTS metadata(id INTEGER PRIMARY KEY,'
             'metadata_version INTEGER NOT NULL, metadata TEXT NOT NULL);')

@@ -252,7 +252,7 @@ def test_report_from_recording(tmp_path) -> None:
     assert page.count('data:image/png;base64,') == 3
     assert 'blue cones (truth)' not in page  # legend is in the PNG
     assert '<td>cones hit</td>' in page
-    assert 'recorded per frame' in page and 'range error (m)' in page
+    assert 'frames covered' in page and 'range error (m)' in page
     # the command line: `carla-hil report BAG --out DIR`; a bad bag is one line
     assert report.main([str(path), '--out', str(tmp_path / 'cli')]) == 0
     assert (tmp_path / 'cli' / 'report.html').is_file()

@@ -418,10 +418,27 @@ class Bag:
                 out.add(parts[2])
         return sorted(out)
 
+    def role(self, default: str, given: Optional[str] = None
+             ) -> Tuple[str, str]:
+        """
+        Return (vehicle role, note) to read the bag with.
+
+        ``given`` when set; else ``default`` when the bag has topics of it
+        (or several or no roles), else the bag's only role with a note
+        saying so (carla-ros-bridge's ``hero``, for one).
+        """
+        if given:
+            return given, ''
+        roles = self.roles()
+        if default in roles or len(roles) != 1:
+            return default, ''
+        return roles[0], (f'role {roles[0]} (from the topic names in the '
+                          'bag; --role to choose)')
+
     def messages(self, topics: Optional[Iterable[str]] = None
                  ) -> Iterator[BagMessage]:
         """
-        Yield the messages (of ``topics``, default all) in log-time order.
+        Yield the bag's messages in log-time order (``topics``: only those).
 
         Faults met while reading (a file cut short, a damaged message) end
         that file or skip the message and are added to ``warnings``.
