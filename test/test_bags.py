@@ -23,7 +23,7 @@ import time
 
 from hil_bridge.tools import bag_metadata as bm
 from hil_bridge.tools import player, report
-from hil_bridge.tools.bag_io import Bag, BagError
+from hil_bridge.tools.bag_io import Bag
 from hil_bridge.tools.bag_writer import BagWriter
 import pytest
 from rosbag2_bags import PERIOD_NS, write_bag
@@ -190,7 +190,7 @@ def _broken(tmp_path: Path) -> dict:
 
 def test_broken_bags_give_one_line_and_exit_2(tmp_path: Path,
                                               capsys) -> None:
-    """report and play: exit code 2, one line naming the file and fault."""
+    """Report and play: exit code 2, one line naming the file and fault."""
     for name, (path, text) in _broken(tmp_path).items():
         for main in (report.main, player.main):
             err = _one_line_error(capsys, main, str(path),
@@ -242,6 +242,25 @@ def test_play_plan_names_what_it_cannot_replay(bags: dict) -> None:
         clash = player.plan(bag, 'ego_vehicle')
         assert 'the contract has nav_msgs/msg/Odometry' in \
             clash.unusable['/carla/ego_vehicle/odometry']
+        # the report leaves it out too, and says so
+        run = report.load_run(bag, 'ego_vehicle')
+        assert len(run['odometry']) == 0
+        assert '/carla/ego_vehicle/odometry not used: geometry_msgs/msg/' \
+            'PoseStamped, the report reads nav_msgs/msg/Odometry' in \
+            run['warnings']
+
+
+def test_undecodable_messages_are_left_out_with_a_warning(
+        bags: dict, tmp_path: Path) -> None:
+    """Metadata that hides the message compression: nothing decodes, no crash."""
+    bag = shutil.copytree(bags['sqlite3 zstd message'], tmp_path / 'lie')
+    meta = yaml.safe_load((bag / 'metadata.yaml').read_text())
+    meta['rosbag2_bagfile_information']['compression_mode'] = ''
+    (bag / 'metadata.yaml').write_text(yaml.safe_dump(meta))
+    run = report.load_run(str(bag))
+    assert len(run['odometry']) == 0 and run['counts']['/clock'] == FRAMES
+    assert f'/carla/ego_vehicle/odometry: {FRAMES} messages do not decode ' \
+        'as nav_msgs/msg/Odometry: left out' in run['warnings']
 
 
 @pytest.mark.parametrize('version', bm.WRITE_VERSIONS)

@@ -48,9 +48,11 @@ VERSION = 9
 WRITE_VERSIONS = (5, 6, 7, 8, 9)
 #: newest version any rosbag2 release writes
 NEWEST_VERSION = 9
-#: the version each distro's rosbag2 writes (the recorder's --bag-version)
-DISTRO_VERSIONS = {'foxy': 4, 'galactic': 5, 'humble': 5, 'jazzy': 9,
-                   'kilted': 9, 'rolling': 9}
+#: the version each distro's rosbag2 writes (the recorder's --bag-version;
+#: the tags' bag_metadata.hpp: Foxy 0.3 and Galactic 0.9 write 4, Humble
+#: 0.15 writes 5, Iron 0.22 writes 7, Jazzy 0.26 writes 9)
+DISTRO_VERSIONS = {'foxy': 4, 'galactic': 4, 'humble': 5, 'iron': 7,
+                   'jazzy': 9, 'kilted': 9, 'rolling': 9}
 STORAGE_ID = 'mcap'
 METADATA_FILE = 'metadata.yaml'
 #: rmw's "infinite" duration (RMW_DURATION_INFINITE) as rosbag2 writes it

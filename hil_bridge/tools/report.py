@@ -123,6 +123,8 @@ def load_run(path: Any, role: str = contract.DEFAULT_ROLE) -> Dict[str, Any]:
             warnings.append(f'{topic} not used: {info.msg_type}, the report '
                             f'reads {want}')
             del by_topic[topic]
+    classes = {k: msg_class(contract.topic(k).msg_type)
+               for k in by_topic.values()}
     stamped = {t: stamped_first(i.msg_type) for t, i in bag.topics.items()}
     seen: Dict[str, set] = {t: set() for t in bag.topics}
     undecodable: Dict[str, int] = {}
@@ -148,8 +150,7 @@ def load_run(path: Any, role: str = contract.DEFAULT_ROLE) -> Dict[str, Any]:
                 wall_in['lidar'].setdefault(stamp_ns, message.publish_time)
             continue
         try:
-            msg = deserialize_message(message.data, msg_class(
-                contract.topic(key).msg_type))
+            msg = deserialize_message(message.data, classes[key])
         except Exception:  # noqa: B902 - rclpy raises several types
             undecodable[topic] = undecodable.get(topic, 0) + 1
             continue
@@ -547,6 +548,35 @@ def _lap_marks(run: Dict[str, Any]) -> List[Tuple[float, int]]:
     return out
 
 
+def detected_cones(run: Dict[str, Any], source: str = 'fused'
+                   ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """
+    Return where a source saw cones, against the ground truth.
+
+    (detections in map (M, 2), their classes (M,), per truth cone whether
+    a detection came within MATCH_RADIUS at least once (K,), per detection
+    whether no truth cone is within MATCH_RADIUS (M,)). Detections are
+    taken to ``map`` through the odometry at their stamp.
+    """
+    seen = []
+    for t, xyz, cls in run['detections'][source]:
+        pose = _pose_at(run['odometry'], t)
+        if pose is not None and len(xyz):
+            seen.append((to_map(xyz, pose), np.asarray(cls)))
+    mxy = np.vstack([s[0] for s in seen]) if seen else np.zeros((0, 2))
+    mcls = np.concatenate([s[1] for s in seen]) if seen else np.zeros(0)
+    gt = run['ground_truth']
+    if gt is None or not len(gt[0]):
+        return mxy, mcls, np.zeros(0, bool), np.zeros(len(mxy), bool)
+    from scipy.spatial import cKDTree
+    gxy = np.asarray(gt[0])[:, :2]
+    if not len(mxy):
+        return mxy, mcls, np.zeros(len(gxy), bool), np.zeros(0, bool)
+    near, _ = cKDTree(mxy).query(gxy)
+    gdist, _ = cKDTree(gxy).query(mxy)
+    return mxy, mcls, near <= MATCH_RADIUS, gdist > MATCH_RADIUS
+
+
 def plot_track(run: Dict[str, Any], path: str) -> None:
     """
     Write the track PNG (axes fitted to the track, legend outside).
@@ -576,23 +606,9 @@ def plot_track(run: Dict[str, Any], path: str) -> None:
     fig_w, fig_h = box_w + 2.2, box_h + 2.0
     fig = plt.figure(figsize=(fig_w, fig_h))
     ax = fig.add_axes([0.9 / fig_w, 1.5 / fig_h, box_w / fig_w, box_h / fig_h])
-    seen = []
-    for t, xyz, cls in run['detections']['fused']:
-        pose = _pose_at(odo, t)
-        if pose is not None and len(xyz):
-            seen.append((to_map(xyz, pose), np.asarray(cls)))
-    mxy = np.vstack([s[0] for s in seen]) if seen else np.zeros((0, 2))
-    mcls = np.concatenate([s[1] for s in seen]) if seen else np.zeros(0)
+    mxy, mcls, hit, false = detected_cones(run)
     if gt is not None and len(gt[0]):
-        from scipy.spatial import cKDTree
         xyz, cls = np.asarray(gt[0]), np.asarray(gt[1])
-        hit = np.zeros(len(xyz), bool)
-        false = np.ones(len(mxy), bool)
-        if len(mxy):
-            near, _ = cKDTree(mxy).query(xyz[:, :2])
-            hit = near <= MATCH_RADIUS
-            gdist, _ = cKDTree(xyz[:, :2]).query(mxy)
-            false = gdist > MATCH_RADIUS
         for c, colour in CONE_COLOURS.items():
             for found in (True, False):
                 sel = (cls == c) & (hit == found)
