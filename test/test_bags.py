@@ -99,6 +99,24 @@ def test_single_storage_files_and_humble_metadata(bags: dict) -> None:
     assert bm.reader_problems(info, 'jazzy') == []
 
 
+def test_version_3_paths_are_relative_to_the_parent(tmp_path: Path) -> None:
+    """Before version 4 file paths start with the bag's name; no QoS yet."""
+    bag = write_bag(tmp_path / 'old', storage='sqlite3', frames=4)
+    meta = yaml.safe_load((bag / 'metadata.yaml').read_text())
+    info = meta['rosbag2_bagfile_information']
+    info.update(version=3, relative_file_paths=['old/old_0.db3'])
+    for key in ('files', 'custom_data', 'ros_distro'):
+        del info[key]
+    for topic in info['topics_with_message_count']:
+        del topic['topic_metadata']['offered_qos_profiles']
+        del topic['topic_metadata']['type_description_hash']
+    (bag / 'metadata.yaml').write_text(yaml.safe_dump(meta))
+    assert bm.reader_problems(info, 'humble') == []
+    with Bag(str(bag)) as opened:
+        assert len(list(opened.messages())) == 4 * 5 + 2
+        assert opened.warnings == [] and opened.version == 3
+
+
 def test_report_of_a_carla_ros_bridge_bag(tmp_path: Path, capsys) -> None:
     """
     A Humble sqlite3 bag of carla-ros-bridge, role hero: a report of what it has.
@@ -196,6 +214,16 @@ def test_broken_bags_give_one_line_and_exit_2(tmp_path: Path,
             err = _one_line_error(capsys, main, str(path),
                                   tmp_path / 'out')
             assert text in err and str(path.name) in err, (name, err)
+
+
+def test_unwritable_report_directory_is_one_line(
+        bags: dict, tmp_path: Path, capsys) -> None:
+    """An --out that is a file: exit code 2, one line, no traceback."""
+    blocker = tmp_path / 'file'
+    blocker.write_text('x')
+    err = _one_line_error(capsys, report.main, str(bags['mcap v9 (jazzy)']),
+                          blocker)
+    assert 'File exists' in err or 'Not a directory' in err, err
 
 
 def test_cut_short_and_unclosed_bags_are_read_with_a_warning(
@@ -313,6 +341,20 @@ def test_writer_versions_read_by_rosbag2_rules_and_rosbags(
             [5, 10**9 + 5, 2 * 10**9 + 5]
         assert ours.topics['/clock'].offered_qos[0]['durability'] == \
             'transient_local'
+
+
+def test_runner_passes_the_record_version() -> None:
+    """--record-version reaches each recorder; a bad one is one line, exit 2."""
+    from hil_bridge.tools.cli import _recorder_spec
+    argv = _recorder_spec('recorder', 'bag', [], [], '', 'humble').argv
+    assert argv[argv.index('--bag-version') + 1] == 'humble'
+    run = subprocess.run([sys.executable, '-m', 'hil_bridge.tools.cli', 'run',
+                          '--record-version', '4', '--no-report'],
+                         cwd=str(ROOT), capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.strip() == 'carla-hil run: --record-version: bag ' \
+        'version 4: the recorder writes 5-9'
 
 
 def test_reader_problems_follow_rosbag2() -> None:

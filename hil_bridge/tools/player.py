@@ -448,6 +448,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     except BagError as err:
         print(f'[play] error: {err}', file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print('[play] interrupted', file=sys.stderr)
+        return 130
+    except Exception as err:  # noqa: B902 - one line, never a traceback
+        print(f'[play] error: {args.bag}: {type(err).__name__}: '
+              f'{" ".join(str(err).split())}', file=sys.stderr)
+        return 2
 
 
 def _warn(text: str) -> None:

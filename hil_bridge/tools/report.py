@@ -1038,9 +1038,12 @@ def write_report(bag: str, out_dir: str,
     if note:
         run['warnings'].insert(0, note)
     if not len(run['odometry']):
+        others = [r for r in opened.roles() if r != role]
         run['warnings'].append(
             f'no {contract.topic("odometry").resolve(role)} '
-            '(nav_msgs/msg/Odometry): no driven line, speed or laps')
+            '(nav_msgs/msg/Odometry): no driven line, speed or laps' +
+            (f' (other roles in the bag: {", ".join(others)}; --role to '
+             'choose)' if others else ''))
     for text in run['warnings']:
         if warn is not None:
             warn(text)
@@ -1106,8 +1109,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     except BagError as err:
         print(f'[report] error: {err}', file=sys.stderr)
         return 2
-    except (OSError, ValueError) as err:
-        print(f'[report] error: {args.bag}: {err}', file=sys.stderr)
+    except KeyboardInterrupt:
+        print('[report] interrupted', file=sys.stderr)
+        return 130
+    except Exception as err:  # noqa: B902 - one line, never a traceback
+        print(f'[report] error: {args.bag}: {type(err).__name__}: '
+              f'{" ".join(str(err).split())}', file=sys.stderr)
         return 2
     print(f'[report] {path}')
     return 0
