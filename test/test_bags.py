@@ -291,6 +291,33 @@ def test_undecodable_messages_are_left_out_with_a_warning(
         'as nav_msgs/msg/Odometry: left out' in run['warnings']
 
 
+def test_replay_order_uses_stamps_only_near_the_log_time() -> None:
+    """Stamps reorder within the window; far ones (wall-time logs, 0) do not."""
+    from hil_bridge.tools.bag_io import BagMessage
+    from rosgraph_msgs.msg import Clock
+    from rclpy.serialization import serialize_message
+    from std_msgs.msg import Header
+
+    def msg(topic: str, stamp_s: float, log_s: float) -> BagMessage:
+        m = Clock() if topic == '/clock' else Header()
+        t = m.clock if topic == '/clock' else m.stamp
+        t.sec, t.nanosec = int(stamp_s), int(stamp_s % 1 * 1e9)
+        return BagMessage(topic, 'rosgraph_msgs/msg/Clock' if topic ==
+                          '/clock' else 'std_msgs/msg/Header',
+                          int(log_s * 1e9), int(log_s * 1e9),
+                          serialize_message(m))
+    # sim-time bag: a frame-2 message logged before the /clock of frame 2
+    sim = [msg('/clock', 1.0, 1.0), msg('/x', 2.0, 1.98),
+           msg('/clock', 2.0, 2.0), msg('/y', 0.0, 2.5)]
+    order = [(m.topic, t * 1e-9) for t, m in player.ordered(sim)]
+    assert order == [('/clock', 1.0), ('/clock', 2.0), ('/x', 2.0),
+                     ('/y', 2.5)]
+    # wall-time log, sim stamps: replayed as logged, at the logged times
+    wall = [msg('/x', 5.0, 1.7e9), msg('/y', 4.0, 1.7e9 + 0.1)]
+    assert [t for t, _m in player.ordered(wall)] == [m.log_time
+                                                     for m in wall]
+
+
 @pytest.mark.parametrize('version', bm.WRITE_VERSIONS)
 def test_writer_versions_read_by_rosbag2_rules_and_rosbags(
         tmp_path: Path, version: int) -> None:

@@ -134,7 +134,11 @@ def ordered(messages: Iterable[BagMessage],
 
     ``messages`` in log-time order; the time is the stamp for stamped
     types (``/clock`` before the other messages of its stamp), else the
-    log time. Messages are held back for ``window_ns`` of log time.
+    log time. Messages are held back for ``window_ns`` of log time. A
+    stamp more than ``window_ns`` from the log time is not used (the log
+    time is): a bag recorded without sim time logs wall time while the
+    stamps are sim time, and a zero stamp would otherwise be replayed
+    first and stretch the schedule to the next message's sim time.
     """
     heap: List[Tuple[int, int, int, BagMessage]] = []
     stamped: Dict[str, bool] = {}
@@ -144,7 +148,7 @@ def ordered(messages: Iterable[BagMessage],
         if name not in stamped:
             stamped[name] = stamped_first(name)
         t = cdr_stamp_ns(message.data) if stamped[name] else None
-        if t is None:
+        if t is None or abs(t - message.log_time) > window_ns:
             t = message.log_time
         rank = 0 if message.topic == '/clock' else 1
         heapq.heappush(heap, (t, rank, seq, message))
