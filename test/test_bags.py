@@ -203,6 +203,16 @@ def _broken(tmp_path: Path) -> dict:
     out['unknown storage'] = (ros1, "storage 'rosbag_v2' is not supported")
     out['no messages'] = (write_bag(tmp_path / 'nothing', frames=0),
                           'the bag holds no messages')
+    from mcap.writer import Writer
+    silent = tmp_path / 'silent.mcap'  # a topic was found, nothing came
+    with open(silent, 'wb') as f:
+        writer = Writer(f)
+        writer.start('ros2', 'test')
+        writer.register_channel('/clock', 'cdr', writer.register_schema(
+            'rosgraph_msgs/msg/Clock', 'ros2msg', b'builtin_interfaces/Time '
+            b'clock'))
+        writer.finish()
+    out['topics without messages'] = (silent, 'the bag holds no messages')
     return out
 
 

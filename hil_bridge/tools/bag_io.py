@@ -343,7 +343,7 @@ class Bag:
                 if c.schema_id in summary.schemas else '',
                 c.message_encoding, self._channel_qos(c.metadata),
                 c.metadata.get('topic_type_hash', ''),
-                counts.get(c.id) if stats else None)
+                counts.get(c.id, 0) if stats else None)
                 for c in summary.channels.values()]
         # no summary (cut short): stream the file once
         found: Dict[str, TopicInfo] = {}
