@@ -3,14 +3,16 @@
 """
 Read MCAP recordings and rosbag2 bags robustly (no rclpy).
 
-Every function takes a bag directory (``metadata.yaml`` + MCAP file) or
-an MCAP file. A recording whose writer was killed has no summary section; the seeking
+:func:`iter_raw` takes a bag directory (``metadata.yaml`` + one MCAP
+file) or an MCAP file; :mod:`hil_bridge.tools.bag_io` reads every other
+rosbag2 layout (sqlite3, split, compressed) and uses it for MCAP files.
+A recording whose writer was killed has no summary section; the seeking
 reader refuses such a file. Reading it as a stream gives every complete
 message up to the cut, which is what a user wants after a crash.
 """
 
 import struct
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 from hil_bridge.tools.bag_metadata import mcap_path
 from mcap.exceptions import McapError
@@ -63,27 +65,3 @@ def iter_raw(path: str, problems: Optional[List[str]] = None
 def _problem(problems: Optional[List[str]], text: str) -> None:
     if problems is not None:
         problems.append(' '.join(text.split()))
-
-
-def channels(path: str) -> List[Tuple[str, str, Dict[str, str]]]:
-    """
-    Return (topic, type, channel metadata) of every channel of a bag.
-
-    From the summary of a finished file, else by streaming the file (a
-    killed recorder); [] for a file without channels.
-    """
-    path = mcap_path(path)
-    with open(path, 'rb') as stream:
-        try:
-            summary = make_reader(stream).get_summary()
-        except (McapError, EOFError, ValueError):
-            summary = None
-    if summary is not None:
-        return [(c.topic, summary.schemas[c.schema_id].name
-                 if c.schema_id in summary.schemas else '', dict(c.metadata))
-                for c in summary.channels.values()]
-    out: Dict[str, Tuple[str, str, Dict[str, str]]] = {}
-    for schema, channel, _message in iter_raw(path):
-        out.setdefault(channel.topic, (channel.topic, schema.name,
-                                       dict(channel.metadata)))
-    return list(out.values())
