@@ -37,8 +37,9 @@ import os
 import re
 import shutil
 import struct
+import sys
 import tempfile
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 import weakref
 
 from hil_bridge.tools import bag_metadata as bm
@@ -524,6 +525,26 @@ class Bag:
     def __exit__(self, *_exc: Any) -> None:
         """Close the bag."""
         self.close()
+
+
+def guarded(tag: str, bag: str, work: Callable[[], int]) -> int:
+    """
+    Run a command on a bag: its exit code, never a traceback.
+
+    A :class:`BagError` or any other error is one line on stderr
+    (``[tag] error: ...``) and exit code 2; Ctrl-C is exit code 130.
+    """
+    try:
+        return work()
+    except BagError as err:
+        print(f'[{tag}] error: {err}', file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f'[{tag}] interrupted', file=sys.stderr)
+        return 130
+    except Exception as err:  # noqa: B902 - one line, never a traceback
+        print(f'[{tag}] error: {bag}: {type(err).__name__}: '
+              f'{_one_line(err)}', file=sys.stderr)
+    return 2
 
 
 def open_bag(path: str) -> Bag:

@@ -77,7 +77,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 from hil_bridge.bridge.recorder_link import RecorderLink
 from hil_bridge.interface import contract, recorder_status
 from hil_bridge.tools import bag_metadata as bm
-from hil_bridge.tools.bag_io import Bag, BagError, BagMessage, open_bag, TopicInfo
+from hil_bridge.tools.bag_io import Bag, BagError, BagMessage, guarded, open_bag, TopicInfo
 from hil_bridge.tools.msg_definitions import stamped_first
 from hil_bridge.tools.recorder import cdr_stamp_ns, msg_class
 
@@ -447,18 +447,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help='paced playback: re-send the first frame until '
                         'these contract keys answered it, then play at --rate')
     args = parser.parse_args(argv)
-    try:
-        return _main(args)
-    except BagError as err:
-        print(f'[play] error: {err}', file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print('[play] interrupted', file=sys.stderr)
-        return 130
-    except Exception as err:  # noqa: B902 - one line, never a traceback
-        print(f'[play] error: {args.bag}: {type(err).__name__}: '
-              f'{" ".join(str(err).split())}', file=sys.stderr)
-        return 2
+    return guarded('play', args.bag, lambda: _main(args))
 
 
 def _warn(text: str) -> None:

@@ -44,7 +44,7 @@ from hil_bridge.interface import contract
 from hil_bridge.interface.codecs import clouds, stamps
 from hil_bridge.interface.cones import CONE_NAMES
 from hil_bridge.interface.frames import quaternion_yaw, se2, transform_xy
-from hil_bridge.tools.bag_io import Bag, BagError, open_bag
+from hil_bridge.tools.bag_io import Bag, BagError, guarded, open_bag
 from hil_bridge.tools.msg_definitions import stamped_first
 from hil_bridge.tools.recorder import cdr_stamp_ns, msg_class
 import numpy as np
@@ -1104,20 +1104,12 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     def warn(text: str) -> None:
         print(f'[report] WARNING: {text}', file=sys.stderr, flush=True)
-    try:
+
+    def work() -> int:
         path = write_report(args.bag, args.out, role=args.role, warn=warn)
-    except BagError as err:
-        print(f'[report] error: {err}', file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print('[report] interrupted', file=sys.stderr)
-        return 130
-    except Exception as err:  # noqa: B902 - one line, never a traceback
-        print(f'[report] error: {args.bag}: {type(err).__name__}: '
-              f'{" ".join(str(err).split())}', file=sys.stderr)
-        return 2
-    print(f'[report] {path}')
-    return 0
+        print(f'[report] {path}')
+        return 0
+    return guarded('report', args.bag, work)
 
 
 if __name__ == '__main__':
