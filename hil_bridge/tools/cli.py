@@ -8,10 +8,10 @@ Subcommands::
     carla-hil run --profile all|sim_pc|onboard --backend builtin|carla
                   --scenario NAME [--duration S] [--real-time]
                   [--record BAG_DIR [--record-topics PATTERN ...]
-                   [--record-exclude PATTERN ...]]
+                   [--record-exclude PATTERN ...] [--record-version V]]
                   [--out RUN_DIR | --no-report] [--set NODE.PARAM=VALUE ...]
-    carla-hil play BAG [--rate R] [--no-clock]
-    carla-hil report BAG --out DIR
+    carla-hil play BAG [--rate R] [--no-clock] [--role NAME] [--all]
+    carla-hil report BAG --out DIR [--role NAME]
     carla-hil scenarios list
     carla-hil scenarios run SUITE [--jobs N] [--out DIR]
     carla-hil track check|convert|plot FILE [--format F] [--convention C]
@@ -431,8 +431,10 @@ def _default_run_dir(scenario: str) -> str:
 
 
 def _recorder_spec(name: str, bag: str, topics: List[str],
-                   exclude: List[str], namespace: str) -> ProcessSpec:
-    argv = [sys.executable, '-m', 'hil_bridge.tools.recorder', bag]
+                   exclude: List[str], namespace: str,
+                   version: str = 'auto') -> ProcessSpec:
+    argv = [sys.executable, '-m', 'hil_bridge.tools.recorder', bag,
+            '--bag-version', version]
     if topics:
         argv += ['--topics', *topics]
     for pattern in exclude:
@@ -506,6 +508,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     os.environ.update(dds_environment(peers))
     try:
+        from hil_bridge.tools.bag_metadata import version_for
+        version_for(args.record_version)
+    except ValueError as err:
+        print(f'carla-hil run: --record-version: {err}', file=sys.stderr)
+        return EXIT_CONFIG
+    try:
         check_config(args)
         return _run(args)
     except SystemExit as err:  # bad configuration: one line, code 2
@@ -551,7 +559,7 @@ def _run(args: argparse.Namespace) -> int:
         if name == 'report_recorder':
             exclude, topics = list(REPORT_EXCLUDE), []
         recorders.append(_recorder_spec(name, bag, topics, exclude,
-                                        args.namespace))
+                                        args.namespace, args.record_version))
     if run_dir:
         os.makedirs(run_dir, exist_ok=True)
     live = args.progress == 'live' or (args.progress == 'auto'
@@ -784,6 +792,10 @@ def make_parser() -> argparse.ArgumentParser:
                      'instead of lockstep as fast as possible')
     run.add_argument('--record', default='',
                      help='rosbag2 bag directory to write (all topics)')
+    run.add_argument('--record-version', default='auto', metavar='V',
+                     help='metadata.yaml version of the bags: 5 (Humble '
+                     'reads it), 9 (Jazzy, Kilted), a distro name, or auto '
+                     '(from ROS_DISTRO: 5 on Humble, else 9)')
     run.add_argument('--record-topics', nargs='+', default=[],
                      metavar='PATTERN', help='record only these topics')
     run.add_argument('--record-exclude', action='append', default=[],
