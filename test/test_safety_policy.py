@@ -277,8 +277,9 @@ def test_cli_tools_bad_input_exit_2_in_one_line(tmp_path: Any,
     from hil_bridge.tools import cli
     garbage = tmp_path / 'garbage.mcap'
     garbage.write_bytes(b'not an mcap file\n' * 10)
-    cases = [(['play', str(garbage)], 'not an MCAP file'),
-             (['report', str(garbage), '--out', str(tmp_path / 'r')], 'not an MCAP file'),
+    cases = [(['play', str(garbage)], 'neither an MCAP nor a sqlite3 file'),
+             (['report', str(garbage), '--out', str(tmp_path / 'r')],
+              'neither an MCAP nor a sqlite3 file'),
              (['play', str(garbage), '--rate', 'nan'], 'expected a finite number >= 0'),
              (['play', str(garbage), '--rate', '-1'], 'expected a finite number >= 0'),
              (['scenarios', 'run', 'nosuchsuite'], "unknown suite 'nosuchsuite'"),
