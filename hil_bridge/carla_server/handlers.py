@@ -123,8 +123,9 @@ class Calls:
             if isinstance(i, int) and i in w.actors])
         add('get_weather_parameters', 0, lambda: list(w.weather))
         add('set_weather_parameters', 1, self._set_weather, void=True)
-        add('get_imui_gravity', 0, lambda: 9.81)
-        accept('set_imui_gravity', 1)
+        add('get_imui_gravity', 0, lambda: w.gravity)
+        add('set_imui_gravity', 1, lambda g: setattr(w, 'gravity', wt.number(g, 'gravity')),
+            void=True)
         add('query_lights_state', 1, lambda client: [])
         accept('update_lights_state', 3)
         accept('update_day_night_cycle', 2)
