@@ -87,7 +87,8 @@ class BuiltinMap:
             '    <lanes><laneSection s="0.0">\n'
             f'      <left>{lane.format(i=1)}</left>\n'
             '      <center><lane id="0" type="none" level="false"><link/>'
-            '</lane></center>\n'
+            '<roadMark sOffset="0.0" type="broken" weight="standard" '
+            'color="standard" width="0.15"/></lane></center>\n'
             f'      <right>{lane.format(i=-1)}</right>\n'
             '    </laneSection></lanes>\n  </road>\n</OpenDRIVE>\n')
 

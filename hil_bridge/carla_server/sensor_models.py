@@ -45,7 +45,7 @@ from typing import Dict, Optional, Sequence, Tuple
 from hil_bridge.carla_server import sensor_data as sd
 from hil_bridge.interface.cones import cone_dimensions
 from hil_bridge.sim.geometry import (boxes_containing, cast_rays, HIT_BOX, HIT_CONE,
-                                     HIT_GROUND, ray_box_pairs, ray_frustum_pairs)
+                                     HIT_GROUND, HIT_NONE, ray_box_pairs, ray_frustum_pairs)
 from hil_bridge.sim.world import WorldGeometry
 import numpy as np
 
@@ -434,9 +434,7 @@ class RayCamera:
 
     def render(self, scene: Scene, T_sensor: np.ndarray) -> np.ndarray:
         """Return the BGRA image seen from ``T_sensor`` (4x4 pose in ``map``)."""
-        T = np.asarray(T_sensor, np.float64)
-        t, kind, index = cast_rays(scene.geometry, T[:3, 3], self._rays @ T[:3, :3].T,
-                                   DEPTH_FAR / float(self._forward.min()))
+        t, kind, index = self.cast(scene.geometry, np.asarray(T_sensor, np.float64))
         out = np.zeros((self.width * self.height, 4), np.uint8)
         out[:, 3] = 255
         if self.semantic:
@@ -449,6 +447,97 @@ class RayCamera:
             out[:, 1] = (code >> 8) & 0xFF              # G
             out[:, 0] = (code >> 16) & 0xFF             # B
         return out.reshape(self.height, self.width, 4)
+
+    def cast(self, world: WorldGeometry, T: np.ndarray
+             ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """
+        Return ``t``, kind and index of every pixel's ray (as ``cast_rays``).
+
+        The ground is hit analytically for every pixel; a cone or a box is
+        tested only against the pixels of its projected bounding box (the
+        same surfaces ``cast_rays`` tests, without its per-ray culling).
+        """
+        o = T[:3, 3]
+        R = T[:3, :3]
+        d = self._rays @ R.T
+        n = d.shape[0]
+        far = DEPTH_FAR / float(self._forward.min())
+        with np.errstate(divide='ignore', invalid='ignore'):
+            t = (float(world.ground_z) - o[2]) / d[:, 2]
+        t = np.where(np.isfinite(t) & (t > 1e-9) & (t <= far), t, np.inf)
+        kind = np.where(np.isfinite(t), HIT_GROUND, HIT_NONE).astype(np.uint8)
+        index = np.full(n, -1, np.int64)
+
+        def update(pixels: np.ndarray, tp: np.ndarray, what: int, k: int) -> None:
+            closer = tp < t[pixels]
+            hit = pixels[closer]
+            t[hit] = tp[closer]
+            kind[hit] = what
+            index[hit] = k
+        xy = np.asarray(world.cone_xy, np.float64).reshape(-1, 2)
+        if xy.shape[0]:
+            up = np.asarray(world.cone_up, bool).reshape(-1)
+            rb, rt, h = cone_dimensions(np.asarray(world.cone_class))
+            for k in np.flatnonzero(up):
+                corners = _box_corners(np.array([xy[k, 0], xy[k, 1],
+                                                 world.ground_z + h[k] / 2.0]), 0.0,
+                                       np.array([2 * rb[k], 2 * rb[k], h[k]]))
+                px = self._pixels(corners, o, R)
+                if px.size:
+                    m = px.size
+                    update(px, ray_frustum_pairs(
+                        np.broadcast_to(o, (m, 3)), d[px], np.broadcast_to(xy[k], (m, 2)),
+                        np.full(m, rb[k]), np.full(m, rt[k]), np.full(m, h[k]),
+                        world.ground_z), HIT_CONE, int(k))
+        centers = np.asarray(world.box_center, np.float64).reshape(-1, 3)
+        yaws = np.asarray(world.box_yaw, np.float64).reshape(-1)
+        sizes = np.asarray(world.box_size, np.float64).reshape(-1, 3)
+        inside = boxes_containing(world, o) if centers.shape[0] else np.zeros(0, bool)
+        for k in range(centers.shape[0]):
+            if inside[k]:
+                continue                 # a camera inside a box sees out of it
+            px = self._pixels(_box_corners(centers[k], yaws[k], sizes[k]), o, R)
+            if px.size:
+                m = px.size
+                update(px, ray_box_pairs(
+                    np.broadcast_to(o, (m, 3)), d[px], np.broadcast_to(centers[k], (m, 3)),
+                    np.full(m, yaws[k]), np.broadcast_to(sizes[k], (m, 3))), HIT_BOX, k)
+        return t, kind, index
+
+    def _pixels(self, corners: np.ndarray, o: np.ndarray, R: np.ndarray) -> np.ndarray:
+        """Return the flat indices of the pixels a convex body's corners project to."""
+        near = 1e-3
+        local = (corners - o) @ R                   # sensor frame: x forward
+        front = local[:, 0] > near
+        if not front.any():
+            return np.zeros(0, np.int64)
+        if not front.all():
+            # the part in front of the camera: its corners there and where the
+            # segments between corners cross the plane x = near
+            a, b = local[front], local[~front]
+            s = (a[:, None, 0] - near) / (a[:, None, 0] - b[None, :, 0])
+            cut = a[:, None, :] + s[..., None] * (b[None, :, :] - a[:, None, :])
+            local = np.concatenate((a, cut.reshape(-1, 3)))
+        f = self.width / (2.0 * math.tan(math.radians(self.fov) / 2.0))
+        u = self.width / 2.0 - f * local[:, 1] / local[:, 0]
+        v = self.height / 2.0 - f * local[:, 2] / local[:, 0]
+        u0, u1 = max(int(math.floor(u.min())) - 1, 0), \
+            min(int(math.ceil(u.max())) + 1, self.width - 1)
+        v0, v1 = max(int(math.floor(v.min())) - 1, 0), \
+            min(int(math.ceil(v.max())) + 1, self.height - 1)
+        if u0 > u1 or v0 > v1:
+            return np.zeros(0, np.int64)
+        rows = np.arange(v0, v1 + 1)[:, None] * self.width
+        return (rows + np.arange(u0, u1 + 1)[None, :]).reshape(-1)
+
+
+def _box_corners(center: np.ndarray, yaw: float, size: np.ndarray) -> np.ndarray:
+    """Return the 8 corners (8, 3) of a yaw-oriented box."""
+    signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)],
+                     np.float64)
+    c, s = math.cos(yaw), math.sin(yaw)
+    rot = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    return center + (signs * size / 2.0) @ rot.T
 
 
 def decode_depth(bgra: np.ndarray) -> np.ndarray:

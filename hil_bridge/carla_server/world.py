@@ -44,6 +44,7 @@ publishes them. Not thread-safe: the server serialises calls with
 from concurrent.futures import ThreadPoolExecutor
 import dataclasses
 import math
+import re
 import threading
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -249,19 +250,31 @@ class VehicleBody:
 
 
 # -------------------------------------------------------------- sensors
+#: the leading number UE's ``FCString::Atoi`` / ``Atof`` read ("64.0" is 64)
+_LEADING_INT = re.compile(r'\s*[+-]?\d+')
+_LEADING_FLOAT = re.compile(r'\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?')
+
+
 def _numeric(bp: bpl.Blueprint, attrs: Dict[str, str], keys: Sequence[str]
              ) -> Dict[str, Any]:
+    """
+    Return the numeric attributes ``keys`` of a description.
+
+    As CARLA's server reads them (``Atoi``/``Atof``: the leading number,
+    so an Int attribute set to "64.0" is 64); text without a leading
+    number is an error naming the attribute (CARLA would read 0).
+    """
     out: Dict[str, Any] = {}
     for key in keys:
         a = bp.attribute(key)
         if a is None or key not in attrs:
             continue
         text = attrs[key]
-        try:
-            out[key] = int(text) if a.kind == wt.ATTR_INT else float(text)
-        except ValueError:
+        m = (_LEADING_INT if a.kind == wt.ATTR_INT else _LEADING_FLOAT).match(text)
+        if m is None:
             raise WorldError(f'{bp.name}: attribute {key!r} = {text!r} is not '
-                             'a number') from None
+                             'a number')
+        out[key] = int(m.group(0)) if a.kind == wt.ATTR_INT else float(m.group(0))
     return out
 
 
