@@ -383,12 +383,13 @@ def test_camera_rays_equal_the_lidar_geometry():
     """The cameras' per-object ray casting hits what ``cast_rays`` hits, pixel for pixel."""
     from hil_bridge.carla_server.world import World
     from hil_bridge.sim.geometry import cast_rays
-    w = World(port=0, map_name='HIL_ci_trackdrive')
-    spawn = w.map.spawn_points[0]
-    ego = w.spawn('vehicle.tesla.model3', {}, spawn)
-    (x, y, _z), _rot = spawn
-    w.spawn('vehicle.lincoln.mkz_2020', {}, ((x + 12.0, y + 1.0, 0.5), (0.0, 30.0, 0.0)))
-    w.spawn('vehicle.lincoln.mkz_2020', {}, ((x - 1.0, y + 6.0, 0.5), (0.0, 30.0, 0.0)))
+    w = World(port=0)
+    ego = w.spawn('vehicle.tesla.model3', {}, ((0.0, Y, 0.5), (0.0, 0.0, 0.0)))
+    w.spawn('vehicle.lincoln.mkz_2020', {}, ((12.0, Y + 1.0, 0.5), (0.0, 30.0, 0.0)))
+    w.spawn('vehicle.lincoln.mkz_2020', {}, ((-1.0, Y + 6.0, 0.5), (0.0, 30.0, 0.0)))
+    for k in range(12):                        # cones on both sides, some behind
+        w.spawn('static.prop.trafficcone01', {}, ((-4.0 + 3.0 * k, Y + (-2.0) ** (k % 2),
+                                                   0.0), (0.0, 0.0, 0.0)))
     for pitch in (0.0, -20.0):
         cam = w.spawn('sensor.camera.depth', {'image_size_x': '200', 'image_size_y': '150'},
                       ((0.5, 0.0, 1.5), (pitch, 0.0, 0.0)), parent=ego.aid)
