@@ -13,7 +13,9 @@ attributes (``is_modifiable`` False) are the vehicles' ``object_type``,
 
 The blueprints are the ones this project and the ROS 2 AEB tutorial use:
 ``vehicle.tesla.model3``, ``vehicle.lincoln.mkz_2020``,
-``vehicle.micro.microlino`` (what ``fs_car`` runs as),
+``vehicle.micro.microlino`` (what ``fs_car`` runs as), three more stock
+cars CARLA's examples and tutorials name (``vehicle.lincoln.mkz_2017``,
+``vehicle.audi.a2``, ``vehicle.toyota.prius``),
 ``static.prop.trafficcone01``, ``static.prop.trafficcone02``,
 ``static.prop.constructioncone``, ``sensor.camera.rgb``,
 ``sensor.camera.depth``, ``sensor.camera.semantic_segmentation``,
@@ -135,6 +137,29 @@ VEHICLES: Dict[str, VehicleFacts] = {
         extent=(2.450, 1.064, 0.755), box_z=0.755, wheelbase=2.850,
         **STOCK_STEERING,
         mass=1800.0, wheel_radius=35.0),
+    # Older stock cars CARLA's own examples and many tutorials name
+    # (lidar_to_camera.py spawns the 2017 MKZ): real cars' sizes.
+    'vehicle.lincoln.mkz_2017': VehicleFacts(
+        make='lincoln', model='mkz_2017',
+        colors=('0,0,0', '255,255,255', '90,90,90'),
+        special_type='', has_dynamic_doors=False,
+        extent=(2.450, 1.064, 0.755), box_z=0.755, wheelbase=2.850,
+        **STOCK_STEERING,
+        mass=1800.0, wheel_radius=35.0),
+    'vehicle.audi.a2': VehicleFacts(
+        make='audi', model='a2',
+        colors=('255,255,255', '0,0,0', '120,120,120'),
+        special_type='', has_dynamic_doors=False,
+        extent=(1.852, 0.898, 0.767), box_z=0.767, wheelbase=2.405,
+        **STOCK_STEERING,
+        mass=1100.0, wheel_radius=31.0),
+    'vehicle.toyota.prius': VehicleFacts(
+        make='toyota', model='prius',
+        colors=('255,255,255', '0,0,0', '200,0,0'),
+        special_type='electric', has_dynamic_doors=False,
+        extent=(2.257, 1.003, 0.748), box_z=0.748, wheelbase=2.700,
+        **STOCK_STEERING,
+        mass=1400.0, wheel_radius=32.0),
     # The smallest stock car (CARLA's catalogue: vehicle.micro.microlino,
     # generation 2): 2.52 m x 1.47 m, 1.69 m wheelbase, close to a
     # Formula Student car (fs_car runs as it on CARLA).
