@@ -848,16 +848,8 @@ class CarlaBackend(Backend):
         with self._events_lock:
             contacts, self._cone_contacts = self._cone_contacts, []
         for idx in contacts:
-            if not self._cones.knocked[idx]:
-                # CARLA reported the contact (the boxes may not overlap)
-                self._cones.knocked[idx] = True
-                referee.result.cones_hit += 1
-                referee.result.knocked_cones.append(int(idx))
-                xy = self._cones.xy[idx]
-                events.append(Event('cone_hit', t, {
-                    'index': int(idx), 'class_id': int(self._cones.class_id[idx]),
-                    'x': float(xy[0]), 'y': float(xy[1]), 'source': 'carla_collision'}))
-                referee._penalty(t, 'DOO', events)
+            # CARLA reported the contact (the boxes may not overlap)
+            events.extend(referee.cone_hit(t, int(idx), source='carla_collision'))
 
         def box(state: ActorState) -> Box:
             c, s = math.cos(state.pose.yaw), math.sin(state.pose.yaw)

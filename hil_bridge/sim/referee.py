@@ -363,14 +363,27 @@ class Referee:
             return
         hit = cones_in_box(ego, cones.xy, self._radius) & ~cones.knocked
         for i in np.flatnonzero(hit):
-            cones.knocked[i] = True
-            self.result.cones_hit += 1
-            self.result.knocked_cones.append(int(i))
-            events.append(Event('cone_hit', t, {
-                'index': int(i), 'class_id': int(cones.class_id[i]),
-                'x': float(cones.xy[i, 0]), 'y': float(cones.xy[i, 1]),
-                'speed': float(abs(speed))}))
-            self._penalty(t, 'DOO', events)
+            events.extend(self.cone_hit(t, int(i), speed=float(abs(speed))))
+
+    def cone_hit(self, t: float, index: int, **data: Any) -> List[Event]:
+        """
+        Count cone ``index`` as hit at sim time ``t`` (s): knocked, DOO penalty.
+
+        For hits the footprint test cannot see (a simulator reporting the
+        contact itself); ``data`` goes into the ``cone_hit`` event (e.g.
+        ``source``). A cone already knocked is not counted again (no events).
+        """
+        cones = self.cones
+        if cones.knocked[index]:
+            return []
+        cones.knocked[index] = True
+        self.result.cones_hit += 1
+        self.result.knocked_cones.append(int(index))
+        events = [Event('cone_hit', t, dict({
+            'index': int(index), 'class_id': int(cones.class_id[index]),
+            'x': float(cones.xy[index, 0]), 'y': float(cones.xy[index, 1])}, **data))]
+        self._penalty(t, 'DOO', events)
+        return events
 
     def _window(self, centre: int, back: float, ahead: float) -> np.ndarray:
         """Return centre-line indices from ``back`` m behind to ``ahead`` m past ``centre``."""
