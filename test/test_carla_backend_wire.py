@@ -126,6 +126,34 @@ def test_steering_through_the_physics_control(server, check) -> None:
         backend.teardown()
 
 
+# ----------------------------------------------------------- vehicle frame
+def test_vehicle_frame_is_the_rear_axle(server, check) -> None:
+    """
+    The reported pose is CARLA's rear axle (from the wheel positions), not the profile's.
+
+    The model3's rear wheels are 1.4375 m behind its box centre;
+    passenger_car's box_offset would put the axle at 1.395 m. The rig's
+    mounts are relative to the same axle.
+    """
+    backend = make(server)
+    try:
+        frame = backend.setup(aeb(), rig(cameras=1))
+        ego = backend._ego
+        wheels = ego.get_physics_control().wheels
+        rear = [sum(w.position.x for w in wheels[2:]) / 200.0,
+                sum(w.position.y for w in wheels[2:]) / 200.0]     # UE m
+        assert (frame.ego.pose.x, frame.ego.pose.y) == pytest.approx(
+            (rear[0], -rear[1]), abs=1e-3)                         # heading +x
+        behind = ego.get_location().x + ego.bounding_box.location.x - rear[0]
+        assert behind == pytest.approx(1.4375, abs=1e-3)
+        assert frame.ego.box_offset == pytest.approx(behind, abs=1e-3)
+        cam = backend._sensors[0].actor
+        assert cam.attributes['role_name'] == 'cam0'
+        assert cam.get_location().x == pytest.approx(rear[0] + 0.5, abs=1e-3)
+    finally:
+        backend.teardown()
+
+
 # --------------------------------------------------------------------- map
 def test_the_scenario_map_is_loaded(server, check) -> None:
     """The server is on another map: set-up loads the scenario's (HIL_Flat)."""

@@ -968,10 +968,13 @@ class CarlaBackend(Backend):
 
         Size (length, width, height) comes from CARLA's bounding box (else
         the spec). With a vehicle profile the reported vehicle frame is the
-        profile's (rear axle on the ground, as in the built-in simulator):
-        ``frame_offset`` is its x in the CARLA actor frame (m) and
-        ``box_offset`` the profile's; without one the actor origin is the
-        vehicle frame and ``box_offset`` the bounding box's x.
+        rear axle on the ground (as in the built-in simulator):
+        ``frame_offset`` is its x in the CARLA actor frame (m), read from
+        the rear wheels' positions in the vehicle's physics control (the
+        axle CARLA's vehicle really has), else the profile's ``box_offset``
+        behind the box centre; ``box_offset`` is the box centre's distance
+        ahead of it. Without a profile the actor origin is the vehicle
+        frame and ``box_offset`` the bounding box's x.
         """
         bbox = getattr(actor, 'bounding_box', None)
         if bbox is not None:
@@ -983,10 +986,43 @@ class CarlaBackend(Backend):
                               np.float64).reshape(3)
             centre = 0.0
         if getattr(spec, 'profile', ''):
-            from hil_bridge.interface.vehicle_profile import load_vehicle_profile
-            box_offset = load_vehicle_profile(spec.profile).box_offset
-            return size, box_offset, centre - box_offset
+            rear = self._rear_axle(actor, spec)
+            if rear is None:
+                from hil_bridge.interface.vehicle_profile import load_vehicle_profile
+                rear = centre - load_vehicle_profile(spec.profile).box_offset
+            return size, centre - rear, rear
         return size, centre, 0.0
+
+    def _rear_axle(self, actor: Any, spec: Any) -> Optional[float]:
+        """
+        Return the rear axle's x in a vehicle's actor frame (m), or None.
+
+        From ``get_physics_control().wheels``: world positions (UE cm) of
+        the rear wheels (``BL_Wheel``, ``BR_Wheel``), taken relative to the
+        pose the vehicle was spawned at (read right after spawning: it has
+        not moved). None when the vehicle has no four wheels with finite
+        positions or the axle lies outside its box.
+        """
+        try:
+            wheels = list(actor.get_physics_control().wheels)
+            pos = np.array([[w.position.x, w.position.y] for w in wheels],
+                           np.float64) / 100.0
+        except (AttributeError, TypeError, RuntimeError):
+            return None
+        if pos.shape != (4, 2) or not np.all(np.isfinite(pos)):
+            return None
+        loc, rot = ue_frames.ros_to_carla_pose(spec.pose)
+        yaw = math.radians(rot[1])
+        d = pos[2:].mean(axis=0) - np.array([loc[0], loc[1]], np.float64)
+        rear = float(d[0] * math.cos(yaw) + d[1] * math.sin(yaw))
+        bbox = getattr(actor, 'bounding_box', None)
+        half = float(bbox.extent.x) if bbox is not None else 3.0
+        if not -half - 0.5 <= rear <= 0.5:
+            self._log.warning(f'{spec.role_name}: rear wheels at x = {rear:.2f} m of the '
+                              f'{actor.type_id} origin, not on the car: using the '
+                              "profile's box_offset")
+            return None
+        return rear
 
     def _spawn_ego(self, spec: Any) -> None:
         vehicle = self._spawn_vehicle_like(spec, self.role_name)
