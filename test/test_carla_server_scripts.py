@@ -17,7 +17,7 @@ import queue
 import random
 import time
 
-from hil_bridge.carla_server.launcher import restore_async, serve, synchronous, wait_for
+from hil_bridge.carla_server.launcher import restore_async, serve, wait_for
 import numpy as np
 import pytest
 

@@ -32,8 +32,7 @@ at interpreter exit, and on SIGINT/SIGTERM once
 ``apply_batch_sync`` of ``carla.command.DestroyActor``.
 
 The ``carla`` module is imported on first use, so this module loads where
-the CARLA client is not installed; tests pass a fake module as
-``carla_module``.
+the CARLA client is not installed.
 """
 
 import atexit
@@ -448,9 +447,8 @@ class CarlaBackend(Backend):
     attaches ``sensor.other.collision`` to the ego for cone_hit and
     collision events; ``logger`` is a ``logging.Logger`` or rclpy logger;
     ``map_name`` the CARLA map to run on (None = the scenario's ``map``,
-    '' = whatever the server has); ``tcp_probe`` checks the RPC port with a
-    plain TCP connection before connecting and after a failed call (off for
-    an in-process fake server).
+    '' = whatever the server has). The RPC port is checked with a plain TCP
+    connection before connecting and after a failed call (:meth:`probe`).
     """
 
     def __init__(self, host: str = 'localhost', port: int = 2000,
@@ -460,8 +458,8 @@ class CarlaBackend(Backend):
                  retry_delay: float = 1.0, max_missed: int = 5,
                  cone_blueprints: Optional[Dict[int, str]] = None,
                  cone_z: float = 0.0, collision_sensor: bool = True,
-                 carla_module: Any = None, logger: Optional[_Log] = None,
-                 map_name: Optional[str] = None, tcp_probe: bool = True) -> None:
+                 logger: Optional[_Log] = None,
+                 map_name: Optional[str] = None) -> None:
         def positive(name: str, value: Any, allow_zero: bool = False
                      ) -> float:
             v = float(value)
@@ -499,8 +497,7 @@ class CarlaBackend(Backend):
         self.cone_z = float(cone_z)
         self.collision_sensor = bool(collision_sensor)
         self.map_name = map_name
-        self.tcp_probe = bool(tcp_probe)
-        self._carla_module = carla_module
+        self._carla_module: Any = None
         self._log = logger or logging.getLogger('hil_bridge.carla_backend.backend')
         self._client: Any = None
         self._world: Any = None
@@ -519,7 +516,6 @@ class CarlaBackend(Backend):
     def _reset_state(self) -> None:
         self._original_settings: Any = None
         self._spawned_ids: List[int] = []
-        self._spawned_objs: Dict[int, Any] = {}
         self._ego: Any = None
         self._ego_slot: Optional[_ActorSlot] = None
         self._actor_slots: List[_ActorSlot] = []
@@ -583,11 +579,8 @@ class CarlaBackend(Backend):
         Return True when the server's RPC port accepts a TCP connection.
 
         Plain Python (the GIL is released while it waits, unlike the CARLA
-        client's calls), at most ``min(timeout, 1 s)``. Always False
-        without ``tcp_probe`` (every failure then counts as a lost server).
+        client's calls), at most ``min(timeout, 1 s)``.
         """
-        if not self.tcp_probe:
-            return False
         try:
             with socket.create_connection((self.host, self.port),
                                           timeout=min(self.timeout, 1.0)):
@@ -641,7 +634,7 @@ class CarlaBackend(Backend):
         carla = self.carla
         last: Optional[BaseException] = None
         for attempt in range(1, self.retries + 1):
-            if self.tcp_probe and not self.probe():
+            if not self.probe():
                 # Nothing listens: do not call the client (it would hold the
                 # GIL, freezing every thread, for its whole time-out).
                 last = ConnectionRefusedError(f'no server on TCP port {self.port}')
@@ -796,7 +789,7 @@ class CarlaBackend(Backend):
                 f'{len(ours)} actor(s) of an earlier run found on the {self._where()} '
                 f'(role names {sorted(found)}; '
                 f'{", ".join(kinds[:6])}): destroying them')
-            self._destroy(sorted(ours, reverse=True), dict(ours))
+            self._destroy(sorted(ours, reverse=True))
         if settings.synchronous_mode:
             self._log.warning(
                 f'the {self._where()} is in synchronous mode '
@@ -926,7 +919,6 @@ class CarlaBackend(Backend):
     def _register(self, actor: Any) -> Any:
         """Remember a spawned actor for teardown (before anything else)."""
         self._spawned_ids.append(int(actor.id))
-        self._spawned_objs[int(actor.id)] = actor
         return actor
 
     def _blueprint(self, name: str, what: str) -> Any:
@@ -993,7 +985,7 @@ class CarlaBackend(Backend):
             return size, centre - rear, rear
         return size, centre, 0.0
 
-    def _rear_axle(self, actor: Any, spec: Any) -> Optional[float]:
+    def _rear_axle(self, vehicle: Any, spec: Any) -> Optional[float]:
         """
         Return the rear axle's x in a vehicle's actor frame (m), or None.
 
@@ -1004,7 +996,7 @@ class CarlaBackend(Backend):
         positions or the axle lies outside its box.
         """
         try:
-            wheels = list(actor.get_physics_control().wheels)
+            wheels = list(vehicle.get_physics_control().wheels)
             pos = np.array([[w.position.x, w.position.y] for w in wheels],
                            np.float64) / 100.0
         except (AttributeError, TypeError, RuntimeError):
@@ -1015,11 +1007,11 @@ class CarlaBackend(Backend):
         yaw = math.radians(rot[1])
         d = pos[2:].mean(axis=0) - np.array([loc[0], loc[1]], np.float64)
         rear = float(d[0] * math.cos(yaw) + d[1] * math.sin(yaw))
-        bbox = getattr(actor, 'bounding_box', None)
+        bbox = getattr(vehicle, 'bounding_box', None)
         half = float(bbox.extent.x) if bbox is not None else 3.0
         if not -half - 0.5 <= rear <= 0.5:
             self._log.warning(f'{spec.role_name}: rear wheels at x = {rear:.2f} m of the '
-                              f'{actor.type_id} origin, not on the car: using the '
+                              f'{vehicle.type_id} origin, not on the car: using the '
                               "profile's box_offset")
             return None
         return rear
@@ -1144,29 +1136,16 @@ class CarlaBackend(Backend):
             np.column_stack([xy, np.full(len(xy), self.cone_z)]))
         transforms = [carla.Transform(carla.Location(*map(float, p)))
                       for p in ue]
-        command = getattr(carla, 'command', None)
+        command = carla.command
         client = self._client
-        if command is not None and hasattr(client, 'apply_batch_sync'):
-            batch = [command.SpawnActor(bps[c], tf)
-                     for c, tf in zip(cls, transforms)]
-            errors = []
-            for i, response in enumerate(client.apply_batch_sync(batch,
-                                                                 False)):
-                if response.error:
-                    errors.append((i, response.error))
-                else:
-                    self._spawned_ids.append(int(response.actor_id))
-                    self._cone_index[int(response.actor_id)] = i
-        else:
-            world = self._world
-            errors = []
-            for i, (c, tf) in enumerate(zip(cls, transforms)):
-                actor = world.try_spawn_actor(bps[c], tf)
-                if actor is None:
-                    errors.append((i, 'try_spawn_actor returned None'))
-                else:
-                    self._register(actor)
-                    self._cone_index[int(actor.id)] = i
+        batch = [command.SpawnActor(bps[c], tf) for c, tf in zip(cls, transforms)]
+        errors = []
+        for i, response in enumerate(client.apply_batch_sync(batch, False)):
+            if response.error:
+                errors.append((i, response.error))
+            else:
+                self._spawned_ids.append(int(response.actor_id))
+                self._cone_index[int(response.actor_id)] = i
         if errors:
             self._log.warning(f'{len(errors)} of {len(xy)} cones could not '
                               f'be spawned (first: cone {errors[0][0]}: '
@@ -1363,7 +1342,7 @@ class CarlaBackend(Backend):
         """
         if not self._ready:
             raise BackendError('CarlaBackend.step before setup')
-        if self._gone and self.tcp_probe:
+        if self._gone:
             # No call into the client (it holds the GIL for its whole
             # time-out) while the port refuses connections.
             if not self.probe():
@@ -1542,14 +1521,13 @@ class CarlaBackend(Backend):
                 except Exception as exc:  # noqa: B902 - best effort
                     self._log.debug(f'sensor {sid}: stop: {exc}')
             ids = list(reversed(self._spawned_ids))
-            objs = dict(self._spawned_objs)
             settings = self._original_settings
             if self._assembler is not None:
                 self.stats.update({f'sensor_{k}': v for k, v in
                                    self._assembler.stats.items()})
             self._reset_state()
             if ids:
-                self._destroy(ids, objs)
+                self._destroy(ids)
             if settings is not None:
                 world = self._world
                 try:
@@ -1558,23 +1536,14 @@ class CarlaBackend(Backend):
                     self._log.error(f'could not restore the world settings '
                                     f'of the {self._where()}: {exc}')
 
-    def _destroy(self, ids: List[int], objs: Dict[int, Any]) -> None:
-        carla = self.carla
-        command = getattr(carla, 'command', None)
+    def _destroy(self, ids: List[int]) -> None:
+        command = self.carla.command
         client = self._client
         try:
-            if command is not None and hasattr(command, 'DestroyActor') \
-                    and hasattr(client, 'apply_batch_sync'):
-                responses = client.apply_batch_sync(
-                    [command.DestroyActor(i) for i in ids], False)
-                failed = [(i, response.error) for i, response in
-                          zip(ids, responses) if response.error]
-            else:
-                failed = []
-                for i in ids:
-                    actor = objs.get(i)
-                    if actor is not None and not actor.destroy():
-                        failed.append((i, 'destroy() returned False'))
+            responses = client.apply_batch_sync(
+                [command.DestroyActor(i) for i in ids], False)
+            failed = [(i, response.error) for i, response in
+                      zip(ids, responses) if response.error]
         except RuntimeError as exc:
             self._log.error(f'could not destroy {len(ids)} actor(s) on the '
                             f'{self._where()} ({exc}): they may remain in '

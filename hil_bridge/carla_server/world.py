@@ -288,6 +288,9 @@ class SensorBody:
         self.next_time = 0.0
         self.last_time: Optional[float] = None
         self.published = 0
+        #: the stall fault knob: frame the stall began, resumed after it
+        self.stalled_at: Optional[int] = None
+        self.resumed = False
         self.rng = np.random.default_rng(seed)
         self.device: Any = None
         self.params: Dict[str, Any] = {}
@@ -410,12 +413,15 @@ class World:
     nominal step without a fixed delta; ``seed`` seeds the sensors' noise;
     ``fs_cones`` adds the Formula Student cone extension to the library;
     ``stall_after`` / ``stall_role`` stop a sensor stream after that many
-    messages (fault injection; None = never).
+    messages (fault injection; None = never), ``stall_frames`` for that
+    many frames only (None = for good); ``corrupt_role``: that sensor's
+    images carry a width one more than their pixels.
     """
 
     def __init__(self, port: int, rate: float = DEFAULT_RATE, seed: int = 0,
                  map_name: str = maplib.FLAT, fs_cones: bool = False,
                  stall_after: Optional[int] = None, stall_role: str = '',
+                 stall_frames: Optional[int] = None, corrupt_role: str = '',
                  render_threads: int = 2) -> None:
         self.lock = threading.RLock()
         self.port = int(port)
@@ -425,6 +431,8 @@ class World:
         self.definitions = bpl.definitions(list(self.library.values()))
         self.stall_after = stall_after
         self.stall_role = stall_role
+        self.stall_frames = stall_frames
+        self.corrupt_role = corrupt_role
         self.settings: Dict[str, Any] = dict(wt.DEFAULT_SETTINGS)
         self.weather = list(WEATHER_DEFAULT)
         #: the IMU's gravity (m/s^2; ``get/set_imui_gravity``)
@@ -782,11 +790,24 @@ class World:
     on_destroy = staticmethod(lambda stream_id: None)
 
     def _stalled(self, a: Actor) -> bool:
+        """Return True while the stall fault knob silences a sensor's stream."""
         if self.stall_after is None:
             return False
         if self.stall_role and a.attributes.get('role_name') != self.stall_role:
             return False
-        return a.sensor.published >= self.stall_after
+        s = a.sensor
+        if s.published < self.stall_after or s.resumed:
+            return False
+        if s.stalled_at is None:
+            s.stalled_at = self.frame
+        if self.stall_frames is not None and self.frame - s.stalled_at >= self.stall_frames:
+            s.resumed = True                 # delivers again, for good
+            return False
+        return True
+
+    def _corrupt(self, a: Actor) -> bool:
+        """Return True when the corrupt fault knob mangles this sensor's images."""
+        return bool(self.corrupt_role) and a.attributes.get('role_name') == self.corrupt_role
 
     #: the registry index each sensor's messages carry
     TYPE_INDEX = {bpl.CAMERA_RGB: sd.TYPE_CAMERA_RGB, bpl.CAMERA_DEPTH: sd.TYPE_DEPTH,
@@ -893,14 +914,14 @@ class World:
             img = s.device.measure(scene.geometry, pose, self.time, since, s.rng)
             h, w = img.shape[:2]
             buf = np.empty(12 + h * w * 4, np.uint8)
-            buf[:12] = np.frombuffer(np.array([w, h], '<u4').tobytes()
+            buf[:12] = np.frombuffer(np.array([w + self._corrupt(a), h], '<u4').tobytes()
                                      + np.array([s.fov], '<f4').tobytes(), np.uint8)
             cv2.cvtColor(img, cv2.COLOR_BGR2BGRA, dst=buf[12:].reshape(h, w, 4))
             return memoryview(buf)
         if s.kind in self.CAMERAS:
             bgra = s.device.render(scene, pose)
             h, w = bgra.shape[:2]
-            return np.array([w, h], '<u4').tobytes() + \
+            return np.array([w + self._corrupt(a), h], '<u4').tobytes() + \
                 np.array([s.fov], '<f4').tobytes() + bgra.tobytes()
         if s.kind == bpl.RADAR:
             return sd.radar_payload(s.device.measure(scene, pose, since, s.rng))
