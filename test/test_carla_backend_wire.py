@@ -265,6 +265,50 @@ def test_sensor_tick_not_a_multiple_of_dt(server, check) -> None:
     assert backend.stats['sensor_stale'] == 0 and backend.stats['sensor_missing'] == 0
 
 
+def test_a_contact_in_the_first_frame_is_judged(server, check) -> None:
+    """
+    The target stands 15 cm ahead of the ego's bumper: contact in frame 0.
+
+    No rig, so no warm-up: the collision sensor's stream has to be
+    connected at the first tick. carla-hil serve keeps the bodies apart
+    (the boxes never overlap), so only CARLA's collision event shows the
+    crash; the referee counts it and ends the run (it used to count only
+    overlapping boxes: this crash was a clean run). (No frame before it: its impact
+    speed is taken after the crash; ``test_a_crash_is_judged_with_its_impact_speed``.)
+    """
+    scenario = aeb()
+    scenario.actors[0].pose.x = 5.0          # the MKZ's rear at 2.55 m, the model3's nose 2.40
+    backend = make(server)
+    try:
+        frame = backend.setup(scenario, [])
+        events = list(frame.events)
+        for _ in range(3):
+            events += backend.step(DT).events
+    finally:
+        backend.teardown()
+    crashes = [e for e in events if e.kind == 'collision']
+    assert len(crashes) == 1 and crashes[0].data['source'] == 'carla_collision'
+    assert crashes[0].data['other'] == 'target' and crashes[0].sim_time <= 0.5 * DT
+    assert crashes[0].data['impulse'][0] < -1000.0     # the model3's momentum, pushed back
+    assert backend.result.status == 'DNF' and backend.result.reason == 'collision'
+
+
+def test_a_crash_is_judged_with_its_impact_speed(server, check) -> None:
+    """The target 35 cm ahead: contact in frame 1, judged with frame 0's 5.5 m/s."""
+    scenario = aeb()
+    scenario.actors[0].pose.x = 5.2
+    backend = make(server, collision_sensor=True)
+    try:
+        events = list(backend.setup(scenario, []).events)
+        for _ in range(3):
+            events += backend.step(DT).events
+    finally:
+        backend.teardown()
+    crashes = [e for e in events if e.kind == 'collision']
+    assert len(crashes) == 1 and crashes[0].sim_time == pytest.approx(DT)
+    assert crashes[0].data['impact_speed'] == pytest.approx(5.5, abs=0.1)
+
+
 # ------------------------------------------------------- angular velocity
 def test_roll_and_pitch_rates(server, check) -> None:
     """

@@ -531,6 +531,9 @@ class CarlaBackend(Backend):
         self._start_velocities: List[Tuple[Any, float, float]] = []
         self._wheelbase_ratio = 1.0
         self._cone_contacts: List[int] = []
+        self._actor_contacts: List[Tuple[str, List[float]]] = []
+        #: the last frame's footprints by role name (impact speeds)
+        self._boxes: Dict[str, Any] = {}
         self._collision: Any = None
         self._ego_speed = 0.0
         self.carla_control: Any = None
@@ -838,11 +841,6 @@ class CarlaBackend(Backend):
         if referee is None or referee.finished:
             return []
         events: List[Event] = []
-        with self._events_lock:
-            contacts, self._cone_contacts = self._cone_contacts, []
-        for idx in contacts:
-            # CARLA reported the contact (the boxes may not overlap)
-            events.extend(referee.cone_hit(t, int(idx), source='carla_collision'))
 
         def box(state: ActorState) -> Box:
             c, s = math.cos(state.pose.yaw), math.sin(state.pose.yaw)
@@ -852,9 +850,27 @@ class CarlaBackend(Backend):
                        width=float(state.size[1]), vx=float(state.velocity[0]),
                        vy=float(state.velocity[1]), name=state.role_name,
                        box_offset=off)
+        with self._events_lock:
+            contacts, self._cone_contacts = self._cone_contacts, []
+            hits, self._actor_contacts = self._actor_contacts, []
+        # contacts CARLA reported (the footprints may not overlap: a simulator
+        # keeps the bodies apart)
+        for idx in contacts:
+            events.extend(referee.cone_hit(t, int(idx), source='carla_collision'))
+        boxes = {a.role_name: box(a) for a in [ego] + list(actors)}
+        for role, impulse in hits:
+            if role in boxes:
+                # the impact speed from the boxes before the contact (the
+                # previous frame's, when there is one)
+                before = self._boxes if role in self._boxes else boxes
+                events.extend(referee.collision(
+                    t, before[ego.role_name], before[role], source='carla_collision',
+                    impulse=impulse))
+        self._boxes = boxes
         fwd = np.array([math.cos(ego.pose.yaw), math.sin(ego.pose.yaw)])
         speed = float(np.dot(ego.velocity[:2], fwd))
-        events.extend(referee.update(t, box(ego), speed, [box(a) for a in actors]))
+        events.extend(referee.update(t, boxes[ego.role_name], speed,
+                                     [boxes[a.role_name] for a in actors]))
         return events
 
     def _warm_up(self) -> None:
@@ -1248,10 +1264,14 @@ class CarlaBackend(Backend):
             else:
                 role = next((s.role_name for s in self._actor_slots
                              if int(s.actor.id) == other_id), '')
-                impulse = ue_frames.carla_to_ros_velocity(event.normal_impulse)
+                impulse = [float(v) for v in
+                           ue_frames.carla_to_ros_velocity(event.normal_impulse)]
+                if role and self.referee is not None:
+                    with self._events_lock:
+                        self._actor_contacts.append((role, impulse))   # judged in _build
+                    return
                 ev = Event('collision', t, {
-                    'other': str(other.type_id), 'role_name': role,
-                    'impulse': [float(v) for v in impulse]})
+                    'other': str(other.type_id), 'role_name': role, 'impulse': impulse})
         except (AttributeError, ValueError, TypeError) as exc:
             self._log.error(f'malformed collision event dropped: {exc}')
             return

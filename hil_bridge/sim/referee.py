@@ -470,15 +470,33 @@ class Referee:
         self._contacts[other.name] = touching
         if not touching or was:
             return
+        events.append(self._record_collision(t, ego, other))
+
+    def _record_collision(self, t: float, ego: Box, other: Box, **data: Any) -> Event:
         dv = np.array([ego.vx - other.vx, ego.vy - other.vy])
         d = np.array([other.x - ego.x, other.y - ego.y])
         n = float(np.hypot(*d))
         impact = float(dv @ d / n) if n > 1e-9 else float(np.hypot(*dv))
-        info = {'other': other.name, 'impact_speed': max(impact, 0.0),
-                'relative_speed': float(np.hypot(*dv)),
-                'ego_speed': float(math.hypot(ego.vx, ego.vy)), 'time': t}
+        info = dict({'other': other.name, 'impact_speed': max(impact, 0.0),
+                     'relative_speed': float(np.hypot(*dv)),
+                     'ego_speed': float(math.hypot(ego.vx, ego.vy)), 'time': t}, **data)
         self.result.collisions.append(info)
-        events.append(Event('collision', t, dict(info)))
+        return Event('collision', t, dict(info))
+
+    def collision(self, t: float, ego: Box, other: Box, **data: Any) -> List[Event]:
+        """
+        Count a collision the simulator reported at sim time ``t`` (s).
+
+        For contacts the footprints do not show (a simulator that keeps
+        the bodies apart); ``ego``/``other`` their footprints now (for the
+        impact speed), ``data`` goes into the event (e.g. ``source``). Call
+        before :meth:`update` of the same step (which then ends the run); a
+        contact already counted (overlapping footprints) is not counted again.
+        """
+        if self._done or self._contacts.get(other.name, False):
+            return []
+        self._contacts[other.name] = True
+        return [self._record_collision(t, ego, other, **data)]
 
     def _timing(self, t: float, p0: np.ndarray, p1: np.ndarray,
                 events: List[Event]) -> None:
