@@ -117,6 +117,22 @@ def test_a_hit_reported_by_the_simulator_counts_once() -> None:
                 if e.kind == 'cone_hit']
 
 
+def test_a_collision_reported_by_the_simulator_ends_the_run() -> None:
+    """Referee.collision: apart footprints, counted once (also when they overlap next)."""
+    ref = Referee('aeb', _cones(np.zeros((0, 2))), timeout=100.0)
+    ego = Box(0.0, 0.0, 0.0, 4.0, 2.0, vx=5.0, name='ego')
+    target = Box(4.2, 0.0, 0.0, 4.0, 2.0, name='target')      # 0.2 m apart
+    events = ref.collision(1.0, ego, target, source='carla_collision')
+    assert [e.kind for e in events] == ['collision']
+    assert events[0].data['impact_speed'] == pytest.approx(5.0)
+    assert events[0].data['source'] == 'carla_collision'
+    assert ref.collision(1.0, ego, target) == []
+    target.x = 3.9                                             # overlapping now
+    ended = ref.update(1.0, ego, 5.0, [target])
+    assert [e.kind for e in ended] == ['mission_end']
+    assert ended[0].data['status'] == 'DNF' and len(ref.result.collisions) == 1
+
+
 def test_lap_counting_and_mission_end() -> None:
     """Three laps at 10 m/s: three lap events of length/10 s, finished."""
     track = T.random_track(5)
