@@ -1090,6 +1090,11 @@ class CarlaBackend(Backend):
                 kind = 'lidar'
             elif spec.blueprint.startswith(CAMERA_PREFIX):
                 kind = 'camera'
+            elif spec.blueprint in ('sensor.other.imu', 'sensor.other.gnss'):
+                raise BackendError(
+                    f'rig: sensor {sid}: {spec.blueprint} is not read: the bridge '
+                    "publishes /imu from the ego's CARLA state, noise-free, as for the "
+                    'built-in simulator (docs/carla_backend.md, "IMU and GNSS")')
             else:
                 raise BackendError(f'rig: sensor {sid}: blueprint '
                                    f'{spec.blueprint!r} is not supported '
