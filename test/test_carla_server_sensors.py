@@ -136,6 +136,12 @@ def test_imu(world):
             pytest.approx((0.0, 0.0, 9.81), abs=1e-6)
         assert rest.gyroscope.length() == 0.0
         assert rest.compass == pytest.approx(math.pi / 2.0, abs=1e-6)   # facing east
+        assert world.get_imui_sensor_gravity() == pytest.approx(9.81)
+        world.set_imui_sensor_gravity(1.62)                         # the Moon's
+        frame = world.tick()
+        assert wait_for(lambda: got[-1].frame >= frame)
+        assert got[-1].accelerometer.z == pytest.approx(1.62, abs=1e-5)
+        world.set_imui_sensor_gravity(9.81)
         ego.apply_control(carla.VehicleControl(throttle=1.0))
         for _ in range(10):
             world.tick()
