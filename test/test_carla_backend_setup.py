@@ -34,6 +34,8 @@ from hil_bridge.interface.track import ConeArray
 import numpy as np
 import pytest
 
+from test_carla_backend_wire import make  # noqa: I100 - test helper next to this file
+
 carla = pytest.importorskip('carla')
 DT = 0.05
 MAX_STEER = 0.61                       # passenger_car's max_steer (rad)
@@ -68,13 +70,6 @@ def check(server):
     if left:        # clean up for the next test, then fail this one
         client.apply_batch_sync([carla.command.DestroyActor(a.id) for a in actors(client)])
     assert left == []
-
-
-def make(server, **kwargs: Any) -> CarlaBackend:
-    s, _client = server
-    kwargs.setdefault('sensor_timeout', 2.0)
-    kwargs.setdefault('retry_delay', 0.0)
-    return CarlaBackend(host='127.0.0.1', port=s.port, **kwargs)
 
 
 def small_rig(lidar_tick: float = 0.0, right_tick: float = 0.0) -> List[Any]:
@@ -308,7 +303,7 @@ def test_async_without_sensors(server, check) -> None:
 
 
 def test_sensors_at_different_rates(server, check) -> None:
-    """dt 0.05: rgb_left every frame, the lidar every 2nd, rgb_right every 3rd; no waits."""
+    """At 50 ms frames rgb_left comes every frame, the lidar every 2nd, rgb_right every 3rd."""
     backend = make(server, sensor_timeout=3.0)
     try:
         frame = backend.setup(aeb(), small_rig(lidar_tick=0.1, right_tick=0.15))

@@ -17,7 +17,7 @@ import queue
 import random
 import time
 
-from hil_bridge.carla_server.launcher import restore_async, serve, wait_for
+from hil_bridge.carla_server.launcher import destroy_all, restore_async, served_world, wait_for
 import numpy as np
 import pytest
 
@@ -27,23 +27,16 @@ carla = pytest.importorskip('carla')
 @pytest.fixture(scope='module')
 def server():
     """Run one server for the module (asynchronous until a test switches)."""
-    with serve() as s:
-        client = s.client()
-        yield s, client, client.get_world()
-        if s.alive():
-            restore_async(client)
+    with served_world(delta=None) as served:
+        yield served
 
 
 @pytest.fixture
 def world(server):
     """Yield the world; afterwards every actor is destroyed, the server asynchronous."""
-    _s, client, w = server
-    yield w
-    restore_async(client)
-    ids = [a.id for a in w.get_actors() if a.type_id != 'spectator']
-    client.apply_batch_sync([carla.command.DestroyActor(i) for i in ids])
-    w.wait_for_tick(2.0)        # get_actors() reads the newest snapshot
-    w.wait_for_tick(2.0)
+    yield server[2]
+    restore_async(server[1])
+    destroy_all(server[1], server[2])
 
 
 class SyncMode:

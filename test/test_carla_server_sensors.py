@@ -14,7 +14,7 @@ the lane invasion detector (the client's own) against the road's marks.
 
 import math
 
-from hil_bridge.carla_server.launcher import (record, restore_async, serve, synchronous,
+from hil_bridge.carla_server.launcher import (blueprint, destroy_all, record, served_world,
                                               tick_until, wait_for)
 from hil_bridge.carla_server.sensor_models import decode_depth
 import numpy as np
@@ -30,30 +30,18 @@ Y = 28.0
 @pytest.fixture(scope='module')
 def server():
     """Run one server for the module (synchronous, 50 ms steps)."""
-    with serve() as s:
-        client = s.client()
-        world = client.get_world()
-        synchronous(world, DT)
-        yield s, client, world
-        if s.alive():
-            restore_async(client)
+    with served_world(delta=DT) as served:
+        yield served
 
 
 @pytest.fixture
 def world(server):
     """Yield the world; destroy every actor a test spawned afterwards."""
-    _s, client, w = server
-    yield w
-    ids = [a.id for a in w.get_actors() if a.type_id != 'spectator']
-    client.apply_batch_sync([carla.command.DestroyActor(i) for i in ids])
-    w.tick()
+    yield server[2]
+    destroy_all(server[1], server[2])
 
 
-def _bp(world, name, **attrs):
-    bp = world.get_blueprint_library().find(name)
-    for k, v in attrs.items():
-        bp.set_attribute(k, str(v))
-    return bp
+_bp = blueprint
 
 
 def _spawn(world, name, x, y=Y, z=0.5, yaw=0.0, **attrs):
@@ -403,7 +391,8 @@ def test_camera_rays_equal_the_lidar_geometry():
         T = w.world_matrix(cam)
         dev = cam.sensor.device
         t, kind, index = dev.cast(scene.geometry, T)
-        t2, kind2, index2 = cast_rays(scene.geometry, T[:3, 3], dev._rays @ T[:3, :3].T,
+        rays = np.einsum('ij,kj->ik', dev._rays, T[:3, :3])      # as RayCamera turns them
+        t2, kind2, index2 = cast_rays(scene.geometry, T[:3, 3], rays,
                                       1000.0 / dev._forward.min())
         np.testing.assert_array_equal(t, t2)
         np.testing.assert_array_equal(kind, kind2)

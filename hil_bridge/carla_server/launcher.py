@@ -111,6 +111,44 @@ def serve(*args: str) -> Iterator[Served]:
         stop(s.proc)
 
 
+@contextlib.contextmanager
+def served_world(*args: str, delta: Optional[float] = 0.05) -> Iterator[tuple]:
+    """
+    Run a server and yield ``(served, client, world)`` for the ``with`` block.
+
+    ``delta`` (s): synchronous mode with that fixed delta (None: leave the
+    server asynchronous); asynchronous again on exit.
+    """
+    with serve(*args) as s:
+        client = s.client()
+        world = client.get_world()
+        if delta is not None:
+            synchronous(world, delta)
+        yield s, client, world
+        if s.alive():
+            restore_async(client)
+
+
+def destroy_all(client, world) -> None:
+    """Destroy every actor but the spectator; advance until the client sees it."""
+    import carla
+    ids = [a.id for a in world.get_actors() if a.type_id != 'spectator']
+    client.apply_batch_sync([carla.command.DestroyActor(i) for i in ids])
+    if world.get_settings().synchronous_mode:
+        world.tick()
+    else:
+        world.wait_for_tick(2.0)        # get_actors() reads the newest snapshot
+        world.wait_for_tick(2.0)
+
+
+def blueprint(world, name: str, **attrs: object):
+    """Return the blueprint ``name`` with attributes set (values as strings)."""
+    bp = world.get_blueprint_library().find(name)
+    for k, v in attrs.items():
+        bp.set_attribute(k, str(v))
+    return bp
+
+
 def synchronous(world, delta: Optional[float] = 0.05) -> None:
     """
     Switch a ``carla.World`` to synchronous mode with a fixed delta (s).

@@ -132,7 +132,7 @@ class Imu:
 
 def compass(forward: Sequence[float]) -> float:
     """
-    Return CARLA's compass (rad, [0, 2 pi)) of a forward vector in ``map``.
+    Return CARLA's heading from north (rad, [0, 2 pi)) of a vector in ``map``.
 
     The angle from north (UE -y, REP-103 +y) to the vector's horizontal
     part, clockwise seen from above (east, REP-103 +x, is pi / 2).
