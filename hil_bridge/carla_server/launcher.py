@@ -7,8 +7,11 @@ Start ``carla-hil serve`` as a child process (tests, benchmarks, scripts).
 server, so a client must never run the server in its own process.
 :func:`serve` starts one on free ports (``--port 0`` unless the arguments
 name a port), waits for its ready line and yields a :class:`Served` with
-the ports; the process is stopped (SIGTERM, then SIGKILL) on exit. Its
-output is drained into ``Served.log`` (the last 200 lines).
+the ports; the process is stopped (SIGTERM, then SIGKILL) on exit, and
+stops by itself within a second when the process that started it dies
+(``--exit-with-parent``: a client that crashes, as the 0.9.16 client does
+on a second ``listen()``, leaves no server behind). Its output is drained
+into ``Served.log`` (the last 200 lines).
 """
 
 import collections
@@ -70,8 +73,8 @@ def start(args: List[str], ready_timeout: float = 60.0) -> Served:
     env['PYTHONUNBUFFERED'] = '1'
     port = [] if '--port' in args else ['--port', '0']
     proc = subprocess.Popen(
-        [sys.executable, '-m', 'hil_bridge.carla_server.server'] + port
-        + list(args), cwd=str(ROOT), env=env, stdout=subprocess.PIPE,
+        [sys.executable, '-m', 'hil_bridge.carla_server.server', '--exit-with-parent']
+        + port + list(args), cwd=str(ROOT), env=env, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, start_new_session=True)
     deadline = time.monotonic() + ready_timeout
     lines = []

@@ -34,6 +34,7 @@ prints ``carla-hil serve: ready on port P (streaming Q)`` once it listens.
 
 import argparse
 import logging
+import os
 import queue
 import signal
 import sys
@@ -236,6 +237,9 @@ def make_parser() -> argparse.ArgumentParser:
                    help='only delay sensors with this role_name')
     p.add_argument('--corrupt-sensor-role', default='',
                    help="that sensor's images carry a wrong width (fault knob)")
+    p.add_argument('--exit-with-parent', action='store_true',
+                   help='stop when the process that started it ends (the launcher '
+                   'sets it: a crashed client leaves no server behind)')
     p.add_argument('--log-level', default='WARNING')
     return p
 
@@ -272,8 +276,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     server.start()
     print(f'carla-hil serve: ready on port {server.port} (streaming '
           f'{server.streams.port}), map {server.world.map.name}', flush=True)
+    parent = os.getppid()
     while not stop.wait(0.5):
-        pass
+        if args.exit_with_parent and os.getppid() != parent:
+            print('carla-hil serve: the process that started it is gone, stopping',
+                  file=sys.stderr)
+            break
     server.close()
     return 0
 
