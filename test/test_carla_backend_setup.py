@@ -336,6 +336,9 @@ def test_teardown_restores_settings_and_destroys_everything(server, check) -> No
     assert (after.synchronous_mode, after.fixed_delta_seconds) == \
         (before.synchronous_mode, before.fixed_delta_seconds)
     assert actors(check) == []
+    # the client is let go in teardown's thread (freed later by the garbage
+    # collector inside one of its own threads, the 0.9.16 client aborts)
+    assert backend._client is None and backend._world is None
     backend.teardown()                           # twice is fine
     assert backend.stats['frames'] == 2          # kept
 

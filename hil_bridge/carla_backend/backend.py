@@ -1560,6 +1560,13 @@ class CarlaBackend(Backend):
                 except RuntimeError as exc:
                     self._log.error(f'could not restore the world settings '
                                     f'of the {self._where()}: {exc}')
+            # Let the client go here, in this thread. The sensor callbacks
+            # are bound to this object, so it and its client could otherwise
+            # be freed later by the garbage collector, possibly inside one of
+            # that client's own threads: the 0.9.16 client then joins itself
+            # and aborts the process (std::terminate in ~ThreadGroup).
+            self._world = None
+            self._client = None
 
     def _destroy(self, ids: List[int]) -> None:
         command = self.carla.command
