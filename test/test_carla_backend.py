@@ -88,3 +88,13 @@ def test_steering_from_the_physics_control() -> None:
     pc.wheels = [wheel(0.0, 1.4, 0.0)] * 4
     with pytest.raises(BackendError, match='cannot steer'):
         Steering.of(pc, 'a trailer')
+
+
+def test_no_callback_outside_a_run() -> None:
+    """Sensor callbacks do nothing before set-up and after teardown (the client is let go)."""
+    backend = CarlaBackend()
+    called = []
+    backend._guarded(called.append, 'data')
+    backend.teardown()
+    backend._guarded(called.append, 'data')
+    assert called == [] and backend._in_callback == 0

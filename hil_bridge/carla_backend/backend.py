@@ -511,6 +511,10 @@ class CarlaBackend(Backend):
         self.referee: Any = None
         self._reset_state()
         self._teardown_lock = threading.RLock()
+        #: callbacks running in the client's threads, and whether they are closed
+        self._callbacks = threading.Condition()
+        self._in_callback = 0
+        self._callbacks_closed = True
         self._prev_handlers: Dict[int, Any] = {}
 
     def _reset_state(self) -> None:
@@ -692,6 +696,8 @@ class CarlaBackend(Backend):
             raise BackendError('CarlaBackend.setup called twice; call '
                                'teardown first')
         self.stats = {'frames': 0, 'bad_data': 0, 'slow_ticks': 0}
+        with self._callbacks:
+            self._callbacks_closed = False
         self.connect()
         # Also tear down when the interpreter exits without a teardown.
         atexit.register(self.teardown)
@@ -1074,7 +1080,7 @@ class CarlaBackend(Backend):
             sensor = self._register(world.spawn_actor(
                 bp, carla.Transform(), attach_to=vehicle))
             self._collision = sensor
-            sensor.listen(self._on_collision)
+            sensor.listen(lambda event: self._guarded(self._on_collision, event))
 
     def _spawn_rig(self, rig: List[SensorSpec]) -> None:
         from hil_bridge.interface.rig import carla_attributes
@@ -1211,8 +1217,28 @@ class CarlaBackend(Backend):
 
     def _make_callback(self, slot: _SensorSlot) -> Callable[[Any], None]:
         def callback(data: Any) -> None:
-            self._on_sensor(slot, data)
+            self._guarded(self._on_sensor, slot, data)
         return callback
+
+    def _guarded(self, handler: Callable[..., None], *args: Any) -> None:
+        """
+        Run a sensor callback unless teardown closed them; count it while it runs.
+
+        The client is let go in :meth:`teardown` (its last reference must not
+        be dropped in one of its own threads, see there): it waits for the
+        callbacks running, and later ones return at once, before they make
+        any carla object.
+        """
+        with self._callbacks:
+            if self._callbacks_closed:
+                return
+            self._in_callback += 1
+        try:
+            handler(*args)
+        finally:
+            with self._callbacks:
+                self._in_callback -= 1
+                self._callbacks.notify_all()
 
     def _on_sensor(self, slot: _SensorSlot, data: Any) -> None:
         """Convert one measurement (CARLA callback thread)."""
@@ -1537,6 +1563,8 @@ class CarlaBackend(Backend):
         """
         with self._teardown_lock:
             atexit.unregister(self.teardown)
+            with self._callbacks:
+                self._callbacks_closed = True      # no callback from here on
             listening = [(slot.sensor_id, slot.actor) for slot in self._sensors]
             if self._collision is not None:
                 listening.append(('collision', self._collision))
@@ -1560,11 +1588,15 @@ class CarlaBackend(Backend):
                 except RuntimeError as exc:
                     self._log.error(f'could not restore the world settings '
                                     f'of the {self._where()}: {exc}')
-            # Let the client go here, in this thread. The sensor callbacks
-            # are bound to this object, so it and its client could otherwise
-            # be freed later by the garbage collector, possibly inside one of
-            # that client's own threads: the 0.9.16 client then joins itself
-            # and aborts the process (std::terminate in ~ThreadGroup).
+            # Let the client go here, in this thread. Its last reference must
+            # not be dropped in one of its own threads (a callback's carla
+            # object, or this backend freed by the garbage collector from a
+            # callback that still holds it): the 0.9.16 client then joins
+            # its own thread and aborts the process (std::terminate in
+            # ~ThreadGroup). Callbacks were closed first; the running ones are
+            # waited for.
+            with self._callbacks:
+                self._callbacks.wait_for(lambda: self._in_callback == 0, timeout=2.0)
             self._world = None
             self._client = None
 
