@@ -86,7 +86,7 @@ def test_stalled_sensor_stream(server):
 
 
 def test_cli_serve_rejects_bad_options() -> None:
-    for args, message in ((['--rate', '-1'], '--rate must be > 0'),
+    for args, message in ((['--rate', '-1'], '--rate must be a finite number > 0'),
                           (['--map', 'Town01'], "map 'Town01' not found")):
         out = subprocess.run([sys.executable, '-m', 'hil_bridge.tools.cli', 'serve',
                               '--port', '0'] + args, capture_output=True, text=True,
