@@ -3,95 +3,60 @@
 """
 Track files other simulators write: read them into a :class:`Track`.
 
-Formats (``docs/track_formats.md`` has the facts of each):
-
-* ``eufs``: eufs_sim CSV, header ``tag,x,y,direction,x_variance,
-  y_variance,xy_covariance``; tags ``blue``, ``yellow``, ``orange``,
-  ``big_orange``, ``car_start`` (``direction`` = start heading, rad),
-  ``midpoint`` (centre-line points, not cones) and our ``unknown``;
-* ``fsds``: the same rows without a header and without ``car_start`` (the
-  car starts at the origin facing +x);
-* ``pacsim``: PacSim YAML, ``track: {start, left, right, time_keeping,
-  unknown}`` with ``{position: [x, y, z], class}`` entries;
-  ``time_keeping`` entries are timing sensors, not cones;
-* ``fssim``: AMZ fssim YAML, ``cones_left``, ``cones_right``,
-  ``cones_orange``, ``cones_orange_big`` ([x, y] lists),
-  ``starting_pose_front_wing`` [x, y, yaw], ``tk_device`` (timing
-  sensors).
+The readers of every format (eufs_sim/FSDS/team CSV, PacSim and fssim
+YAML, cone-map YAML, Gazebo SDF, JSON, Unreal transform dumps) are in
+:mod:`hil_bridge.sim.track_readers`; ``docs/track_formats.md`` has the
+facts of each and what the loader does with real files.
 
 Everything comes out REP-103 in ``map`` (x forward, y left; metres,
 radians). ``convention='unreal'`` reads a file written with y to the right
-(old FSDS maps) by negating y and the headings. Cones closer than a cone
-base are merged (with a warning naming both lines). A broken file raises
-``ValueError`` with one line naming the file, line and field.
+(old FSDS maps) by negating y and the headings; ``convention='swapped'``
+swaps blue and yellow (fssim's SDF export puts blue on the right). Cones
+closer than a cone base are merged (with a warning naming both lines);
+numeric colour codes are read by where the cones stand; cones of unknown
+colour are put on the left or right boundary by walking the track from
+the car start. A broken file raises ``ValueError`` with one line naming
+the file, line and field.
 """
 
-import csv
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 import logging
 import math
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_NAMES, CONE_ORANGE,
                                         CONE_SIZE, CONE_UNKNOWN, CONE_YELLOW)
 from hil_bridge.interface.frames import Pose
-from hil_bridge.interface.track import arc_length, ConeArray, MIN_WIDTH, TimingLine, Track
+from hil_bridge.interface.track import (arc_length, ConeArray, MIN_WIDTH, SKIDPAD_CENTRE_DISTANCE,
+                                        SKIDPAD_INNER_DIAMETER, SKIDPAD_OUTER_DIAMETER,
+                                        TimingLine, Track)
+from hil_bridge.sim.track_readers import (CSV_HEADER, detect_format, FORMATS,
+                                          FRONT_WING_OFFSET, read_file, save_csv,
+                                          TrackFile)
 from hil_bridge.sim.tracks import (lateral_position, local_widths, MAX_CONE_SPACING, resample,
                                    rule_findings, skidpad_track, tangents, timing_line)
 import numpy as np
 from scipy.interpolate import splev, splprep
-from scipy.spatial import cKDTree
-import yaml
+from scipy.spatial import cKDTree, Delaunay
 
 LOG = logging.getLogger(__name__)
 
-CSV_HEADER = ['tag', 'x', 'y', 'direction', 'x_variance', 'y_variance',
-              'xy_covariance']
-FORMATS = ('eufs', 'fsds', 'pacsim', 'fssim')
-CONVENTIONS = ('rep103', 'unreal')
-#: CSV tags that are cones.
-CSV_CONE_TAGS = {'blue': CONE_BLUE, 'yellow': CONE_YELLOW,
-                 'orange': CONE_ORANGE, 'big_orange': CONE_BIG_ORANGE,
-                 'unknown': CONE_UNKNOWN}
-#: PacSim landmark classes that are cones (``invisible`` ones are not).
-PACSIM_CLASSES = {'blue': CONE_BLUE, 'yellow': CONE_YELLOW,
-                  'orange': CONE_ORANGE, 'small-orange': CONE_ORANGE,
-                  'big-orange': CONE_BIG_ORANGE,
-                  'big_orange': CONE_BIG_ORANGE, 'unknown': CONE_UNKNOWN}
-#: fssim's start pose is the front wing; our car_start is the rear axle,
-#: this far behind it (fs_car: length 2.9 m - rear overhang 0.6 m).
-FRONT_WING_OFFSET = 2.3
+__all__ = ['CONVENTIONS', 'CSV_HEADER', 'detect_format', 'FORMATS', 'FRONT_WING_OFFSET',
+           'TrackFile', 'TrackLoad',
+           'read_track_file', 'build_track', 'load_track_file', 'open_track', 'describe',
+           'save_track_csv', 'boundary_sides', 'detect_mission']
+
+#: ``rep103`` as written; ``unreal``: y to the right (y and headings
+#: negated); ``swapped``: blue and yellow swapped.
+CONVENTIONS = ('rep103', 'unreal', 'swapped')
 #: Largest gap (m) between consecutive points of one boundary or of the
 #: midpoint line when they are chained into a polyline.
 CHAIN_GAP = 2.5 * MAX_CONE_SPACING
-
-
-@dataclass
-class TrackFile:
-    """
-    The content of a track file, REP-103 in ``map`` (metres, radians).
-
-    ``xy`` (N, 2) / ``class_id`` (N,) are the cones (after merging
-    near-duplicates), ``lines`` their source lines, ``side`` +1 for a cone
-    the file puts on the left boundary, -1 right, 0 when it does not say;
-    ``midpoints`` (M, 2) centre-line points in file order; ``timing``
-    timing-sensor positions in file order (not cones); ``closed`` the
-    file's own closed-loop flag (None when it has none); ``notes`` the
-    loader's warnings.
-    """
-
-    path: str
-    fmt: str
-    xy: np.ndarray
-    class_id: np.ndarray
-    lines: List[int]
-    side: np.ndarray
-    car_start: Optional[Pose] = None
-    midpoints: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
-    timing: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
-    closed: Optional[bool] = None
-    notes: List[str] = field(default_factory=list)
+#: Cone-to-cone distances (m) that can span the track (left to right).
+SPAN = (1.8, 7.5)
+#: Points of unknown colour closer than this (median, m) are a path.
+MIN_CONE_GAP = 1.2
 
 
 @dataclass
@@ -104,326 +69,11 @@ class TrackLoad:
     errors: List[str]
 
 
-# ------------------------------------------------------------- detection
-def detect_format(path: str) -> str:
-    """
-    Return the format of a track file from its extension and content.
-
-    ``.csv``: ``eufs`` when the first row is the header or a ``car_start``
-    row exists, else ``fsds``; ``.yaml``/``.yml``: ``pacsim`` for a top
-    ``track`` mapping, ``fssim`` for ``cones_left``/``cones_right``. Other
-    extensions are sniffed the same way. Raises ``ValueError`` naming the
-    file when nothing fits.
-    """
-    with open(path, 'r', encoding='utf-8') as stream:
-        text = stream.read()
-    ext = os.path.splitext(path)[1].lower()
-    looks_yaml = ext in ('.yaml', '.yml') or (
-        ext != '.csv' and any(key in text for key in
-                              ('cones_left', 'track:', 'left:')))
-    if looks_yaml:
-        for raw in text.splitlines():
-            line = raw.split('#', 1)[0].rstrip()
-            if not line or line.startswith((' ', '\t', '-', '---')):
-                continue
-            key = line.split(':', 1)[0].strip()
-            if key == 'track':
-                return 'pacsim'
-            if key.startswith('cones_') or key in ('starting_pose_front_wing',
-                                                   'tk_device'):
-                return 'fssim'
-        raise ValueError(f"{path}:1: field 'track': not a PacSim "
-                         '(track: ...) or fssim (cones_left: ...) YAML file')
-    for raw in text.splitlines():
-        first = raw.split(',', 1)[0].strip().lower()
-        if not first:
-            continue
-        if first == 'tag':
-            return 'eufs'
-        break
-    if any(r.split(',', 1)[0].strip() == 'car_start'
-           for r in text.splitlines()):
-        return 'eufs'
-    return 'fsds'
-
-
-# ------------------------------------------------------------------- CSV
-def _parse_float(path: str, line: int, name: str, text: Optional[str],
-                 required: bool) -> float:
-    if text is None or text.strip() == '':
-        if required:
-            raise ValueError(f'{path}:{line}: field {name!r} is missing')
-        return 0.0
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f'{path}:{line}: field {name!r} is not a number: '
-                         f'{text!r}') from None
-    if not math.isfinite(value):
-        raise ValueError(f'{path}:{line}: field {name!r} is not finite: '
-                         f'{text!r}')
-    return value
-
-
-def _read_csv(path: str, fmt: str) -> TrackFile:
-    """Read an eufs_sim/FSDS CSV (header optional, repeated header skipped)."""
-    xy: List[Tuple[float, float]] = []
-    cls: List[int] = []
-    lines: List[int] = []
-    mids: List[Tuple[float, float]] = []
-    notes: List[str] = []
-    car_start: Optional[Pose] = None
-    col: Optional[Dict[str, int]] = None
-    with open(path, 'r', newline='', encoding='utf-8') as stream:
-        reader = csv.reader(stream)
-        for row in reader:
-            line = reader.line_num
-            if not row or all(c.strip() == '' for c in row):
-                continue
-            cells = [c.strip() for c in row]
-            if cells[0].lower() == 'tag':
-                if col is not None:
-                    notes.append(f'{path}:{line}: repeated header line '
-                                 'skipped')
-                    continue
-                for name in CSV_HEADER[:3]:
-                    if name not in cells:
-                        raise ValueError(
-                            f'{path}:{line}: header misses field {name!r} '
-                            f'(expected {",".join(CSV_HEADER)})')
-                col = {name: cells.index(name) for name in CSV_HEADER
-                       if name in cells}
-                continue
-            if col is None:
-                # no header line (FSDS): the standard column order
-                col = {name: i for i, name in enumerate(CSV_HEADER)}
-
-            def get(name: str) -> Optional[str]:
-                i = col.get(name) if col is not None else None
-                return cells[i] if i is not None and i < len(cells) else None
-            tag = get('tag') or ''
-            if tag == '':
-                raise ValueError(f"{path}:{line}: field 'tag' is missing")
-            x = _parse_float(path, line, 'x', get('x'), True)
-            y = _parse_float(path, line, 'y', get('y'), True)
-            direction = _parse_float(path, line, 'direction',
-                                     get('direction'), False)
-            for name in CSV_HEADER[4:6]:
-                if _parse_float(path, line, name, get(name), False) < 0.0:
-                    raise ValueError(f'{path}:{line}: field {name!r} is a '
-                                     f'variance and must be >= 0: '
-                                     f'{get(name)!r}')
-            _parse_float(path, line, 'xy_covariance', get('xy_covariance'),
-                         False)
-            if tag == 'car_start':
-                if car_start is not None:
-                    raise ValueError(f"{path}:{line}: field 'tag': second "
-                                     'car_start row')
-                car_start = Pose(x=x, y=y, yaw=direction)
-            elif tag == 'midpoint':
-                mids.append((x, y))
-            elif tag in CSV_CONE_TAGS:
-                xy.append((x, y))
-                cls.append(CSV_CONE_TAGS[tag])
-                lines.append(line)
-            else:
-                raise ValueError(
-                    f"{path}:{line}: field 'tag': unknown tag {tag!r} "
-                    f'(expected one of {sorted(CSV_CONE_TAGS)} + '
-                    "['car_start', 'midpoint'])")
-    if col is None:
-        raise ValueError(f'{path}:1: empty file (expected rows '
-                         f'{",".join(CSV_HEADER)})')
-    return TrackFile(path=path, fmt=fmt,
-                     xy=np.array(xy, dtype=float).reshape(-1, 2),
-                     class_id=np.array(cls, dtype=np.uint8), lines=lines,
-                     side=np.zeros(len(cls), dtype=np.int8),
-                     car_start=car_start,
-                     midpoints=np.array(mids, dtype=float).reshape(-1, 2),
-                     notes=notes)
-
-
 def save_track_csv(track: Track, path: str) -> None:
     """Write a track as our eufs-style CSV (header, car_start first)."""
-    with open(path, 'w', newline='', encoding='utf-8') as stream:
-        w = csv.writer(stream)
-        w.writerow(CSV_HEADER)
-        p = track.car_start
-        w.writerow(['car_start', repr(float(p.x)), repr(float(p.y)),
-                    repr(float(p.yaw)), 0.0, 0.0, 0.0])
-        for (x, y), c in zip(track.cones.xy, track.cones.class_id):
-            w.writerow([CONE_NAMES[int(c)], repr(float(x)), repr(float(y)),
-                        0.0, 0.0, 0.0, 0.0])
-
-
-# ------------------------------------------------------------------ YAML
-class _Yaml:
-    """A composed YAML document with line numbers for error messages."""
-
-    def __init__(self, path: str, text: str) -> None:
-        self.path = path
-        try:
-            self.root = yaml.compose(text, Loader=yaml.SafeLoader)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, 'problem_mark', None)
-            line = mark.line + 1 if mark is not None else 1
-            problem = getattr(exc, 'problem', None) or str(exc).split('\n')[0]
-            raise ValueError(f'{path}:{line}: not valid YAML: {problem}'
-                             ) from None
-        if self.root is None:
-            raise ValueError(f'{path}:1: empty file')
-
-    def error(self, node: Any, where: str, message: str) -> ValueError:
-        """Return a ValueError naming file, line of ``node`` and field."""
-        line = node.start_mark.line + 1 if node is not None else 1
-        return ValueError(f'{self.path}:{line}: field {where!r}: {message}')
-
-    def mapping(self, node: Any, where: str) -> Dict[str, Any]:
-        """Return the (key -> value node) dict of a mapping node."""
-        if not isinstance(node, yaml.MappingNode):
-            raise self.error(node, where, 'expected a mapping')
-        return {str(k.value): v for k, v in node.value}
-
-    def sequence(self, node: Any, where: str) -> List[Any]:
-        """Return the item nodes of a sequence node (null = empty)."""
-        if isinstance(node, yaml.ScalarNode) and node.tag.endswith(':null'):
-            return []
-        if not isinstance(node, yaml.SequenceNode):
-            raise self.error(node, where, 'expected a list')
-        return list(node.value)
-
-    def number(self, node: Any, where: str) -> float:
-        """Return a finite float scalar."""
-        if not isinstance(node, yaml.ScalarNode):
-            raise self.error(node, where, 'expected a number')
-        try:
-            value = float(node.value)
-        except ValueError:
-            raise self.error(node, where, f'not a number: {node.value!r}'
-                             ) from None
-        if not math.isfinite(value):
-            raise self.error(node, where, f'not finite: {node.value!r}')
-        return value
-
-    def vector(self, node: Any, where: str, lo: int, hi: int) -> List[float]:
-        """Return a list of ``lo``..``hi`` finite numbers."""
-        items = self.sequence(node, where)
-        if not lo <= len(items) <= hi:
-            raise self.error(node, where, f'expected {lo}' +
-                             (f'-{hi}' if hi > lo else '') +
-                             f' numbers, got {len(items)}')
-        return [self.number(v, f'{where}[{i}]') for i, v in enumerate(items)]
-
-    def text(self, node: Any, where: str) -> str:
-        """Return a string scalar."""
-        if not isinstance(node, yaml.ScalarNode):
-            raise self.error(node, where, 'expected a string')
-        return str(node.value)
-
-
-def _read_pacsim(path: str, text: str) -> TrackFile:
-    """Read a PacSim track YAML."""
-    doc = _Yaml(path, text)
-    top = doc.mapping(doc.root, '<top>')
-    if 'track' not in top:
-        raise doc.error(doc.root, 'track', 'missing (PacSim files have a '
-                        'top-level track mapping)')
-    tr = doc.mapping(top['track'], 'track')
-    xy, cls, lines, side, timing = [], [], [], [], []
-    notes: List[str] = []
-    skipped = 0
-    for key, sgn in (('left', 1), ('right', -1), ('unknown', 0),
-                     ('time_keeping', 0)):
-        if key not in tr:
-            if key in ('left', 'right'):
-                raise doc.error(top['track'], f'track.{key}', 'missing')
-            continue
-        for i, item in enumerate(doc.sequence(tr[key], f'track.{key}')):
-            where = f'track.{key}[{i}]'
-            entry = doc.mapping(item, where)
-            if 'position' not in entry:
-                raise doc.error(item, f'{where}.position', 'missing')
-            pos = doc.vector(entry['position'], f'{where}.position', 2, 3)
-            name = doc.text(entry['class'], f'{where}.class') \
-                if 'class' in entry else 'unknown'
-            if key == 'time_keeping' or name == 'timekeeping':
-                timing.append(pos[:2])
-                continue
-            if name == 'invisible':
-                skipped += 1
-                continue
-            if name not in PACSIM_CLASSES:
-                raise doc.error(entry.get('class', item), f'{where}.class',
-                                f'unknown class {name!r} (expected one of '
-                                f'{sorted(PACSIM_CLASSES)}, timekeeping, '
-                                'invisible)')
-            xy.append(pos[:2])
-            cls.append(PACSIM_CLASSES[name])
-            lines.append(item.start_mark.line + 1)
-            side.append(sgn)
-    if skipped:
-        notes.append(f'{path}: {skipped} invisible landmarks skipped (not '
-                     'cones)')
-    car_start = None
-    if 'start' in tr:
-        st = doc.mapping(tr['start'], 'track.start')
-        pos = doc.vector(st['position'], 'track.start.position', 2, 3) \
-            if 'position' in st else [0.0, 0.0]
-        ori = doc.vector(st['orientation'], 'track.start.orientation', 3, 3) \
-            if 'orientation' in st else [0.0, 0.0, 0.0]
-        car_start = Pose(x=pos[0], y=pos[1], yaw=ori[2])
-    closed = None
-    if 'lanesFirstWithLastConnected' in tr:
-        node = tr['lanesFirstWithLastConnected']
-        value = doc.text(node, 'track.lanesFirstWithLastConnected').lower()
-        if value not in ('true', 'false'):
-            raise doc.error(node, 'track.lanesFirstWithLastConnected',
-                            f'expected true or false, got {value!r}')
-        closed = value == 'true'
-    return TrackFile(path=path, fmt='pacsim',
-                     xy=np.array(xy, dtype=float).reshape(-1, 2),
-                     class_id=np.array(cls, dtype=np.uint8), lines=lines,
-                     side=np.array(side, dtype=np.int8), car_start=car_start,
-                     timing=np.array(timing, dtype=float).reshape(-1, 2),
-                     closed=closed, notes=notes)
-
-
-def _read_fssim(path: str, text: str) -> TrackFile:
-    """Read an AMZ fssim track YAML."""
-    doc = _Yaml(path, text)
-    top = doc.mapping(doc.root, '<top>')
-    for key in ('cones_left', 'cones_right'):
-        if key not in top:
-            raise doc.error(doc.root, key, 'missing')
-    xy, cls, lines, side = [], [], [], []
-    for key, colour, sgn in (('cones_left', CONE_BLUE, 1),
-                             ('cones_right', CONE_YELLOW, -1),
-                             ('cones_orange', CONE_ORANGE, 0),
-                             ('cones_orange_big', CONE_BIG_ORANGE, 0)):
-        if key not in top:
-            continue
-        for i, item in enumerate(doc.sequence(top[key], key)):
-            pos = doc.vector(item, f'{key}[{i}]', 2, 3)
-            xy.append(pos[:2])
-            cls.append(colour)
-            lines.append(item.start_mark.line + 1)
-            side.append(sgn)
-    timing = []
-    if 'tk_device' in top:
-        for i, item in enumerate(doc.sequence(top['tk_device'],
-                                              'tk_device')):
-            timing.append(doc.vector(item, f'tk_device[{i}]', 2, 3)[:2])
-    car_start = None
-    if 'starting_pose_front_wing' in top:
-        x, y, yaw = doc.vector(top['starting_pose_front_wing'],
-                               'starting_pose_front_wing', 3, 3)
-        car_start = Pose(x=x - FRONT_WING_OFFSET * math.cos(yaw),
-                         y=y - FRONT_WING_OFFSET * math.sin(yaw), yaw=yaw)
-    return TrackFile(path=path, fmt='fssim',
-                     xy=np.array(xy, dtype=float).reshape(-1, 2),
-                     class_id=np.array(cls, dtype=np.uint8), lines=lines,
-                     side=np.array(side, dtype=np.int8), car_start=car_start,
-                     timing=np.array(timing, dtype=float).reshape(-1, 2))
+    save_csv(path, track.car_start,
+             ((CONE_NAMES[int(c)], x, y) for (x, y), c in
+              zip(track.cones.xy, track.cones.class_id)))
 
 
 # ------------------------------------------------------------- reading
@@ -432,36 +82,33 @@ def read_track_file(path: str, fmt: str = 'auto',
     """
     Read a track file of any supported format (``fmt='auto'`` detects it).
 
-    Applies the axis ``convention`` (``unreal``: y and headings negated)
-    and merges near-duplicate cones (bases overlapping) into one at their
-    mean position, noting both lines. Raises ``ValueError`` (one line with
-    file, line and field) for a broken file, ``FileNotFoundError`` for a
-    missing one.
+    Applies the axis ``convention``, merges near-duplicate cones (bases
+    overlapping) into one at their mean position noting both lines, reads
+    numeric colour codes by where their cones stand and puts cones of
+    unknown colour on a boundary when the file has too few blue/yellow
+    cones. Raises ``ValueError`` (one line with file, line and field) for
+    a broken file, ``FileNotFoundError`` for a missing one.
     """
     if convention not in CONVENTIONS:
         raise ValueError(f'{path}: convention {convention!r} is not one of '
                          f'{list(CONVENTIONS)}')
-    if fmt in ('auto', '', None):
-        fmt = detect_format(path)
-    if fmt not in FORMATS:
-        raise ValueError(f'{path}: format {fmt!r} is not one of '
-                         f'{["auto", *FORMATS]}')
-    if fmt in ('eufs', 'fsds'):
-        tf = _read_csv(path, fmt)
-    else:
-        with open(path, 'r', encoding='utf-8') as stream:
-            text = stream.read()
-        tf = _read_pacsim(path, text) if fmt == 'pacsim' else \
-            _read_fssim(path, text)
+    tf = read_file(path, fmt)
     if len(tf.xy) == 0:
         raise ValueError(f'{path}: no cones')
     if convention == 'unreal':
         for arr in (tf.xy, tf.midpoints, tf.timing):
             arr[:, 1] *= -1.0
+        tf.side = -tf.side
         if tf.car_start is not None:
             p = tf.car_start
             tf.car_start = Pose(x=p.x, y=-p.y, z=p.z, yaw=-p.yaw)
+    elif convention == 'swapped':
+        blue, yellow = tf.class_id == CONE_BLUE, tf.class_id == CONE_YELLOW
+        tf.class_id[blue], tf.class_id[yellow] = CONE_YELLOW, CONE_BLUE
+        tf.side = -tf.side
     _merge_duplicates(tf)
+    _resolve_colours(tf)
+    _infer_start(tf)
     for note in tf.notes:
         LOG.debug(note)
     return tf
@@ -519,10 +166,223 @@ def _merge_duplicates(tf: TrackFile) -> None:
             sides = tf.side[members]
             tf.side[r] = int(sides[sides != 0][0]) if (sides != 0).any() \
                 else 0
+        known = tf.class_id[members] != CONE_UNKNOWN
+        if tf.class_id[r] == CONE_UNKNOWN and known.any():
+            tf.class_id[r] = tf.class_id[members[known][0]]
     tf.xy = tf.xy[keep]
     tf.class_id = tf.class_id[keep]
     tf.side = tf.side[keep]
+    if tf.codes is not None:
+        tf.codes = tf.codes[keep]
     tf.lines = [ln for ln, k in zip(tf.lines, keep) if k]
+
+
+def _resolve_colours(tf: TrackFile) -> None:
+    """
+    Read numeric colour codes and give cones of unknown colour a side.
+
+    Numeric codes (a cone-map message's enum, which differs between
+    teams) are read by where their cones stand when the track is walked
+    from the car start (:func:`boundary_sides`): a code whose cones are
+    at least 3/4 on the left is blue, on the right yellow; a code of at
+    most 8 cones is big orange when they stand at the start, else orange;
+    the rest stay unknown. When all cones carry one code it says nothing
+    (unknown colour). Then, if the file has fewer than two cones on
+    either boundary (by colour or by the file's left/right lists), the
+    unknown cones get the side :func:`boundary_sides` finds. In place.
+    """
+    start = tf.car_start if tf.car_start is not None else Pose()
+    if tf.codes is not None:
+        codes = tf.codes
+        coded = codes >= 0
+        found = np.unique(codes[coded])
+        if len(found) == 1:
+            tf.notes.append(f'{tf.path}: all {int(coded.sum())} coded cones '
+                            f'have colour code {int(found[0])}: read as '
+                            'unknown colour')
+        else:
+            side = boundary_sides(tf.xy, start)
+            origin = np.array([start.x, start.y])
+            names = []
+            for code in found:
+                m = coded & (codes == code)
+                s = side[m]
+                left, right = int((s > 0).sum()), int((s < 0).sum())
+                near = np.hypot(*(tf.xy[m] - origin).T).max() < 15.0
+                if left >= 3 and left >= 0.75 * (left + right):
+                    cls = CONE_BLUE
+                elif right >= 3 and right >= 0.75 * (left + right):
+                    cls = CONE_YELLOW
+                elif m.sum() <= 8:
+                    cls = CONE_BIG_ORANGE if near else CONE_ORANGE
+                else:
+                    cls = CONE_UNKNOWN
+                tf.class_id[m & (tf.class_id == CONE_UNKNOWN)] = cls
+                names.append(f'{int(code)} = {CONE_NAMES[cls]} '
+                             f'({int(m.sum())})')
+            tf.notes.append(f'{tf.path}: numeric colour codes read by where '
+                            f'their cones stand: {", ".join(names)}')
+    cls = tf.class_id
+    left = int(((tf.side > 0) | ((tf.side == 0) & (cls == CONE_BLUE))).sum())
+    right = int(((tf.side < 0) | ((tf.side == 0) & (cls == CONE_YELLOW))
+                 ).sum())
+    unknown = (cls == CONE_UNKNOWN) & (tf.side == 0)
+    if (left < 2 or right < 2) and unknown.sum() >= 4:
+        pts = tf.xy[unknown]
+        gap = float(np.median(cKDTree(pts).query(pts, k=2)[0][:, 1]))
+        if gap < MIN_CONE_GAP:
+            raise ValueError(
+                f'{tf.path}: {len(pts)} points of unknown colour only '
+                f'{gap:.2f} m apart (median): a path or centre line, not '
+                'cones')
+        side = boundary_sides(tf.xy, start)
+        tf.side[unknown] = side[unknown]
+        got = int((side[unknown] != 0).sum())
+        if min((side > 0).sum(), (side < 0).sum()) < 4:
+            raise ValueError(
+                f'{tf.path}: {int(unknown.sum())} cones of unknown colour do '
+                'not form a track: walking from the car start finds no left '
+                'and right boundary (one boundary only, or a path or '
+                'centre-line file?)')
+        tf.notes.append(f'{tf.path}: {int(unknown.sum())} cones of unknown '
+                        f'colour: {got} put on the left or right boundary by '
+                        'walking the track from the car start' +
+                        ('' if got >= 0.8 * unknown.sum() else
+                         ' (the rest is off the walked track)'))
+
+
+def _infer_start(tf: TrackFile) -> None:
+    """
+    Give a file without a start pose one, facing along the track.
+
+    FSDS maps and Unreal dumps have a fixed convention (the car at the
+    origin facing +x) and are left alone. Other files without a start put
+    the car at the origin, or, when no cone stands within 15 m of it, at
+    the big orange cones (else the cone nearest the origin); it faces
+    along the track with the left boundary (blue, or the file's left
+    side) on its left: the three nearest left and right cones give the
+    direction. In place, with a note when the heading is not +x.
+    """
+    if tf.car_start is not None or tf.fmt in ('fsds', 'unreal_dir'):
+        return
+    cls = tf.class_id
+    left = (tf.side > 0) | ((tf.side == 0) & (cls == CONE_BLUE))
+    right = (tf.side < 0) | ((tf.side == 0) & (cls == CONE_YELLOW))
+    anchor = np.zeros(2)
+    moved = False
+    if np.hypot(*tf.xy.T).min() > 15.0:
+        big = tf.xy[cls == CONE_BIG_ORANGE]
+        anchor = big.mean(axis=0) if len(big) >= 2 else \
+            tf.xy[int(np.argmin(np.hypot(*tf.xy.T)))]
+        moved = True
+    yaw = 0.0
+    if left.sum() >= 1 and right.sum() >= 1:
+        lp, rp = tf.xy[left], tf.xy[right]
+        li = np.argsort(np.hypot(*(lp - anchor).T))[:3]
+        ri = np.argsort(np.hypot(*(rp - anchor).T))[:3]
+        n = lp[li].mean(axis=0) - rp[ri].mean(axis=0)
+        if np.hypot(*n) > 0.5:
+            yaw = math.atan2(-n[0], n[1])
+    tf.car_start = Pose(x=float(anchor[0]), y=float(anchor[1]), yaw=yaw)
+    if moved or abs(yaw) > 0.05:
+        tf.notes.append(f'{tf.path}: no start pose: the car starts at '
+                        f'({anchor[0]:.2f}, {anchor[1]:.2f}) facing '
+                        f'{math.degrees(yaw):.0f} deg, along the track with '
+                        'its left boundary on the left')
+
+
+def boundary_sides(xy: np.ndarray, start: Pose) -> np.ndarray:
+    """
+    Return the side of each cone (+1 left, -1 right, 0 neither) by geometry.
+
+    Walks the track from ``start`` over the midpoints of the Delaunay
+    edges that can span it (``SPAN`` long, crossing the line of travel,
+    more across than along it), each step the cheapest ahead (short,
+    straight on, sharing a cone with the last edge, of similar width);
+    each edge crossed has its left cone on the left boundary and its right
+    one on the right. Stops when the walk is back at its start or finds no
+    edge ahead. Cones no crossed edge touches (clutter) get 0.
+    """
+    n = len(xy)
+    side = np.zeros(n, dtype=np.int8)
+    if n < 4:
+        return side
+    try:
+        tri = Delaunay(xy)
+    except Exception:               # collinear or too few distinct points
+        return side
+    edges = np.vstack([tri.simplices[:, [0, 1]], tri.simplices[:, [1, 2]],
+                       tri.simplices[:, [2, 0]]])
+    edges = np.unique(np.sort(edges, axis=1), axis=0)
+    vec = xy[edges[:, 1]] - xy[edges[:, 0]]
+    length = np.hypot(*vec.T)
+    ok = (length >= SPAN[0]) & (length <= SPAN[1])
+    edges, vec, length = edges[ok], vec[ok], length[ok]
+    if len(edges) == 0:
+        return side
+    mid = xy[edges].mean(axis=1)
+    tree = cKDTree(mid)
+    p = np.array([start.x, start.y], dtype=float)
+    h = np.array([math.cos(start.yaw), math.sin(start.yaw)])
+    used = np.zeros(len(edges), dtype=bool)
+    votes = np.zeros((n, 2), dtype=np.int32)
+    prev: Optional[Tuple[int, int]] = None
+    prev_len = 0.0
+    travelled = 0.0
+    origin = p.copy()
+    path = [p.copy()]
+    for _step in range(len(edges)):
+        cand = np.array(tree.query_ball_point(p, 10.0), dtype=int)
+        if cand.size == 0:
+            break
+        cand = cand[~used[cand]]
+        d_vec = mid[cand] - p
+        d = np.hypot(*d_vec.T)
+        keep = d > 0.3
+        cand, d_vec, d = cand[keep], d_vec[keep], d[keep]
+        if cand.size == 0:
+            break
+        u = d_vec / d[:, None]
+        cos = u @ h
+        a, b = xy[edges[cand, 0]], xy[edges[cand, 1]]
+        ca = u[:, 0] * (a - p)[:, 1] - u[:, 1] * (a - p)[:, 0]
+        cb = u[:, 0] * (b - p)[:, 1] - u[:, 1] * (b - p)[:, 0]
+        across = np.abs(np.einsum('ij,ij->i', vec[cand], u)) < \
+            0.9 * length[cand]
+        good = (cos > 0.0) & (ca * cb < 0.0) & across
+        if len(path) > 3:
+            # never back over the walked line (diagonals of a crossed
+            # corridor have their midpoints on it)
+            back, _j = cKDTree(np.array(path[:-3])).query(mid[cand])
+            near_start = np.hypot(*(mid[cand] - origin).T) < 3.0
+            good &= (back > 1.6) | (near_start & (travelled > 20.0))
+        if not good.any():
+            break
+        cand, d, cos, ca = cand[good], d[good], cos[good], ca[good]
+        cost = d * (1.0 + 3.0 * (1.0 - cos))
+        if prev is not None:
+            shares = np.array([len({int(edges[c, 0]), int(edges[c, 1])}
+                                   & set(prev)) > 0 for c in cand])
+            cost = cost + np.where(shares, 0.0, 1.5) + \
+                0.5 * np.abs(length[cand] - prev_len)
+        k = int(np.argmin(cost))
+        e = int(cand[k])
+        lft, rgt = (edges[e, 0], edges[e, 1]) if ca[k] > 0 else \
+            (edges[e, 1], edges[e, 0])
+        votes[lft, 0] += 1
+        votes[rgt, 1] += 1
+        used[e] = True
+        step = mid[e] - p
+        travelled += float(np.hypot(*step))
+        h = step / max(float(np.hypot(*step)), 1e-9)
+        p = mid[e]
+        path.append(p.copy())
+        prev, prev_len = (int(lft), int(rgt)), float(length[e])
+        if travelled > 20.0 and np.hypot(*(p - origin)) < 3.0:
+            break
+    side[votes[:, 0] > votes[:, 1]] = 1
+    side[votes[:, 1] > votes[:, 0]] = -1
+    return side
 
 
 # ------------------------------------------------------------ building
@@ -531,20 +391,26 @@ def build_track(tf: TrackFile, mission: str = '', width: float = 0.0
     """
     Build a :class:`Track` (centre line, width, timing lines) from a file.
 
-    The centre line comes from the ``midpoint`` rows when they form a
+    ``mission`` '' detects it (:func:`detect_mission`): ``skidpad`` places
+    the standard skidpad layout on the file's circles, anything else
+    builds the centre line from the ``midpoint`` rows when they form a
     line, else from the boundaries (cones the file puts left/right, or
-    blue/yellow by colour, chained from the car start); ``mission=
-    'skidpad'`` places the standard skidpad layout at ``car_start``.
-    Timing lines come from the timing sensors (pairs in file order: one
-    pair = start and finish, two = start, finish), else from the big
-    orange cones. ``width`` 0 means the median local width of the cones.
+    blue/yellow by colour, chained from the car start); an open straight
+    is an acceleration track. Timing lines come from the timing sensors
+    (pairs in file order: one pair = start and finish, two = start,
+    finish), else from the big orange cones. ``width`` 0 means the median
+    local width of the cones.
     """
     car_start = tf.car_start if tf.car_start is not None else Pose()
     cones = ConeArray(xy=tf.xy.copy(), class_id=tf.class_id.copy(),
                       knocked=np.zeros(len(tf.class_id), dtype=bool))
-    name = os.path.splitext(os.path.basename(tf.path))[0]
-    if mission == 'skidpad':
-        return _skidpad_at(name, cones, car_start)
+    name = os.path.splitext(os.path.basename(tf.path.rstrip('/')))[0]
+    fit = _skidpad_fit(tf.xy, tf.class_id, car_start)
+    if mission == 'skidpad' or mission == '' and fit is not None:
+        return _skidpad_at(name, cones, car_start, fit, tf)
+    if fit is not None:
+        tf.notes.append(f'{tf.path}: the cones form a skidpad but the '
+                        f'mission is {mission}')
     cl, closed = None, False
     if len(tf.midpoints) >= 4:
         got = _centerline_from_midpoints(tf.midpoints, car_start)
@@ -557,6 +423,8 @@ def build_track(tf: TrackFile, mission: str = '', width: float = 0.0
     if cl is None:
         cl, closed = _centerline_from_cones(cones, tf.side, car_start,
                                             tf.path)
+    if mission == '' and _is_straight(cl, closed):
+        mission = 'acceleration'
     probe = Track(name, cones, car_start, cl, closed, width=MIN_WIDTH)
     if width <= 0.0:
         w = local_widths(probe)
@@ -571,6 +439,24 @@ def build_track(tf: TrackFile, mission: str = '', width: float = 0.0
                  mission=mission)
 
 
+def detect_mission(tf: TrackFile) -> str:
+    """Return ``skidpad``, ``acceleration`` or '' (a track) for a file."""
+    return build_track(tf).mission
+
+
+def _is_straight(cl: np.ndarray, closed: bool) -> bool:
+    """Return True for an open centre line within 1.5 m of its chord, > 50 m."""
+    if closed or len(cl) < 2:
+        return False
+    chord = cl[-1] - cl[0]
+    length = float(np.hypot(*chord))
+    if length < 50.0:
+        return False
+    u = chord / length
+    off = (cl - cl[0]) @ np.array([-u[1], u[0]])
+    return float(np.abs(off).max()) < 1.5
+
+
 def load_track_file(path: str, fmt: str = 'auto', convention: str = 'rep103',
                     mission: str = '', width: float = 0.0,
                     tolerance: float = 0.1) -> TrackLoad:
@@ -578,8 +464,9 @@ def load_track_file(path: str, fmt: str = 'auto', convention: str = 'rep103',
     Read a track file, build the track and run the FS rule check.
 
     ``warnings`` holds the loader's notes (merged cones, skipped rows) and
-    the rule warnings, ``errors`` the rule errors (mirrored colours). A
-    broken file raises ``ValueError`` instead.
+    the rule warnings, ``errors`` the rule errors (mirrored colours, with
+    a hint at the convention that loads the file). A broken file raises
+    ``ValueError`` instead.
     """
     tf = read_track_file(path, fmt, convention)
     track = build_track(tf, mission, width)
@@ -587,14 +474,25 @@ def load_track_file(path: str, fmt: str = 'auto', convention: str = 'rep103',
     for finding in rule_findings(track, tolerance):
         msg = f'{path}: {finding.message}'
         if finding.severity == 'error':
-            if 'mirrored' in finding.message and convention == 'rep103':
-                msg += (' (a file written with y to the right, as old FSDS '
-                        'maps? try convention unreal)')
+            if 'mirrored' in finding.message:
+                msg += ' (' + _mirror_hint(tf.fmt, convention) + ')'
             errors.append(msg)
         else:
             warnings.append(msg)
     return TrackLoad(track=track, fmt=tf.fmt, warnings=warnings,
                      errors=errors)
+
+
+def _mirror_hint(fmt: str, convention: str) -> str:
+    """Return the hint for a mirrored file: which convention to try."""
+    if convention != 'rep103':
+        return f'read with convention {convention}; try convention rep103'
+    if fmt == 'sdf':
+        return ('fssim\'s SDF export puts blue cones on the right: try '
+                'convention swapped, or its tracks_yaml file')
+    return ('a file written with y to the right, as FSDS maps before '
+            'September 2022? try convention unreal (or swapped if only the '
+            'colours are exchanged)')
 
 
 def open_track(path: str, fmt: str = 'auto', convention: str = 'rep103',
@@ -807,31 +705,133 @@ def _timing_from_big_orange(cones: ConeArray, cl: np.ndarray, closed: bool,
     return {'start': start, 'finish': finish}
 
 
-def _skidpad_at(name: str, cones: ConeArray, car_start: Pose) -> Track:
+def _skidpad_fit(xy: np.ndarray, cls: np.ndarray, start: Pose
+                 ) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+    """
+    Return (crossing, driving direction) when the cones form a skidpad.
+
+    Every blue/yellow/unknown cone votes (0.25 m grid) for the centres of
+    circles of the skidpad's inner and outer radii through it; the two
+    best peaks 18.25 m (+- 1 m) apart are the circle centres when at
+    least 60 % of those cones (and 16) stand within 0.4 m of a ring. The
+    crossing is between the centres, the direction across their line
+    pointing away from the car start. None otherwise.
+    """
+    ring = np.flatnonzero((cls == CONE_BLUE) | (cls == CONE_YELLOW)
+                          | (cls == CONE_UNKNOWN))
+    if len(ring) < 16:
+        return None
+    pts = xy[ring]
+    radii = (SKIDPAD_RADII[0], SKIDPAD_RADII[1])
+    ang = np.linspace(0.0, 2 * math.pi, 96, endpoint=False)
+    circ = np.column_stack([np.cos(ang), np.sin(ang)])
+    votes = np.vstack([(p + r * circ) for p in pts for r in radii])
+    lo = votes.min(axis=0)
+    cell = 0.25
+    ij = np.floor((votes - lo) / cell).astype(int)
+    shape = ij.max(axis=0) + 1
+    if shape[0] * shape[1] > 4_000_000:
+        return None
+    grid = np.zeros(shape, dtype=np.int32)
+    np.add.at(grid, (ij[:, 0], ij[:, 1]), 1)
+    # smooth 3x3 so a centre between cells still peaks
+    pad = np.pad(grid, 1)
+    sm = sum(pad[1 + di:1 + di + shape[0], 1 + dj:1 + dj + shape[1]]
+             for di in (-1, 0, 1) for dj in (-1, 0, 1))
+    order = np.argsort(sm, axis=None)[::-1][:400]
+    peaks = np.column_stack(np.unravel_index(order, shape)) * cell + lo + \
+        cell / 2.0
+    first = peaks[0]
+    dist = np.hypot(*(peaks - first).T)
+    other = np.flatnonzero(np.abs(dist - SKIDPAD_CENTRE_DISTANCE) < 1.0)
+    if other.size == 0:
+        return None
+    second = peaks[other[0]]
+    first, second = _ring_centre(pts, first), _ring_centre(pts, second)
+    d = np.minimum(np.hypot(*(pts - first).T), np.hypot(*(pts - second).T))
+    on_ring = (np.abs(d - radii[0]) < 0.4) | (np.abs(d - radii[1]) < 0.4)
+    if on_ring.sum() < max(16, 0.6 * len(pts)):
+        return None
+    crossing = (first + second) / 2.0
+    axis = (second - first) / np.hypot(*(second - first))
+    direction = np.array([-axis[1], axis[0]])
+    origin = np.array([start.x, start.y])
+    toward = crossing - origin
+    if np.hypot(*toward) > 3.0:
+        if float(toward @ direction) < 0.0:
+            direction = -direction
+    elif float(direction @ [math.cos(start.yaw), math.sin(start.yaw)]) < 0:
+        direction = -direction
+    return crossing, direction
+
+
+def _ring_centre(pts: np.ndarray, centre: np.ndarray) -> np.ndarray:
+    """Refine a skidpad circle centre: fixed-radius fit to its ring cones."""
+    c = centre.astype(float).copy()
+    for _ in range(200):
+        rel = pts - c
+        dist = np.hypot(*rel.T)
+        radius = np.where(np.abs(dist - SKIDPAD_RADII[0]) <
+                          np.abs(dist - SKIDPAD_RADII[1]), SKIDPAD_RADII[0],
+                          SKIDPAD_RADII[1])
+        near = (np.abs(dist - radius) < 0.6) & (dist > 1e-6)
+        if near.sum() < 3:
+            break
+        new = np.mean(pts[near] - radius[near, None] * rel[near]
+                      / dist[near, None], axis=0)
+        done = float(np.hypot(*(new - c))) < 1e-12
+        c = new
+        if done:
+            break
+    return c
+
+
+#: Skidpad ring radii (inner, outer) in metres.
+SKIDPAD_RADII = (SKIDPAD_INNER_DIAMETER / 2.0, SKIDPAD_OUTER_DIAMETER / 2.0)
+
+
+def _skidpad_at(name: str, cones: ConeArray, car_start: Pose,
+                fit: Optional[Tuple[np.ndarray, np.ndarray]],
+                tf: TrackFile) -> Track:
     """
     Return the standard skidpad centre line and gate placed on the file.
 
-    The layout is turned to the start heading; its crossing lies on the
-    car's line at the mean along-track position of the blue and yellow
-    cones (the circles are symmetric about it), or 13 m ahead of the car
-    (our own layout) when there are fewer than 8 of them.
+    With a fit (:func:`_skidpad_fit`) the layout's crossing is put on the
+    file's and turned to its driving direction; the car starts where the
+    file says when that is on the entry lane, else where our layout
+    starts. Without one (``mission: skidpad`` on cones that do not form
+    the circles) the layout is turned to the start heading, its crossing
+    13 m ahead of the car (our own layout), with a note.
     """
     ref = skidpad_track()
-    c, s = math.cos(car_start.yaw), math.sin(car_start.yaw)
-    rot = np.array([[c, -s], [s, c]])
-    heading = rot[:, 0]
-    origin = np.array([car_start.x, car_start.y])
-    ring = (cones.class_id == CONE_BLUE) | (cones.class_id == CONE_YELLOW)
-    along = float(np.mean((cones.xy[ring] - origin) @ heading)) \
-        if ring.sum() >= 8 else -float(ref.car_start.x)
-    off = origin + along * heading
+    if fit is None:
+        tf.notes.append(f'{tf.path}: the cones do not form the skidpad '
+                        'circles: the standard layout is placed ahead of '
+                        'the car start')
+        heading = np.array([math.cos(car_start.yaw), math.sin(car_start.yaw)])
+        off = np.array([car_start.x, car_start.y]) - \
+            float(ref.car_start.x) * heading
+    else:
+        off, heading = fit
+    rot = np.array([[heading[0], -heading[1]], [heading[1], heading[0]]])
 
-    def tf(p: np.ndarray) -> np.ndarray:
+    def place(p: np.ndarray) -> np.ndarray:
         return p @ rot.T + off
-    lines = {k: TimingLine(v.name, tf(v.a), tf(v.b), rot @ v.direction)
+    if fit is not None:
+        local = rot.T @ (np.array([car_start.x, car_start.y]) - off)
+        yaw_ok = math.cos(car_start.yaw - math.atan2(heading[1],
+                                                     heading[0])) > 0.9
+        if not (-25.0 < local[0] < -3.0 and abs(local[1]) < 1.0 and yaw_ok):
+            x, y = place(np.array([ref.car_start.x, 0.0]))
+            if tf.car_start is not None:
+                tf.notes.append(f'{tf.path}: car start not on the skidpad '
+                                'entry lane: moved to the standard start')
+            car_start = Pose(x=float(x), y=float(y),
+                             yaw=math.atan2(heading[1], heading[0]))
+    lines = {k: TimingLine(v.name, place(v.a), place(v.b), rot @ v.direction)
              for k, v in ref.timing_lines.items()}
     return Track(name=name, cones=cones, car_start=car_start,
-                 centerline=tf(ref.centerline), closed=False,
+                 centerline=place(ref.centerline), closed=False,
                  width=ref.width, timing_lines=lines, mission='skidpad')
 
 

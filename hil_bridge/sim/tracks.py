@@ -36,6 +36,8 @@ MIN_LAP = 200.0
 MAX_LAP = 500.0
 #: A stretch whose curvature radius exceeds this counts as straight (m).
 STRAIGHT_RADIUS = 100.0
+#: Below this median width (m) no car fits between the boundaries: error.
+MIN_DRIVABLE_WIDTH = 1.5
 
 # Skidpad geometry (FS rules): diameters and centre distance, metres.
 
@@ -493,7 +495,11 @@ def rule_findings(track: Track, tolerance: float = 0.1
         longest = _longest_run(straight, track.closed) * 0.5
         if longest > MAX_STRAIGHT:
             warn(f'straight of {longest:.1f} m > {MAX_STRAIGHT} m')
-    if track.width < MIN_WIDTH - tolerance:
+    if track.width < MIN_DRIVABLE_WIDTH:
+        out.append(RuleFinding(
+            'error', f'track width {track.width} m: the left and right '
+            'boundaries nearly coincide (not drivable)'))
+    elif track.width < MIN_WIDTH - tolerance:
         warn(f'track width {track.width} m < {MIN_WIDTH} m')
     s, lat, _dist = lateral_position(track, cones.xy)
     widths = local_widths(track)
