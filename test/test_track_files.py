@@ -38,7 +38,7 @@ REFERENCE = F.read_track_file(str(DATA / 'eufs_oval.csv'))
 @pytest.mark.parametrize('name, fmt, convention, start', [
     ('eufs_oval.csv', 'eufs', 'rep103', (-6.0, 0.0)),
     ('eufs_midpoints.csv', 'eufs', 'rep103', (-6.0, 0.0)),
-    ('eufs_repeated_header.csv', 'eufs', 'rep103', (0.0, 0.0)),
+    ('eufs_repeated_header.csv', 'eufs', 'rep103', (-3.0, 0.0)),
     ('fsds_oval.csv', 'fsds', 'rep103', (0.0, 0.0)),
     ('fsds_oval_unreal.csv', 'fsds', 'unreal', (0.0, 0.0)),
     ('pacsim_oval.yaml', 'pacsim', 'rep103', (-6.0, 0.0)),
@@ -109,8 +109,10 @@ def test_duplicates_are_merged_with_a_warning_naming_both_lines() -> None:
 def test_repeated_header_is_skipped() -> None:
     """A second header line mid-file is noted and skipped."""
     loaded = F.load_track_file(str(DATA / 'eufs_repeated_header.csv'))
-    assert loaded.warnings == [f'{DATA / "eufs_repeated_header.csv"}:51: '
-                               'repeated header line skipped']
+    assert loaded.warnings[0] == (f'{DATA / "eufs_repeated_header.csv"}:51: '
+                                  'repeated header line skipped')
+    # no car_start row: 3 m behind the big orange gate, facing along it
+    assert 'no start pose' in loaded.warnings[1] and len(loaded.warnings) == 2
 
 
 def test_mirrored_colours_are_an_error() -> None:

@@ -55,6 +55,12 @@ CONVENTIONS = ('rep103', 'unreal', 'swapped')
 CHAIN_GAP = 2.5 * MAX_CONE_SPACING
 #: Cone-to-cone distances (m) that can span the track (left to right).
 SPAN = (1.8, 7.5)
+#: Where a file without a start pose puts the car: this far (m, rear
+#: axle) behind its first big orange cones.
+START_BEHIND = 3.0
+#: Slack (m) of the width and spacing rules for cone positions read from
+#: files (surveyed or mapped, not set by a generator).
+FILE_TOLERANCE = 0.5
 #: Points of unknown colour closer than this (median, m) are a path.
 MIN_CONE_GAP = 1.2
 
@@ -253,136 +259,229 @@ def _resolve_colours(tf: TrackFile) -> None:
 
 def _infer_start(tf: TrackFile) -> None:
     """
-    Give a file without a start pose one, facing along the track.
+    Give a file without a start pose one, behind its start line.
 
     FSDS maps and Unreal dumps have a fixed convention (the car at the
-    origin facing +x) and are left alone. Other files without a start put
-    the car at the origin, or, when no cone stands within 15 m of it, at
-    the big orange cones (else the cone nearest the origin); it faces
-    along the track with the left boundary (blue, or the file's left
-    side) on its left: the three nearest left and right cones give the
-    direction. In place, with a note when the heading is not +x.
+    origin facing +x) and are left alone. Otherwise the car faces along
+    the track with its left boundary (blue, or the file's left side) on
+    its left (the three nearest left and right cones give the direction)
+    and stands ``START_BEHIND`` m behind the big orange cones that come
+    first in that direction; without big orange cones at the origin when
+    it is between the boundaries, else between the left and right cones
+    nearest to it. In place, with a note when that is not the origin
+    facing +x.
     """
     if tf.car_start is not None or tf.fmt in ('fsds', 'unreal_dir'):
         return
     cls = tf.class_id
-    left = (tf.side > 0) | ((tf.side == 0) & (cls == CONE_BLUE))
-    right = (tf.side < 0) | ((tf.side == 0) & (cls == CONE_YELLOW))
-    anchor = np.zeros(2)
-    moved = False
-    if np.hypot(*tf.xy.T).min() > 15.0:
-        big = tf.xy[cls == CONE_BIG_ORANGE]
-        anchor = big.mean(axis=0) if len(big) >= 2 else \
-            tf.xy[int(np.argmin(np.hypot(*tf.xy.T)))]
-        moved = True
-    yaw = 0.0
-    if left.sum() >= 1 and right.sum() >= 1:
-        lp, rp = tf.xy[left], tf.xy[right]
-        li = np.argsort(np.hypot(*(lp - anchor).T))[:3]
-        ri = np.argsort(np.hypot(*(rp - anchor).T))[:3]
+    left, right = _boundary_masks(cls, tf.side)
+    origin = np.zeros(2)
+    if left.sum() < 1 or right.sum() < 1:
+        tf.car_start = Pose()
+        return
+    lp, rp = tf.xy[left], tf.xy[right]
+
+    def heading_at(p: np.ndarray) -> np.ndarray:
+        li = np.argsort(np.hypot(*(lp - p).T))[:3]
+        ri = np.argsort(np.hypot(*(rp - p).T))[:3]
         n = lp[li].mean(axis=0) - rp[ri].mean(axis=0)
-        if np.hypot(*n) > 0.5:
-            yaw = math.atan2(-n[0], n[1])
+        norm = float(np.hypot(*n))
+        return np.array([n[1], -n[0]]) / norm if norm > 0.5 else \
+            np.array([1.0, 0.0])
+    big = tf.xy[cls == CONE_BIG_ORANGE]
+    if len(big) >= 2:
+        groups = _groups(big, 6.5)
+        h0 = heading_at(origin)
+        first = min(groups, key=lambda g: float((g - origin) @ h0))
+        h = heading_at(first)
+        anchor = first - START_BEHIND * h
+    else:
+        il = int(np.argmin(np.hypot(*lp.T)))
+        ir = int(np.argmin(np.hypot(*(rp - lp[il]).T)))
+        span = float(np.hypot(*(lp[il] - rp[ir])))
+        between = float(np.hypot(*lp[il]) + np.hypot(*rp[ir])) < span + 1.0
+        anchor = origin if between else (lp[il] + rp[ir]) / 2.0
+        h = heading_at(anchor)
+    yaw = math.atan2(h[1], h[0])
     tf.car_start = Pose(x=float(anchor[0]), y=float(anchor[1]), yaw=yaw)
-    if moved or abs(yaw) > 0.05:
+    if np.hypot(*anchor) > 0.05 or abs(yaw) > 0.05:
         tf.notes.append(f'{tf.path}: no start pose: the car starts at '
                         f'({anchor[0]:.2f}, {anchor[1]:.2f}) facing '
                         f'{math.degrees(yaw):.0f} deg, along the track with '
-                        'its left boundary on the left')
+                        'its left boundary on the left' +
+                        (', behind the big orange cones' if len(big) >= 2
+                         else ''))
+
+
+def _boundary_masks(cls: np.ndarray, side: np.ndarray
+                    ) -> Tuple[np.ndarray, np.ndarray]:
+    """
+    Return the masks of the left and right boundary cones of a file.
+
+    The file's side (PacSim lists, fssim names, flag columns) where it
+    gives one, else blue left and yellow right; orange cones are left out
+    whatever side the file gives them (files put start-gate cones on the
+    wrong side), the centre line takes them by where they stand.
+    """
+    orange = (cls == CONE_ORANGE) | (cls == CONE_BIG_ORANGE)
+    left = ((side > 0) & ~orange) | ((side == 0) & (cls == CONE_BLUE))
+    right = ((side < 0) & ~orange) | ((side == 0) & (cls == CONE_YELLOW))
+    return left, right
+
+
+def _groups(points: np.ndarray, radius: float) -> List[np.ndarray]:
+    """Return the centres of the groups of points closer than ``radius``."""
+    label = np.arange(len(points))
+    for a, b in sorted((int(p), int(q)) for p, q in
+                       cKDTree(points).query_pairs(radius)):
+        la, lb = label[a], label[b]
+        label[label == max(la, lb)] = min(la, lb)
+    return [points[label == k].mean(axis=0) for k in np.unique(label)]
 
 
 def boundary_sides(xy: np.ndarray, start: Pose) -> np.ndarray:
     """
     Return the side of each cone (+1 left, -1 right, 0 neither) by geometry.
 
-    Walks the track from ``start`` over the midpoints of the Delaunay
-    edges that can span it (``SPAN`` long, crossing the line of travel,
-    more across than along it), each step the cheapest ahead (short,
-    straight on, sharing a cone with the last edge, of similar width);
-    each edge crossed has its left cone on the left boundary and its right
-    one on the right. Stops when the walk is back at its start or finds no
-    edge ahead. Cones no crossed edge touches (clutter) get 0.
+    See :func:`_walk`, which also says whether the walk closed its loop.
+    """
+    return _walk(xy, start)[0]
+
+
+def _walk(xy: np.ndarray, start: Pose) -> Tuple[np.ndarray, bool]:
+    """
+    Return the side of each cone (+1 left, -1 right, 0 neither) by geometry.
+
+    Walks the Delaunay triangulation of the cones along the track from
+    ``start``: the first edge is the nearest that spans the track ahead
+    (``SPAN`` long, crossing the line of travel, more across than along
+    it); from each edge (left cone, right cone) the triangle ahead has a
+    third cone, which replaces the edge's left cone when it stands left
+    of the way on, else its right one (in a corridor of cones every
+    triangle has one boundary edge and two spanning edges, so this walks
+    the strip of triangles between the boundaries, around hairpins too).
+    Where the strip ends (a gap, the end of the triangulation) the
+    nearest spanning edge up to 10 m ahead continues it. Every edge
+    walked votes its left cone left and its right cone right. Stops back
+    at the first edge (closed) or when nothing lies ahead; cones no edge
+    touched (clutter) get 0.
     """
     n = len(xy)
     side = np.zeros(n, dtype=np.int8)
     if n < 4:
-        return side
+        return side, False
     try:
         tri = Delaunay(xy)
     except Exception:               # collinear or too few distinct points
-        return side
-    edges = np.vstack([tri.simplices[:, [0, 1]], tri.simplices[:, [1, 2]],
-                       tri.simplices[:, [2, 0]]])
-    edges = np.unique(np.sort(edges, axis=1), axis=0)
+        return side, False
+    faces: Dict[Tuple[int, int], List[int]] = {}
+    for t, simplex in enumerate(tri.simplices):
+        for i in range(3):
+            e = (int(min(simplex[i], simplex[(i + 1) % 3])),
+                 int(max(simplex[i], simplex[(i + 1) % 3])))
+            faces.setdefault(e, []).append(t)
+    edges = np.array(sorted(faces), dtype=int)
     vec = xy[edges[:, 1]] - xy[edges[:, 0]]
     length = np.hypot(*vec.T)
-    ok = (length >= SPAN[0]) & (length <= SPAN[1])
-    edges, vec, length = edges[ok], vec[ok], length[ok]
-    if len(edges) == 0:
-        return side
     mid = xy[edges].mean(axis=1)
     tree = cKDTree(mid)
-    p = np.array([start.x, start.y], dtype=float)
-    h = np.array([math.cos(start.yaw), math.sin(start.yaw)])
-    used = np.zeros(len(edges), dtype=bool)
-    votes = np.zeros((n, 2), dtype=np.int32)
-    prev: Optional[Tuple[int, int]] = None
-    prev_len = 0.0
-    travelled = 0.0
-    origin = p.copy()
-    path = [p.copy()]
-    for _step in range(len(edges)):
+    seen = set()
+
+    def unit(v: np.ndarray) -> np.ndarray:
+        return v / max(float(np.hypot(*v)), 1e-9)
+
+    def acquire(p: np.ndarray, h: np.ndarray) -> Optional[Tuple[int, int]]:
+        """Return the nearest spanning edge ahead of ``p`` as (left, right)."""
         cand = np.array(tree.query_ball_point(p, 10.0), dtype=int)
         if cand.size == 0:
-            break
-        cand = cand[~used[cand]]
+            return None
         d_vec = mid[cand] - p
         d = np.hypot(*d_vec.T)
-        keep = d > 0.3
-        cand, d_vec, d = cand[keep], d_vec[keep], d[keep]
-        if cand.size == 0:
-            break
-        u = d_vec / d[:, None]
-        cos = u @ h
         a, b = xy[edges[cand, 0]], xy[edges[cand, 1]]
-        ca = u[:, 0] * (a - p)[:, 1] - u[:, 1] * (a - p)[:, 0]
-        cb = u[:, 0] * (b - p)[:, 1] - u[:, 1] * (b - p)[:, 0]
-        across = np.abs(np.einsum('ij,ij->i', vec[cand], u)) < \
-            0.9 * length[cand]
-        good = (cos > 0.0) & (ca * cb < 0.0) & across
-        if len(path) > 3:
-            # never back over the walked line (diagonals of a crossed
-            # corridor have their midpoints on it)
-            back, _j = cKDTree(np.array(path[:-3])).query(mid[cand])
-            near_start = np.hypot(*(mid[cand] - origin).T) < 3.0
-            good &= (back > 1.6) | (near_start & (travelled > 20.0))
+        ca = h[0] * (a - p)[:, 1] - h[1] * (a - p)[:, 0]
+        cb = h[0] * (b - p)[:, 1] - h[1] * (b - p)[:, 0]
+        good = ((d_vec @ h) > 0.2) & (ca * cb < 0.0) & \
+            (np.abs(vec[cand] @ h) < 0.9 * length[cand]) & \
+            (length[cand] >= SPAN[0]) & (length[cand] <= SPAN[1])
+        good &= np.array([(int(edges[c, 0]), int(edges[c, 1])) not in seen
+                          for c in cand], dtype=bool)
         if not good.any():
+            return None
+        cost = d + 3.0 * np.abs(ca + cb)
+        k = int(np.flatnonzero(good)[np.argmin(cost[good])])
+        c = cand[k]
+        return (int(edges[c, 0]), int(edges[c, 1])) if ca[k] > 0 else \
+            (int(edges[c, 1]), int(edges[c, 0]))
+
+    def options(cur: Tuple[int, int], h: np.ndarray,
+                prev: Tuple[int, int]) -> List[Tuple[int, int]]:
+        """Return the next edges through the triangle ahead, likeliest first."""
+        left, right = cur
+        m = (xy[left] + xy[right]) / 2.0
+        span = xy[left] - xy[right]
+        fwd = unit(np.array([span[1], -span[0]]))
+        key = (min(cur), max(cur))
+        # each boundary's own direction (the way on at the start)
+        d_left = unit(xy[left] - xy[prev[0]]) if prev[0] != left else h
+        d_right = unit(xy[right] - xy[prev[1]]) if prev[1] != right else h
+        for t in faces.get(key, []):
+            c = [int(v) for v in tri.simplices[t] if v not in key][0]
+            if float((xy[c] - m) @ fwd) <= 0.0:
+                continue                            # the triangle behind
+            # c is on the side whose boundary runs on to it
+            along = unit(xy[c] - xy[left]) @ d_left - \
+                unit(xy[c] - xy[right]) @ d_right
+            out = [(c, right), (left, c)] if along > 0 else \
+                [(left, c), (c, right)]
+            return [e for e in out if SPAN[0] <= float(np.hypot(
+                *(xy[e[0]] - xy[e[1]]))) <= SPAN[1] + 1.5]
+        return []
+
+    p = np.array([start.x, start.y], dtype=float)
+    h = np.array([math.cos(start.yaw), math.sin(start.yaw)])
+    first = acquire(p, h)
+    if first is None:
+        return side, False
+    path: List[Tuple[int, int]] = []
+    heads: List[np.ndarray] = []
+    spare: List[Tuple[int, Tuple[int, int]]] = []
+    cur: Optional[Tuple[int, int]] = first
+    closed = False
+    for _step in range(6 * n):
+        key = (min(cur), max(cur))
+        if key in seen:
+            closed = key == (min(first), max(first))
             break
-        cand, d, cos, ca = cand[good], d[good], cos[good], ca[good]
-        cost = d * (1.0 + 3.0 * (1.0 - cos))
-        if prev is not None:
-            shares = np.array([len({int(edges[c, 0]), int(edges[c, 1])}
-                                   & set(prev)) > 0 for c in cand])
-            cost = cost + np.where(shares, 0.0, 1.5) + \
-                0.5 * np.abs(length[cand] - prev_len)
-        k = int(np.argmin(cost))
-        e = int(cand[k])
-        lft, rgt = (edges[e, 0], edges[e, 1]) if ca[k] > 0 else \
-            (edges[e, 1], edges[e, 0])
-        votes[lft, 0] += 1
-        votes[rgt, 1] += 1
-        used[e] = True
-        step = mid[e] - p
-        travelled += float(np.hypot(*step))
-        h = step / max(float(np.hypot(*step)), 1e-9)
-        p = mid[e]
-        path.append(p.copy())
-        prev, prev_len = (int(lft), int(rgt)), float(length[e])
-        if travelled > 20.0 and np.hypot(*(p - origin)) < 3.0:
+        seen.add(key)
+        path.append(cur)
+        span = xy[cur[0]] - xy[cur[1]]
+        h = unit(h + unit(np.array([span[1], -span[0]])))
+        heads.append(h)
+        prev = path[-2] if len(path) > 1 else cur
+        nxt = options(cur, h, prev)
+        if nxt:
+            spare += [(len(path), e) for e in nxt[1:]]
+            cur = nxt[0]
+            continue
+        # dead end: a wrong side chosen a few steps back? take the other
+        if spare and len(path) - spare[-1][0] <= 3:
+            pos, cur = spare.pop()
+            for e in path[pos:]:
+                seen.discard((min(e), max(e)))
+            del path[pos:], heads[pos:]
+            h = heads[-1]
+            continue
+        m = (xy[cur[0]] + xy[cur[1]]) / 2.0
+        cur = acquire(m, h)
+        if cur is None:
             break
+    votes = np.zeros((n, 2), dtype=np.int32)
+    for left, right in path:
+        votes[left, 0] += 1
+        votes[right, 1] += 1
     side[votes[:, 0] > votes[:, 1]] = 1
     side[votes[:, 1] > votes[:, 0]] = -1
-    return side
+    return side, closed
 
 
 # ------------------------------------------------------------ building
@@ -423,6 +522,17 @@ def build_track(tf: TrackFile, mission: str = '', width: float = 0.0
     if cl is None:
         cl, closed = _centerline_from_cones(cones, tf.side, car_start,
                                             tf.path)
+        if not closed and tf.closed is not False:
+            side, walked = _walk(tf.xy, car_start)
+            if walked:
+                cl2, closed = _centerline_from_cones(cones, side, car_start,
+                                                     tf.path)
+                if closed:
+                    cl = cl2
+                    tf.notes.append(
+                        f'{tf.path}: the cone colours do not chain into two '
+                        'boundaries; the centre line follows the cones\' '
+                        'geometry (walked from the car start)')
     if mission == '' and _is_straight(cl, closed):
         mission = 'acceleration'
     probe = Track(name, cones, car_start, cl, closed, width=MIN_WIDTH)
@@ -459,9 +569,14 @@ def _is_straight(cl: np.ndarray, closed: bool) -> bool:
 
 def load_track_file(path: str, fmt: str = 'auto', convention: str = 'rep103',
                     mission: str = '', width: float = 0.0,
-                    tolerance: float = 0.1) -> TrackLoad:
+                    tolerance: float = FILE_TOLERANCE) -> TrackLoad:
     """
     Read a track file, build the track and run the FS rule check.
+
+    ``tolerance`` (m) is the slack of the width and spacing rules:
+    ``FILE_TOLERANCE`` by default, as cone positions in files are surveyed
+    or mapped (a 5 m gap set on the ground measures 5.1-5.4 m in the
+    public competition maps).
 
     ``warnings`` holds the loader's notes (merged cones, skipped rows) and
     the rule warnings, ``errors`` the rule errors (mirrored colours, with
@@ -585,14 +700,14 @@ def _centerline_from_cones(cones: ConeArray, side: np.ndarray,
     Rebuild a centre line from the boundary cones.
 
     A first pass uses the cones the file puts left/right (or blue left and
-    yellow right); the other cones are then put on the side they lie on
-    and the centre line is rebuilt with them (braking zones, start lines).
+    yellow right); the other cones standing in a boundary line (within a
+    metre of the median boundary offset: braking zones, start gates; not
+    clutter further out) are then put on their side and the centre line is
+    rebuilt with them.
     """
     heading = np.array([math.cos(car_start.yaw), math.sin(car_start.yaw)])
     origin = np.array([car_start.x, car_start.y])
-    cls = cones.class_id
-    left = (side > 0) | ((side == 0) & (cls == CONE_BLUE))
-    right = (side < 0) | ((side == 0) & (cls == CONE_YELLOW))
+    left, right = _boundary_masks(cones.class_id, side)
     if left.sum() < 2 or right.sum() < 2:
         # no colours: split all cones by the side of the start heading
         rel = cones.xy - origin
@@ -603,14 +718,17 @@ def _centerline_from_cones(cones: ConeArray, side: np.ndarray,
     other = ~(left | right)
     if other.any():
         probe = Track('', cones, car_start, cl, closed)
-        _s, lat, _d = lateral_position(probe, cones.xy[other])
-        idx = np.flatnonzero(other)
-        left = left.copy()
-        right = right.copy()
-        left[idx[lat > 0]] = True
-        right[idx[lat < 0]] = True
-        cl, closed = _centerline_pass(cones.xy[left], cones.xy[right],
-                                      origin, heading, path)
+        _s, lat, _d = lateral_position(probe, cones.xy)
+        half = float(np.median(np.abs(lat[left | right])))
+        # only cones in the boundary lines (braking zones, start gates);
+        # clutter further out would bend the centre line
+        near = other & (np.abs(lat) > 0.4 * half) & \
+            (np.abs(lat) < half + 1.0)
+        if near.any():
+            left = left | (near & (lat > 0))
+            right = right | (near & (lat < 0))
+            cl, closed = _centerline_pass(cones.xy[left], cones.xy[right],
+                                          origin, heading, path)
     return cl, closed
 
 
@@ -797,9 +915,9 @@ def _skidpad_at(name: str, cones: ConeArray, car_start: Pose,
     Return the standard skidpad centre line and gate placed on the file.
 
     With a fit (:func:`_skidpad_fit`) the layout's crossing is put on the
-    file's and turned to its driving direction; the car starts where the
-    file says when that is on the entry lane, else where our layout
-    starts. Without one (``mission: skidpad`` on cones that do not form
+    file's and turned to its driving direction; the car starts where our
+    layout starts (the route mode drives the standard route from there),
+    with a note when the file says otherwise. Without one (``mission: skidpad`` on cones that do not form
     the circles) the layout is turned to the start heading, its crossing
     13 m ahead of the car (our own layout), with a note.
     """
@@ -818,16 +936,17 @@ def _skidpad_at(name: str, cones: ConeArray, car_start: Pose,
     def place(p: np.ndarray) -> np.ndarray:
         return p @ rot.T + off
     if fit is not None:
-        local = rot.T @ (np.array([car_start.x, car_start.y]) - off)
-        yaw_ok = math.cos(car_start.yaw - math.atan2(heading[1],
-                                                     heading[0])) > 0.9
-        if not (-25.0 < local[0] < -3.0 and abs(local[1]) < 1.0 and yaw_ok):
-            x, y = place(np.array([ref.car_start.x, 0.0]))
-            if tf.car_start is not None:
-                tf.notes.append(f'{tf.path}: car start not on the skidpad '
-                                'entry lane: moved to the standard start')
-            car_start = Pose(x=float(x), y=float(y),
-                             yaw=math.atan2(heading[1], heading[0]))
+        # the route mode drives the standard route from the standard start
+        # (SKIDPAD_START_AFTER_ENTRY into the entry lane): put the car there
+        x, y = place(np.array([ref.car_start.x, 0.0]))
+        yaw = math.atan2(heading[1], heading[0])
+        moved = math.hypot(x - car_start.x, y - car_start.y)
+        if tf.car_start is not None and (
+                moved > 0.5 or math.cos(car_start.yaw - yaw) < 0.99):
+            tf.notes.append(f'{tf.path}: car start moved {moved:.2f} m to '
+                            'the standard skidpad start (the route mode '
+                            'drives the standard route from there)')
+        car_start = Pose(x=float(x), y=float(y), yaw=yaw)
     lines = {k: TimingLine(v.name, place(v.a), place(v.b), rot @ v.direction)
              for k, v in ref.timing_lines.items()}
     return Track(name=name, cones=cones, car_start=car_start,

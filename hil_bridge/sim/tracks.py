@@ -36,6 +36,8 @@ MIN_LAP = 200.0
 MAX_LAP = 500.0
 #: A stretch whose curvature radius exceeds this counts as straight (m).
 STRAIGHT_RADIUS = 100.0
+#: Half the chord (m) over which the hairpin check measures curvature.
+HAIRPIN_BASE = 2.0
 #: Below this median width (m) no car fits between the boundaries: error.
 MIN_DRIVABLE_WIDTH = 1.5
 
@@ -487,7 +489,7 @@ def rule_findings(track: Track, tolerance: float = 0.1
             warn('centre line intersects itself')
         fine = resample(cl, track.closed, 0.5)
         kappa = path_curvature(fine, track.closed)
-        outer_d = 2.0 * (1.0 / max(kappa.max(), 1e-9) + track.width / 2.0)
+        outer_d = _hairpin_outer_diameter(track, fine)
         if outer_d < MIN_HAIRPIN_OUTER_DIAMETER:
             warn(f'hairpin outer diameter {outer_d:.2f} m < '
                  f'{MIN_HAIRPIN_OUTER_DIAMETER} m')
@@ -553,6 +555,33 @@ def rule_findings(track: Track, tolerance: float = 0.1
     for text in overlapping_cones(cones):
         warn(text)
     return out
+
+
+def _hairpin_outer_diameter(track: Track, fine: np.ndarray) -> float:
+    """
+    Return the outside diameter (m) of the tightest turn of a track.
+
+    The centre-line radius at the tightest point, over chords of
+    +-``HAIRPIN_BASE`` m (a hairpin's arc is longer; cone-by-cone wiggles
+    of a centre line built from cones are not turns), plus the offset of
+    the outer boundary's cones there (hairpins are often wider than the
+    median width).
+    """
+    kappa = path_curvature(fine, track.closed, HAIRPIN_BASE)
+    i = int(np.argmax(kappa))
+    radius = 1.0 / max(float(kappa[i]), 1e-9)
+    n = len(fine)
+    k = max(1, int(round(HAIRPIN_BASE / 0.5)))
+    j0, j2 = (i - k) % n if track.closed else max(i - k, 0), \
+        (i + k) % n if track.closed else min(i + k, n - 1)
+    a, b = fine[i] - fine[j0], fine[j2] - fine[i]
+    turn = 1.0 if a[0] * b[1] - a[1] * b[0] > 0.0 else -1.0
+    _s, lat, _d = lateral_position(track, track.cones.xy)
+    near = (np.hypot(*(track.cones.xy - fine[i]).T) < 2.0 * HAIRPIN_BASE) & \
+        (lat * turn < 0.0) & (np.abs(lat) < track.width)
+    offset = float(np.median(np.abs(lat[near]))) if near.any() else \
+        track.width / 2.0
+    return 2.0 * (radius + offset)
 
 
 def _longest_run(mask: np.ndarray, closed: bool) -> int:

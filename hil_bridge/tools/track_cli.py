@@ -159,7 +159,7 @@ def _draw(ax: Any, track: Any, legend: bool) -> None:
 
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of ``carla-hil track``."""
-    from hil_bridge.sim.track_files import (CONVENTIONS, describe, FORMATS,
+    from hil_bridge.sim.track_files import (CONVENTIONS, describe, FILE_TOLERANCE, FORMATS,
                                             load_track_file, save_track_csv)
     parser = argparse.ArgumentParser(prog='carla-hil track',
                                      description=__doc__.split('\n')[1])
@@ -173,8 +173,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="'' (from the file), trackdrive, autocross, "
                         'acceleration or skidpad')
     parser.add_argument('--out', default='', help='output file')
-    parser.add_argument('--tolerance', type=float, default=0.1,
-                        help='slack of the width/spacing rules (m)')
+    parser.add_argument('--tolerance', type=float, default=FILE_TOLERANCE,
+                        help='slack of the width/spacing rules (m; default '
+                        f'{FILE_TOLERANCE}: positions in files are surveyed)')
     parser.add_argument('--strict', action='store_true',
                         help='check: exit 1 on warnings too')
     args = parser.parse_args(argv)
