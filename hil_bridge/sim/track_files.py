@@ -701,9 +701,10 @@ def _centerline_from_cones(cones: ConeArray, side: np.ndarray,
 
     A first pass uses the cones the file puts left/right (or blue left and
     yellow right); the other cones standing in a boundary line (within a
-    metre of the median boundary offset: braking zones, start gates; not
-    clutter further out) are then put on their side and the centre line is
-    rebuilt with them.
+    metre of the median boundary offset: braking zones; not clutter further
+    out, nor cones within 1.5 m of a boundary cone of their side, as gate
+    cones beside the line) are then put on their side and the centre line
+    is rebuilt with them.
     """
     heading = np.array([math.cos(car_start.yaw), math.sin(car_start.yaw)])
     origin = np.array([car_start.x, car_start.y])
@@ -724,6 +725,11 @@ def _centerline_from_cones(cones: ConeArray, side: np.ndarray,
         # clutter further out would bend the centre line
         near = other & (np.abs(lat) > 0.4 * half) & \
             (np.abs(lat) < half + 1.0)
+        # not beside a boundary cone already there (a gate cone next to
+        # the line would make it zigzag)
+        for mask in (left, right):
+            d, _i = cKDTree(cones.xy[mask]).query(cones.xy)
+            near &= ~((d < 1.5) & ((lat > 0) == (mask is left)))
         if near.any():
             left = left | (near & (lat > 0))
             right = right | (near & (lat < 0))
@@ -742,19 +748,53 @@ def _centerline_pass(left: np.ndarray, right: np.ndarray, origin: np.ndarray,
     ro = right[_chain(right, origin, heading, CHAIN_GAP)]
     closed = bool(len(lo) > 4 and len(ro) > 4
                   and np.hypot(*(lo[-1] - lo[0])) < CHAIN_GAP)
-    # centre points: each ordered left cone with the nearest point of the
-    # right boundary polyline (densified), then a smoothing spline
+    # centre points: each cone with the nearest point of the other
+    # boundary's polyline (densified), from both sides (from one side the
+    # midpoints of an outer corner's cones bunch at the inner corner),
+    # in order along the left boundary, no step backwards, then a
+    # smoothing spline
+    dense_left = resample(lo, closed, 0.1)
     dense_right = resample(ro, closed, 0.1)
+    left_tree = cKDTree(dense_left)
     _d, j = cKDTree(dense_right).query(lo)
-    mids = (lo + dense_right[j]) / 2.0
-    keep = np.concatenate([[True], np.hypot(*np.diff(mids, axis=0).T) > 0.3])
-    mids = mids[keep]
+    _d, i_lo = left_tree.query(lo)
+    _d, i_ro = left_tree.query(ro)
+    mids = np.vstack([(lo + dense_right[j]) / 2.0,
+                      (ro + dense_left[i_ro]) / 2.0])
+    order = np.argsort(np.concatenate([i_lo, i_ro]), kind='stable')
+    mids = _forward_only(mids[order], 0.3, closed)
     closed = closed and len(mids) > 4
     if not closed:
         # extend back to the car start
         first = np.array([origin - 2.0 * heading])
         mids = np.vstack([first, mids])
     return _smooth(mids, closed), closed
+
+
+def _forward_only(pts: np.ndarray, min_step: float, closed: bool
+                  ) -> np.ndarray:
+    """Drop points closer than ``min_step`` to the last kept, then turn-backs.
+
+    A turn-back is a point where the line turns by more than 120 degrees
+    (a midpoint out of order); removed until none is left.
+    """
+    out = [pts[0]]
+    for p in pts[1:]:
+        if np.hypot(*(p - out[-1])) >= min_step:
+            out.append(p)
+    q = np.array(out)
+    for _ in range(len(q)):
+        if len(q) < 4:
+            break
+        prev = q - (np.roll(q, 1, axis=0) if closed else np.vstack([q[:1], q[:-1]]))
+        nxt = (np.roll(q, -1, axis=0) if closed else np.vstack([q[1:], q[-1:]])) - q
+        norm = np.hypot(*prev.T) * np.hypot(*nxt.T)
+        cos = np.einsum('ij,ij->i', prev, nxt) / np.maximum(norm, 1e-12)
+        bad = (cos < -0.5) & (norm > 0)
+        if not bad.any():
+            break
+        q = q[~bad]
+    return q
 
 
 def _smooth(pts: np.ndarray, closed: bool) -> np.ndarray:

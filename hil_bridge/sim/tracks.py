@@ -36,6 +36,8 @@ MIN_LAP = 200.0
 MAX_LAP = 500.0
 #: A stretch whose curvature radius exceeds this counts as straight (m).
 STRAIGHT_RADIUS = 100.0
+#: The end (m) of an open track's centre line where cones close the lane.
+END_ZONE = 3.0
 #: Half the chord (m) over which the hairpin check measures curvature.
 HAIRPIN_BASE = 2.0
 #: Below this median width (m) no car fits between the boundaries: error.
@@ -383,16 +385,23 @@ class RuleFinding:
     message: str
 
 
-def boundary_mask(track: Track, lat: np.ndarray) -> np.ndarray:
+def boundary_mask(track: Track, lat: np.ndarray,
+                  s: Optional[np.ndarray] = None) -> np.ndarray:
     """
     Return a mask of the cones near enough to the centre line to bound it.
 
     Cones more than one track width (at least 3 m) beside the centre line
     are clutter around the track (PacSim ``unknown`` landmarks, other
     layouts on the same ground) and are left out of the width and spacing
-    rules.
+    rules; so are, on an open track, the cones within ``END_ZONE`` of the
+    end of its centre line (given their arc positions ``s``): the row of
+    cones across the lane that closes an acceleration braking zone or a
+    skidpad exit.
     """
-    return np.abs(lat) <= max(float(track.width), MIN_WIDTH)
+    near = np.abs(lat) <= max(float(track.width), MIN_WIDTH)
+    if s is not None and not track.closed:
+        near &= s < track.length - END_ZONE
+    return near
 
 
 def local_widths(track: Track) -> np.ndarray:
@@ -411,7 +420,7 @@ def local_widths(track: Track) -> np.ndarray:
     if len(xy) < 2 or len(track.centerline) < 2:
         return out
     s, lat, _dist = lateral_position(track, xy)
-    near = boundary_mask(track, lat)
+    near = boundary_mask(track, lat, s)
     total = track.length
     win = MAX_CONE_SPACING + 1.0
     for sgn in (1.0, -1.0):
