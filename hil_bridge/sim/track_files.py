@@ -19,7 +19,7 @@ the car start. A broken file raises ``ValueError`` with one line naming
 the file, line and field.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import logging
 import math
 import os
@@ -67,12 +67,18 @@ MIN_CONE_GAP = 1.2
 
 @dataclass
 class TrackLoad:
-    """A loaded track, the format read and the rule check's findings."""
+    """
+    A loaded track, the format read and the rule check's findings.
+
+    ``warnings`` are the loader's notes followed by the rule warnings,
+    ``rule_warnings`` the rule warnings alone, ``errors`` the rule errors.
+    """
 
     track: Track
     fmt: str
     warnings: List[str]
     errors: List[str]
+    rule_warnings: List[str] = field(default_factory=list)
 
 
 def save_track_csv(track: Track, path: str) -> None:
@@ -109,9 +115,9 @@ def read_track_file(path: str, fmt: str = 'auto',
             p = tf.car_start
             tf.car_start = Pose(x=p.x, y=-p.y, z=p.z, yaw=-p.yaw)
     elif convention == 'swapped':
+        # the colours are wrong, the file's sides (names, lists) are not
         blue, yellow = tf.class_id == CONE_BLUE, tf.class_id == CONE_YELLOW
         tf.class_id[blue], tf.class_id[yellow] = CONE_YELLOW, CONE_BLUE
-        tf.side = -tf.side
     _merge_duplicates(tf)
     _resolve_colours(tf)
     _infer_start(tf)
@@ -585,7 +591,7 @@ def load_track_file(path: str, fmt: str = 'auto', convention: str = 'rep103',
     """
     tf = read_track_file(path, fmt, convention)
     track = build_track(tf, mission, width)
-    errors, warnings = [], list(tf.notes)
+    errors, rules = [], []
     for finding in rule_findings(track, tolerance):
         msg = f'{path}: {finding.message}'
         if finding.severity == 'error':
@@ -593,9 +599,9 @@ def load_track_file(path: str, fmt: str = 'auto', convention: str = 'rep103',
                 msg += ' (' + _mirror_hint(tf.fmt, convention) + ')'
             errors.append(msg)
         else:
-            warnings.append(msg)
-    return TrackLoad(track=track, fmt=tf.fmt, warnings=warnings,
-                     errors=errors)
+            rules.append(msg)
+    return TrackLoad(track=track, fmt=tf.fmt, warnings=list(tf.notes) + rules,
+                     errors=errors, rule_warnings=rules)
 
 
 def _mirror_hint(fmt: str, convention: str) -> str:

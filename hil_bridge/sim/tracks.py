@@ -522,6 +522,8 @@ def rule_findings(track: Track, tolerance: float = 0.1
              f'{cones.xy[i].round(2).tolist()})')
     blue = cones.class_id == CONE_BLUE
     yellow = cones.class_id == CONE_YELLOW
+    if track.mission == 'skidpad' and 'start' in track.timing_lines:
+        lat = _skidpad_ring_lat(track)
     blue_wrong = np.flatnonzero(blue & (lat < 0))
     yellow_wrong = np.flatnonzero(yellow & (lat > 0))
     wrong = blue_wrong.size + yellow_wrong.size
@@ -564,6 +566,28 @@ def rule_findings(track: Track, tolerance: float = 0.1
     for text in overlapping_cones(cones):
         warn(text)
     return out
+
+
+def _skidpad_ring_lat(track: Track) -> np.ndarray:
+    """
+    Return each cone's lateral offset from the skidpad's circle laps.
+
+    The skidpad route passes the crossing five times and the outer ring
+    cones next to the entry stand beside the entry lane too; the colours
+    belong to the circles, so they are judged against the route without
+    its straight parts (within 0.5 m of the axis through the crossing).
+    """
+    gate = track.timing_lines['start']
+    centre = (gate.a + gate.b) / 2.0
+    d = gate.direction / max(float(np.hypot(*gate.direction)), 1e-9)
+    rel = track.centerline - centre
+    off = rel[:, 0] * d[1] - rel[:, 1] * d[0]
+    rings = track.centerline[np.abs(off) > 0.5]
+    if len(rings) < 3:
+        return lateral_position(track, track.cones.xy)[1]
+    probe = Track(track.name, track.cones, track.car_start, rings, False,
+                  track.width)
+    return lateral_position(probe, track.cones.xy)[1]
 
 
 def _hairpin_outer_diameter(track: Track, fine: np.ndarray) -> float:
