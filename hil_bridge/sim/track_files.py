@@ -204,6 +204,17 @@ def _resolve_colours(tf: TrackFile) -> None:
     unknown cones get the side :func:`boundary_sides` finds. In place.
     """
     start = tf.car_start if tf.car_start is not None else Pose()
+    coloured = ((tf.class_id == CONE_BLUE) | (tf.class_id == CONE_YELLOW)) & \
+        (tf.side != 0)
+    says = np.where(tf.class_id == CONE_BLUE, 1, -1)
+    clash = coloured & (tf.side != says)
+    if clash.any() and clash.sum() < 0.5 * coloured.sum():
+        # a few cones whose colour contradicts the file's side: the side
+        # is the slip (when most do, the colours are: mirrored)
+        tf.side[clash] = says[clash]
+        tf.notes.append(f'{tf.path}:{tf.lines[int(np.flatnonzero(clash)[0])]}'
+                        f': {int(clash.sum())} cones whose colour contradicts '
+                        "the file's left/right: the colour is kept")
     if tf.codes is not None:
         codes = tf.codes
         coded = codes >= 0
@@ -410,6 +421,7 @@ def _walk(xy: np.ndarray, start: Pose) -> Tuple[np.ndarray, bool]:
             (np.abs(vec[cand] @ h) < 0.9 * length[cand]) & \
             (length[cand] >= SPAN[0]) & (length[cand] <= SPAN[1])
         good &= np.array([(int(edges[c, 0]), int(edges[c, 1])) not in seen
+                          or (int(edges[c, 0]), int(edges[c, 1])) == closing
                           for c in cand], dtype=bool)
         if not good.any():
             return None
@@ -445,9 +457,11 @@ def _walk(xy: np.ndarray, start: Pose) -> Tuple[np.ndarray, bool]:
 
     p = np.array([start.x, start.y], dtype=float)
     h = np.array([math.cos(start.yaw), math.sin(start.yaw)])
+    closing: Tuple[int, int] = (-1, -1)     # the first edge, once walked
     first = acquire(p, h)
     if first is None:
         return side, False
+    closing = (min(first), max(first))
     path: List[Tuple[int, int]] = []
     heads: List[np.ndarray] = []
     spare: List[Tuple[int, Tuple[int, int]]] = []
@@ -455,21 +469,24 @@ def _walk(xy: np.ndarray, start: Pose) -> Tuple[np.ndarray, bool]:
     closed = False
     for _step in range(6 * n):
         key = (min(cur), max(cur))
-        if key in seen:
-            closed = key == (min(first), max(first))
+        if key == closing and len(path) > 2:
+            closed = True
             break
-        seen.add(key)
-        path.append(cur)
-        span = xy[cur[0]] - xy[cur[1]]
-        h = unit(h + unit(np.array([span[1], -span[0]])))
-        heads.append(h)
-        prev = path[-2] if len(path) > 1 else cur
-        nxt = options(cur, h, prev)
+        nxt = []
+        if key not in seen:
+            seen.add(key)
+            path.append(cur)
+            span = xy[cur[0]] - xy[cur[1]]
+            h = unit(h + unit(np.array([span[1], -span[0]])))
+            heads.append(h)
+            prev = path[-2] if len(path) > 1 else cur
+            nxt = options(cur, h, prev)
         if nxt:
             spare += [(len(path), e) for e in nxt[1:]]
             cur = nxt[0]
             continue
-        # dead end: a wrong side chosen a few steps back? take the other
+        # dead end or back on the walked strip: a wrong side chosen a
+        # few steps back? take the other
         if spare and len(path) - spare[-1][0] <= 3:
             pos, cur = spare.pop()
             for e in path[pos:]:
@@ -477,8 +494,8 @@ def _walk(xy: np.ndarray, start: Pose) -> Tuple[np.ndarray, bool]:
             del path[pos:], heads[pos:]
             h = heads[-1]
             continue
-        m = (xy[cur[0]] + xy[cur[1]]) / 2.0
-        cur = acquire(m, h)
+        last = path[-1]
+        cur = acquire((xy[last[0]] + xy[last[1]]) / 2.0, h)
         if cur is None:
             break
     votes = np.zeros((n, 2), dtype=np.int32)

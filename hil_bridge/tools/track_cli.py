@@ -214,7 +214,8 @@ def table_rows(paths: List[str], fmt: str, convention: str, mission: str,
         tries = AUTO_CONVENTIONS if convention == 'auto' else (convention,)
         loaded, used = None, tries[0]
         try:
-            for conv in tries:
+            for k in range(len(tries)):
+                conv = tries[k]
                 got = load_track_file(path, fmt, conv, mission,
                                       tolerance=tolerance)
                 if loaded is None or not got.errors:
