@@ -666,16 +666,16 @@ def _chain(points: np.ndarray, start: np.ndarray, heading: np.ndarray,
     if cand.size == 0:
         cand = np.arange(n)
     first = cand[np.argmin(np.hypot(*rel[cand].T))]
-    tree = cKDTree(points)
+    k = min(n, 8)
+    near_d, near_i = cKDTree(points).query(points, k=k)
+    near_d, near_i = near_d.reshape(n, k), near_i.reshape(n, k)
     order = [int(first)]
     used = np.zeros(n, bool)
     used[first] = True
     direction = heading.copy()
     while True:
         cur = points[order[-1]]
-        k = min(n, 8)
-        dist, idx = tree.query(cur, k=k)
-        dist, idx = np.atleast_1d(dist), np.atleast_1d(idx)
+        dist, idx = near_d[order[-1]], near_i[order[-1]]
         ok = (~used[idx]) & (dist <= max_gap) & (dist > 0)
         if not ok.any():
             break
@@ -900,9 +900,12 @@ def _skidpad_fit(xy: np.ndarray, cls: np.ndarray, start: Pose
     """
     ring = np.flatnonzero((cls == CONE_BLUE) | (cls == CONE_YELLOW)
                           | (cls == CONE_UNKNOWN))
-    if len(ring) < 16:
+    if not 16 <= len(ring) <= 200:
         return None
     pts = xy[ring]
+    span = pts.max(axis=0) - pts.min(axis=0)
+    if span.max() > 2.0 * SKIDPAD_OUTER_DIAMETER + 10.0:
+        return None                         # more than two circles' size
     radii = (SKIDPAD_RADII[0], SKIDPAD_RADII[1])
     ang = np.linspace(0.0, 2 * math.pi, 96, endpoint=False)
     circ = np.column_stack([np.cos(ang), np.sin(ang)])

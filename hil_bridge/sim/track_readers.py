@@ -29,6 +29,7 @@ and the field.
 """
 
 from dataclasses import dataclass, field
+import functools
 import json
 import math
 import os
@@ -89,6 +90,9 @@ _COLUMNS = {
     'left': ('left', 'is_left'),
     'right': ('right', 'is_right'),
 }
+#: Names a header row's first cell can have (a row starting otherwise
+#: after the first data row is data).
+_HEADER_FIRST = frozenset(_COLUMNS['tag'] + _COLUMNS['x'])
 _NUMBER = re.compile(r'^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$')
 
 
@@ -192,6 +196,7 @@ class _Cones:
             codes=codes if (codes >= 0).any() else None)
 
 
+@functools.lru_cache(maxsize=4096)
 def normal_name(text: str) -> str:
     """Return a tag or column name lower case, units dropped, '_' joined."""
     text = re.sub(r'\(.*?\)|\[.*?\]', '', str(text)).strip().lower()
@@ -367,7 +372,8 @@ def read_csv(path: str, text: str, fmt: str) -> TrackFile:
         cells = _split(stripped, delim)
         if all(c == '' for c in cells):
             continue
-        hdr = _header_columns(cells, col is None)
+        hdr = _header_columns(cells, col is None) if col is None or \
+            normal_name(cells[0]) in _HEADER_FIRST else None
         if hdr is not None:
             if col is not None and header_line:
                 out.notes.append(f'{path}:{line}: repeated header line '

@@ -96,10 +96,19 @@ def _segments_intersect(p: np.ndarray, closed: bool) -> bool:
     a = p if closed else p[:-1]
     m = len(a)
     d = q - a
-    i, j = np.triu_indices(m, k=2)
+    if m < 3:
+        return False
+    # only segments whose midpoints are within one segment length can meet
+    seg = float(np.hypot(*d.T).max())
+    pairs = cKDTree((a + q) / 2.0).query_pairs(seg * 1.01,
+                                              output_type='ndarray')
+    if pairs.size == 0:
+        return False
+    i, j = np.sort(pairs, axis=1).T
+    keep = j - i >= 2
     if closed:
-        keep = ~((i == 0) & (j == m - 1))
-        i, j = i[keep], j[keep]
+        keep &= ~((i == 0) & (j == m - 1))
+    i, j = i[keep], j[keep]
 
     def orient(o: np.ndarray, u: np.ndarray, w: np.ndarray) -> np.ndarray:
         return u[:, 0] * (w[:, 1] - o[:, 1]) - u[:, 1] * (w[:, 0] - o[:, 0])
