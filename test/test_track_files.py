@@ -430,7 +430,7 @@ def test_headerless_csv_is_fsds(tmp_path: Path) -> None:
 # (docs/track_formats.md, "Measured on public files").
 
 def _same_oval(track: T.Track, shift: tuple = (0.0, 0.0)) -> None:
-    """The oval's centre line: closed, 3 m wide, on the true one."""
+    """Assert the oval's centre line: closed, 3 m wide, on the true one."""
     assert track.closed
     assert track.width == pytest.approx(3.0, abs=0.05)
     assert track.length == pytest.approx(OVAL_LENGTH, rel=0.01)
@@ -449,7 +449,7 @@ def test_hand_edited_csv_loads() -> None:
     assert len(track.cones) == len(REFERENCE.xy) + 1
     assert (track.car_start.x, track.car_start.y) == (-6.0, 0.0)
     text = ' '.join(loaded.warnings)
-    assert "1 unused values that are not numbers ignored (first line 10: " \
+    assert '1 unused values that are not numbers ignored (first line 10: ' \
         "'0.0s')" in text
     assert '1 inactive_noise landmarks skipped' in text
 
@@ -511,7 +511,7 @@ def test_not_cones_are_refused_in_one_line() -> None:
 
 
 def test_cone_map_numeric_colours_read_by_position() -> None:
-    """rostopic echo dump: codes 0/1/2 are blue/yellow/big orange here."""
+    """A rostopic echo dump: codes 0/1/2 are blue/yellow/big orange here."""
     loaded = F.load_track_file(str(DATA / 'conemap_oval.yaml'))
     assert loaded.fmt == 'conemap' and loaded.errors == []
     track = loaded.track
@@ -524,7 +524,7 @@ def test_cone_map_numeric_colours_read_by_position() -> None:
 
 
 def test_sdf_model_and_world() -> None:
-    """fssim's export is mirrored (swapped loads it); a world is posed."""
+    """The fssim export is mirrored (swapped loads it); a world is posed."""
     path = str(DATA / 'fssim_oval.sdf')
     loaded = F.load_track_file(path)
     assert loaded.fmt == 'sdf'
@@ -562,7 +562,7 @@ def test_json_layouts() -> None:
 
 
 def test_unreal_transform_directory() -> None:
-    """FSDS's first acceleration map: a directory of Unreal dumps (cm)."""
+    """The first FSDS acceleration map: a directory of Unreal dumps (cm)."""
     path = str(DATA / 'unreal_acceleration')
     assert F.detect_format(path) == 'unreal_dir'
     loaded = F.load_track_file(path)

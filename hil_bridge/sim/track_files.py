@@ -554,7 +554,7 @@ def build_track(tf: TrackFile, mission: str = '', width: float = 0.0
                     cl = cl2
                     tf.notes.append(
                         f'{tf.path}: the cone colours do not chain into two '
-                        'boundaries; the centre line follows the cones\' '
+                        "boundaries; the centre line follows the cones' "
                         'geometry (walked from the car start)')
     if mission == '' and _is_straight(cl, closed):
         mission = 'acceleration'
@@ -626,7 +626,7 @@ def _mirror_hint(fmt: str, convention: str) -> str:
     if convention != 'rep103':
         return f'read with convention {convention}; try convention rep103'
     if fmt == 'sdf':
-        return ('fssim\'s SDF export puts blue cones on the right: try '
+        return ("fssim's SDF export puts blue cones on the right: try "
                 'convention swapped, or its tracks_yaml file')
     return ('a file written with y to the right, as FSDS maps before '
             'September 2022? try convention unreal (or swapped if only the '
@@ -796,7 +796,8 @@ def _centerline_pass(left: np.ndarray, right: np.ndarray, origin: np.ndarray,
 
 def _forward_only(pts: np.ndarray, min_step: float, closed: bool
                   ) -> np.ndarray:
-    """Drop points closer than ``min_step`` to the last kept, then turn-backs.
+    """
+    Drop points closer than ``min_step`` to the last kept, then turn-backs.
 
     A turn-back is a point where the line turns by more than 120 degrees
     (a midpoint out of order); removed until none is left.
@@ -983,7 +984,8 @@ def _skidpad_at(name: str, cones: ConeArray, car_start: Pose,
     With a fit (:func:`_skidpad_fit`) the layout's crossing is put on the
     file's and turned to its driving direction; the car starts where our
     layout starts (the route mode drives the standard route from there),
-    with a note when the file says otherwise. Without one (``mission: skidpad`` on cones that do not form
+    with a note when the file says otherwise. Without one (``mission:
+    skidpad`` on cones that do not form
     the circles) the layout is turned to the start heading, its crossing
     13 m ahead of the car (our own layout), with a note.
     """

@@ -35,8 +35,8 @@ import math
 import os
 import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
-from xml.parsers import expat
 import xml.etree.ElementTree as ET
+from xml.parsers import expat
 
 from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_UNKNOWN,
                                         CONE_YELLOW)
@@ -697,7 +697,7 @@ def _sdf_pose(path: str, elem: Optional[ET.Element]
     parts = (elem.text or '').split()
     line = int(elem.get('_line', '1'))
     if len(parts) not in (3, 6, 7):
-        raise ValueError(f'{path}:{line}: field \'pose\': expected 6 numbers '
+        raise ValueError(f"{path}:{line}: field 'pose': expected 6 numbers "
                          f'(x y z roll pitch yaw), got {len(parts)}')
     vals = [_number(path, line, 'pose', p) for p in parts]
     if len(vals) == 7:      # x y z qx qy qz qw
@@ -773,7 +773,7 @@ def read_sdf(path: str, text: str) -> TrackFile:
             walk(child, frame)
     walk(root, (0.0, 0.0, 0.0))
     if not out.xy and includes:
-        raise ValueError(f'{path}:1: field \'include\': no cones here; the '
+        raise ValueError(f"{path}:1: field 'include': no cones here; the "
                          f'file includes {", ".join(includes[:3])}: load '
                          "that model's model.sdf")
     return out.done()
@@ -831,15 +831,15 @@ def read_json(path: str, text: str) -> TrackFile:
                         num(p.get('y'), f'{where}.y', key))
             item = p
         if isinstance(item, (list, tuple)) and 2 <= len(item) <= 3:
-            return num(item[0], f'{where}[0]', key), num(item[1], f'{where}[1]',
-                                                        key)
+            return (num(item[0], f'{where}[0]', key),
+                    num(item[1], f'{where}[1]', key))
         raise ValueError(f'{path}:{line_of(key)}: field {where!r}: expected '
                          f'[x, y] or {{"x": , "y": }}, got {item!r}'[:200])
     if not isinstance(data, dict):
         if isinstance(data, list):
             data = {'cones': data}
         else:
-            raise ValueError(f'{path}:1: field \'<top>\': expected an object')
+            raise ValueError(f"{path}:1: field '<top>': expected an object")
     found = False
     for key, tag in _JSON_LISTS.items():
         if key in data:

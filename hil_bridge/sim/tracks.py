@@ -100,8 +100,8 @@ def _segments_intersect(p: np.ndarray, closed: bool) -> bool:
         return False
     # only segments whose midpoints are within one segment length can meet
     seg = float(np.hypot(*d.T).max())
-    pairs = cKDTree((a + q) / 2.0).query_pairs(seg * 1.01,
-                                              output_type='ndarray')
+    pairs = cKDTree((a + q) / 2.0).query_pairs(
+        seg * 1.01, output_type='ndarray')
     if pairs.size == 0:
         return False
     i, j = np.sort(pairs, axis=1).T

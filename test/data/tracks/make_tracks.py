@@ -231,7 +231,7 @@ def real_world(cones: List[Cone], acc: List[Cone]) -> None:
 
 
 def _conemap(name: str, cones: List[Cone], codes: dict) -> None:
-    """A cone-array message as rostopic echo prints it (one message)."""
+    """Write a cone-array message as rostopic echo prints it."""
     out = ['header: ', '  seq: 12', '  stamp: ', '    secs: 0',
            '    nsecs:         0', '  frame_id: "world"', 'cones: ']
     for t, x, y in cones:
@@ -244,7 +244,7 @@ def _conemap(name: str, cones: List[Cone], codes: dict) -> None:
 
 
 def _sdf_fssim(name: str, cones: List[Cone]) -> None:
-    """fssim's SDF export: the right boundary as cone_blue models."""
+    """Write an SDF as fssim exports it: the right boundary cone_blue."""
     model = {'blue': ('cone_yellow', 'cone_left'),
              'yellow': ('cone_blue', 'cone_right'),
              'big_orange': ('cone_orange_big', 'cone_orange_big')}
@@ -267,8 +267,11 @@ def _sdf_fssim(name: str, cones: List[Cone]) -> None:
 
 
 def _sdf_world(name: str, cones: List[Cone]) -> None:
-    """A Gazebo world: the track model (posed) with mesh links, a saved
-    state copy, a barrel and the ground."""
+    """
+    Write a Gazebo world: the track model (posed) with mesh links.
+
+    Also a saved state copy, a barrel and the ground.
+    """
     mesh = {'blue': 'cone_blue.dae', 'yellow': 'cone_yellow.dae',
             'big_orange': 'cone_big.dae'}
     out = ["<?xml version='1.0'?>", "<sdf version='1.6'>",
@@ -297,11 +300,11 @@ def _sdf_world(name: str, cones: List[Cone]) -> None:
 
 
 def _json_screen(name: str, cones: List[Cone]) -> None:
-    """A 2D editor's JSON in screen axes (y down): lists of {x, y}."""
+    """Write a 2D editor's JSON in screen axes (y down): lists of {x, y}."""
     keys = {'blue': 'blue_cones', 'yellow': 'yellow_cones',
             'big_orange': 'big_cones'}
-    lists: dict = {k: [] for k in ('blue_cones', 'yellow_cones',
-                                    'orange_cones', 'big_cones')}
+    names = ('blue_cones', 'yellow_cones', 'orange_cones', 'big_cones')
+    lists: dict = {k: [] for k in names}
     for t, x, y in cones:
         lists[keys[t]].append({'x': x, 'y': -y})
     lists['cars'] = [{'pos': {'x': -6.0, 'y': 0.0}, 'orientation': 0.0}]
@@ -310,7 +313,7 @@ def _json_screen(name: str, cones: List[Cone]) -> None:
 
 
 def _json_columns(name: str, cones: List[Cone]) -> None:
-    """A layout tool's JSON: x, y and color columns."""
+    """Write a layout tool's JSON: x, y and color columns."""
     colour = {'blue': 'blue', 'yellow': 'yellow', 'big_orange': 'orange_big'}
     data = {'x': [x for _t, x, _y in cones], 'y': [y for _t, _x, y in cones],
             'color': [colour[t] for t, _x, _y in cones]}
@@ -319,7 +322,7 @@ def _json_columns(name: str, cones: List[Cone]) -> None:
 
 
 def _unreal_dir(name: str, cones: List[Cone]) -> None:
-    """Unreal editor transform dumps: cm, y to the right, an origin."""
+    """Write Unreal editor transform dumps: cm, y to the right, an origin."""
     path = os.path.join(HERE, name)
     os.makedirs(path, exist_ok=True)
     ox, oy = 4300.0, 8600.0
@@ -336,7 +339,7 @@ def _unreal_dir(name: str, cones: List[Cone]) -> None:
 
 def _skidpad_file(name: str) -> None:
     """
-    A skidpad (FS layout) with its crossing at (20, 5), driven along +y.
+    Write a skidpad (FS layout) with its crossing at (20, 5), along +y.
 
     The car start is 4 m short of the standard start; no mission in the
     file: the loader must find the circles.
