@@ -537,14 +537,21 @@ class _Yaml:
         return str(node.value)
 
 
-def read_pacsim(path: str, text: str) -> TrackFile:
-    """Read a PacSim track YAML (``time_keeping`` entries are not cones)."""
-    out = _Cones(path, 'pacsim')
+def _open_yaml(path: str, text: str, fmt: str, key: str, what: str
+               ) -> Tuple[_Cones, _Yaml, Dict[str, Any]]:
+    """Return the accumulator, document and top mapping; ``key`` required."""
+    out = _Cones(path, fmt)
     doc = _Yaml(path, text, out.notes)
     top = doc.mapping(doc.root, '<top>')
-    if 'track' not in top:
-        raise doc.error(doc.root, 'track', 'missing (PacSim files have a '
-                        'top-level track mapping)')
+    if key not in top:
+        raise doc.error(doc.root, key, f'missing ({what})')
+    return out, doc, top
+
+
+def read_pacsim(path: str, text: str) -> TrackFile:
+    """Read a PacSim track YAML (``time_keeping`` entries are not cones)."""
+    out, doc, top = _open_yaml(path, text, 'pacsim', 'track', 'PacSim files '
+                               'have a top-level track mapping')
     tr = doc.mapping(top['track'], 'track')
     for key, sgn in (('left', 1), ('right', -1), ('unknown', 0),
                      ('time_keeping', 0)):
@@ -631,12 +638,8 @@ def read_conemap(path: str, text: str) -> TrackFile:
     color|colour|type|class: name or code}]``; documents after the first
     (``---``) are ignored. Numeric codes are kept in ``codes``.
     """
-    out = _Cones(path, 'conemap')
-    doc = _Yaml(path, text, out.notes)
-    top = doc.mapping(doc.root, '<top>')
-    if 'cones' not in top:
-        raise doc.error(doc.root, 'cones', 'missing (a cone map has a '
-                        'top-level cones list)')
+    out, doc, top = _open_yaml(path, text, 'conemap', 'cones', 'a cone map '
+                               'has a top-level cones list')
     for i, item in enumerate(doc.sequence(top['cones'], 'cones')):
         where = f'cones[{i}]'
         entry = doc.mapping(item, where)
