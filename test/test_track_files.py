@@ -575,6 +575,13 @@ def test_unreal_transform_directory() -> None:
     assert (track.car_start.x, track.car_start.y) == (0.0, 0.0)
 
 
+def test_scenario_takes_a_directory_track(tmp_path: Path) -> None:
+    """A scenario's track_file may name an Unreal dump directory."""
+    track = T.make_track({'track_file': str(DATA / 'unreal_acceleration'),
+                          'mission': 'acceleration'})
+    assert track.mission == 'acceleration' and len(track.cones) == 66
+
+
 def test_skidpad_found_by_its_circles() -> None:
     """No mission given: the circles are found, the car moved to the start."""
     loaded = F.load_track_file(str(DATA / 'eufs_skidpad.csv'))

@@ -672,7 +672,7 @@ def make_track(spec: Dict, source: str = '') -> Track:
             [os.path.join(os.path.dirname(source), f) if source else f,
              config_path('tracks', f), f]
         for cand in cands:
-            if os.path.isfile(cand):
+            if os.path.isfile(cand) or os.path.isdir(cand):   # or Unreal dumps
                 return open_track(cand, fmt=str(spec.get('format', 'auto')),
                                   convention=str(spec.get('convention',
                                                           'rep103')),
