@@ -39,8 +39,10 @@ REFERENCE = F.read_track_file(str(DATA / 'eufs_oval.csv'))
     ('eufs_oval.csv', 'eufs', 'rep103', (-6.0, 0.0)),
     ('eufs_midpoints.csv', 'eufs', 'rep103', (-6.0, 0.0)),
     ('eufs_repeated_header.csv', 'eufs', 'rep103', (-3.0, 0.0)),
-    ('fsds_oval.csv', 'fsds', 'rep103', (0.0, 0.0)),
-    ('fsds_oval_unreal.csv', 'fsds', 'unreal', (0.0, 0.0)),
+    # FSDS: the origin, moved back until the front is 0.5 m behind the
+    # start line at x = 0 (the referee times the front bumper)
+    ('fsds_oval.csv', 'fsds', 'rep103', (-2.8, 0.0)),
+    ('fsds_oval_unreal.csv', 'fsds', 'unreal', (-2.8, 0.0)),
     ('pacsim_oval.yaml', 'pacsim', 'rep103', (-6.0, 0.0)),
     ('fssim_oval.yaml', 'fssim', 'rep103', (-6.0, 0.0)),
 ])
@@ -56,7 +58,8 @@ def test_every_format_loads_the_same_oval(name: str, fmt: str,
     assert loaded.errors == []
     assert _key(track.cones.xy, track.cones.class_id) == \
         _key(REFERENCE.xy, REFERENCE.class_id)
-    assert (track.car_start.x, track.car_start.y) == pytest.approx(start)
+    assert (track.car_start.x, track.car_start.y) == pytest.approx(
+        start, abs=0.15)
     assert track.car_start.yaw == pytest.approx(0.0)
     assert track.closed
     assert track.width == pytest.approx(3.0, abs=0.02)
@@ -611,3 +614,24 @@ def test_fsds_is_detected_only_with_fsds_tags(tmp_path: Path) -> None:
     assert F.detect_format(str(DATA / 'fsds_oval.csv')) == 'fsds'
     assert F.detect_format(str(DATA / 'eufs_old_tags.csv')) == 'csv'
     assert F.detect_format(str(DATA / 'plain_xy.csv')) == 'csv'
+
+
+def test_car_is_moved_behind_the_start_line(tmp_path: Path) -> None:
+    """A start pose whose front stands across the start line moves back."""
+    path = tmp_path / 'close.yaml'
+    text = (DATA / 'pacsim_acceleration.yaml').read_text()
+    path.write_text(text.replace('position: [-3.0, 0.0, 0.0]',
+                                 'position: [-1.5, 0.0, 0.0]', 1))
+    loaded = F.load_track_file(str(path))
+    assert loaded.track.car_start.x == pytest.approx(-2.8, abs=0.02)
+    assert any('car start moved 1.30 m back' in w for w in loaded.warnings)
+    # 3 m behind (front 0.7 m behind the line): left where it is
+    assert F.load_track_file(str(DATA / 'pacsim_acceleration.yaml')
+                             ).track.car_start.x == -3.0
+
+
+def test_start_line_ahead_of_the_car_without_gates() -> None:
+    """No big orange cones, no sensors: the start line 3 m ahead."""
+    track = F.load_track_file(str(DATA / 'plain_xy.csv')).track
+    mid = (track.timing_lines['start'].a + track.timing_lines['start'].b) / 2
+    assert 3.0 <= mid[0] - track.car_start.x < 4.0

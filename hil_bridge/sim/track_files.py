@@ -566,10 +566,37 @@ def build_track(tf: TrackFile, mission: str = '', width: float = 0.0
     tan = tangents(cl, closed)
     timing = _timing_from_sensors(tf.timing, cl, closed, tan, width)
     if timing is None:
-        timing = _timing_from_big_orange(cones, cl, closed, tan, width)
+        timing = _timing_from_big_orange(cones, cl, closed, tan, width,
+                                         car_start)
+    car_start = _behind_start_line(car_start, timing['start'], tf)
     return Track(name=name, cones=cones, car_start=car_start, centerline=cl,
                  closed=closed, width=width, timing_lines=timing,
                  mission=mission)
+
+
+def _behind_start_line(car_start: Pose, line: TimingLine, tf: TrackFile
+                       ) -> Pose:
+    """
+    Move the car back when its front would stand across the start line.
+
+    The referee times the front bumper across the start line; a car whose
+    front (``FRONT_WING_OFFSET`` ahead of the rear axle, ``car_start``) is
+    already past it never starts lap 1 (PacSim's acceleration file puts its
+    reference point 1.98 m behind the line). The car is moved back along
+    its heading to 0.5 m behind the line, with a note.
+    """
+    heading = np.array([math.cos(car_start.yaw), math.sin(car_start.yaw)])
+    centre = (line.a + line.b) / 2.0
+    ahead = float((centre - [car_start.x, car_start.y]) @ heading)
+    need = FRONT_WING_OFFSET + 0.5
+    if not 0.0 <= ahead < need or float(line.direction @ heading) < 0.5:
+        return car_start
+    back = need - ahead
+    tf.notes.append(f'{tf.path}: car start moved {back:.2f} m back: its '
+                    'front was across the start line')
+    return Pose(x=car_start.x - back * heading[0],
+                y=car_start.y - back * heading[1], z=car_start.z,
+                yaw=car_start.yaw)
 
 
 def detect_mission(tf: TrackFile) -> str:
@@ -864,12 +891,23 @@ def _timing_from_sensors(points: np.ndarray, cl: np.ndarray, closed: bool,
 
 
 def _timing_from_big_orange(cones: ConeArray, cl: np.ndarray, closed: bool,
-                            tan: np.ndarray, width: float
+                            tan: np.ndarray, width: float, car_start: Pose
                             ) -> Dict[str, TimingLine]:
-    """Return timing lines at the big orange cone groups (first, last)."""
+    """
+    Return timing lines at the big orange cone groups (first, last).
+
+    Without big orange cones the start line is ``START_BEHIND`` m along the
+    centre line ahead of the car start (not where the centre line begins,
+    which can be under the car: its first lap would not be timed).
+    """
     big = cones.xy[cones.class_id == CONE_BIG_ORANGE]
     if len(big) == 0:
-        line = timing_line('start', cl[0], tan[0], width / 2.0 + 0.5)
+        s = arc_length(cl, closed)[:len(cl)]
+        i0 = int(np.argmin(np.hypot(*(cl - [car_start.x, car_start.y]).T)))
+        ahead = (s - s[i0]) % s[-1] if closed else s - s[i0]
+        ok = np.flatnonzero(ahead >= START_BEHIND)
+        i = int(ok[np.argmin(ahead[ok])]) if ok.size else len(cl) - 1
+        line = timing_line('start', cl[i], tan[i], width / 2.0 + 0.5)
         return {'start': line, 'finish': line}
     pairs = cKDTree(big).query_pairs(width + 2.0, output_type='ndarray')
     label = np.arange(len(big))
