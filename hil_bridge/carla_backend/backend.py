@@ -534,10 +534,13 @@ class CarlaBackend(Backend):
         self._steering: Optional[Steering] = None
         self._start_velocities: List[Tuple[Any, float, float]] = []
         self._wheelbase_ratio = 1.0
-        self._cone_contacts: List[int] = []
-        self._actor_contacts: List[Tuple[str, List[float]]] = []
-        #: the last frame's footprints by role name (impact speeds)
-        self._boxes: Dict[str, Any] = {}
+        #: contacts CARLA reported: (CARLA frame, absolute time s, cone index)
+        self._cone_contacts: List[Tuple[int, float, int]] = []
+        #: (CARLA frame, absolute time s, role name, impulse N s)
+        self._actor_contacts: List[Tuple[int, float, str, List[float]]] = []
+        #: the last frames' footprints by CARLA frame, then role name
+        #: (impact speeds of contacts that arrive a frame or two late)
+        self._boxes: Dict[int, Dict[str, Any]] = {}
         self._collision: Any = None
         self._ego_speed = 0.0
         self.carla_control: Any = None
@@ -841,7 +844,13 @@ class CarlaBackend(Backend):
         return None if self.referee is None else self.referee.result
 
     def _judge(self, t: float, ego: ActorState, actors: List[ActorState]) -> List[Event]:
-        """Run the referee on the frame's states; return its events (sim time ``t``)."""
+        """
+        Run the referee on the frame's states; return its events (sim time ``t``).
+
+        A contact CARLA reported is judged at its own time (the collision
+        stream may deliver it after the frame it happened in was built)
+        with the footprints of the frame before it (the impact speed).
+        """
         from hil_bridge.sim.referee import Box
         referee = self.referee
         if referee is None or referee.finished:
@@ -861,18 +870,22 @@ class CarlaBackend(Backend):
             hits, self._actor_contacts = self._actor_contacts, []
         # contacts CARLA reported (the footprints may not overlap: a simulator
         # keeps the bodies apart)
-        for idx in contacts:
-            events.extend(referee.cone_hit(t, int(idx), source='carla_collision'))
+        for _, t_abs, idx in contacts:
+            events.extend(referee.cone_hit(min(t, t_abs - self._t0), int(idx),
+                                           source='carla_collision'))
         boxes = {a.role_name: box(a) for a in [ego] + list(actors)}
-        for role, impulse in hits:
+        self._boxes[self.carla_frame] = boxes
+        for frame in [f for f in self._boxes if f < self.carla_frame - 8]:
+            del self._boxes[frame]
+        for frame, t_abs, role, impulse in hits:
             if role in boxes:
-                # the impact speed from the boxes before the contact (the
-                # previous frame's, when there is one)
-                before = self._boxes if role in self._boxes else boxes
+                # the impact speed from the footprints before the contact (the
+                # previous frame's when there is one, else the contact's own)
+                before = next((self._boxes[f] for f in (frame - 1, frame)
+                               if role in self._boxes.get(f, {})), boxes)
                 events.extend(referee.collision(
-                    t, before[ego.role_name], before[role], source='carla_collision',
-                    impulse=impulse))
-        self._boxes = boxes
+                    min(t, t_abs - self._t0), before[ego.role_name], before[role],
+                    source='carla_collision', impulse=impulse))
         fwd = np.array([math.cos(ego.pose.yaw), math.sin(ego.pose.yaw)])
         speed = float(np.dot(ego.velocity[:2], fwd))
         events.extend(referee.update(t, boxes[ego.role_name], speed,
@@ -1279,10 +1292,11 @@ class CarlaBackend(Backend):
             other = event.other_actor
             other_id = int(other.id)
             t = float(event.timestamp)       # absolute; rebased in _build
+            frame = int(event.frame)
             idx = self._cone_index.get(other_id)
             if idx is not None and self.referee is not None:
                 with self._events_lock:
-                    self._cone_contacts.append(idx)      # judged in _build
+                    self._cone_contacts.append((frame, t, idx))   # judged in _build
                 return
             if idx is not None:
                 if self._cones.knocked[idx]:
@@ -1299,7 +1313,8 @@ class CarlaBackend(Backend):
                            ue_frames.carla_to_ros_velocity(event.normal_impulse)]
                 if role and self.referee is not None:
                     with self._events_lock:
-                        self._actor_contacts.append((role, impulse))   # judged in _build
+                        self._actor_contacts.append(
+                            (frame, t, role, impulse))   # judged in _build
                     return
                 ev = Event('collision', t, {
                     'other': str(other.type_id), 'role_name': role, 'impulse': impulse})
