@@ -182,14 +182,18 @@ class TopicWindow:
         Return count, rate_hz, mbit_s, latency p50/p95/max (s) and drops.
 
         Rate and bandwidth over the window ending at ``now`` (same clock as
-        ``recv``); ``period`` as in ``count_gaps``.
+        ``recv``); ``period`` as in ``count_gaps``. ``first_stamp`` and
+        ``last_stamp`` (s, NaN when empty) are the stamps of the first and
+        last message in the window: drops are the gaps between them (what
+        was sent before the first message heard, e.g. before discovery
+        matched, is not counted).
         """
         self._trim(now)
         n = len(self._recv)
         out = {'count': n, 'total': self.total, 'rate_hz': 0.0,
                'mbit_s': 0.0, 'latency_p50': float('nan'),
                'latency_p95': float('nan'), 'latency_max': float('nan'),
-               'drops': 0}
+               'drops': 0, 'first_stamp': float('nan'), 'last_stamp': float('nan')}
         if n == 0:
             return out
         recv = np.fromiter(self._recv, dtype=np.float64, count=n)
@@ -204,6 +208,7 @@ class TopicWindow:
             p50, p95, top = np.percentile(age, PERCENTILES)
             out.update(latency_p50=float(p50), latency_p95=float(p95),
                        latency_max=float(top))
-        out['drops'] = count_gaps(np.fromiter(self._stamp, np.float64, n),
-                                  period)
+        stamps = np.fromiter(self._stamp, np.float64, n)
+        out['drops'] = count_gaps(stamps, period)
+        out['first_stamp'], out['last_stamp'] = float(stamps[0]), float(stamps[-1])
         return out
