@@ -26,7 +26,9 @@ a warning (a few images lost under load are not a fault; the other
 camera carries on), an error once it has sent nothing for
 ``LOST_CAMERA`` s; at start-up, before the node has worked, it is
 expected and logged at info level. Images are processed in
-their subscription callback (no polling timer). CameraInfo is read once
+their subscription callback (no polling timer). A copy of the image the
+last cones came from (a lockstep frame the bridge re-sends while the nodes
+start) gets those cones again, without a new detection. CameraInfo is read once
 per camera and read again when an image's size stops matching it (the
 subscription stays: destroying it from a callback could crash rclpy).
 Images before their CameraInfo are dropped with one warning; images in
@@ -191,6 +193,10 @@ class VisionConeNode(Node):
         self.marker_pub = create_publisher(self, 'vision_markers', role=role) \
             if p['publish_markers'] else None
         self._last_stamp = -1.0
+        #: the last cones published and the camera they came from: a copy of
+        #: that camera's image (a lockstep frame re-sent) gets them again
+        self._last_out: Any = None
+        self._last_cam: Optional[_Camera] = None
         self._turn = 0
         #: stamp (s) since which the camera due has been due
         self._due_since: Optional[float] = None
@@ -226,6 +232,7 @@ class VisionConeNode(Node):
     def _reset(self) -> None:
         """Clock jumped back: forget pending images and the out-of-order guard."""
         self._last_stamp = -1.0
+        self._last_out = self._last_cam = None
         for cam in self.cameras:
             cam.pending = None
             cam.stamp = -float('inf')  # stamps of the old time line
@@ -234,6 +241,14 @@ class VisionConeNode(Node):
     def _on_image(self, cam: _Camera, msg: Any) -> None:
         if self.inputs.admit(self.gates[cam.sensor_id], msg.header.stamp) is None:
             return  # future, stale or non-finite stamp (warned, throttled)
+        t = stamps.sec_from_stamp(msg.header.stamp)
+        if cam is self._last_cam and t == cam.stamp == self._last_stamp:
+            # a copy of the image answered last (the bridge re-sends a
+            # lockstep frame while the nodes start): the same cones again,
+            # not detected anew; the first answer may have gone out before
+            # fusion's subscription matched, and fusion waits for it
+            self.pub.publish(self._last_out)
+            return
         cam.pending = msg
         cam.arrived = time.monotonic()
         cam.stamp = stamps.sec_from_stamp(msg.header.stamp)
@@ -346,7 +361,9 @@ class VisionConeNode(Node):
         xyz, cls, conf = xyz[ok], cls[ok], conf[ok]
         self._last_stamp = stamp
         header = Header(stamp=msg.header.stamp, frame_id=self.frame_id)
-        self.pub.publish(clouds.cones_to_cloud(xyz, cls, conf, header, self.frame_id))
+        self._last_out = clouds.cones_to_cloud(xyz, cls, conf, header, self.frame_id)
+        self._last_cam = lead
+        self.pub.publish(self._last_out)
         if self.marker_pub is not None:
             from cone_detection.markers import cone_markers
             self.marker_pub.publish(cone_markers(xyz, cls, msg.header.stamp, self.frame_id,
