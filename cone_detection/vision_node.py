@@ -31,7 +31,10 @@ last cones came from (a lockstep frame the bridge re-sends while the nodes
 start) gets those cones again, without a new detection. CameraInfo is read once
 per camera and read again when an image's size stops matching it (the
 subscription stays: destroying it from a callback could crash rclpy).
-Images before their CameraInfo are dropped with one warning; images in
+An image that comes before its camera's first CameraInfo waits for it (one
+warning; a newer image replaces it): the bridge publishes both in one
+frame and the callbacks run in any order, so lockstep frame 0 is answered
+from its first copy. Images in
 an unsupported encoding or of a size that differs from CameraInfo are
 dropped with an error (throttled), and the node keeps
 running. Limits: an image (raw, or the width x height of its JPEG/PNG
@@ -228,6 +231,10 @@ class VisionConeNode(Node):
         cam.K = images.reduce_intrinsics(k, r)
         cam.full_size = (int(width), int(height))
         cam.size = (-(-int(width) // r), -(-int(height) // r))
+        if cam.pending is not None:
+            # its image came first (the bridge publishes both in one frame,
+            # the callbacks run in any order): it waited for this
+            self._schedule(cam)
 
     def _reset(self) -> None:
         """Clock jumped back: forget pending images and the out-of-order guard."""
@@ -251,7 +258,11 @@ class VisionConeNode(Node):
             return
         cam.pending = msg
         cam.arrived = time.monotonic()
-        cam.stamp = stamps.sec_from_stamp(msg.header.stamp)
+        cam.stamp = t
+        self._schedule(cam)
+
+    def _schedule(self, cam: _Camera) -> None:
+        """Process the pending images if ``cam``'s new one completes what is due."""
         if self.p['camera_schedule'] == 'alternate':
             due = self.cameras[self._turn % len(self.cameras)]
             if self._due_since is None:
@@ -295,7 +306,8 @@ class VisionConeNode(Node):
             if not cam.warned_info:
                 cam.warned_info = True
                 self.get_logger().warning(
-                    f'{cam.sensor_id}: no CameraInfo yet, waiting (images dropped)')
+                    f'{cam.sensor_id}: no CameraInfo yet, waiting (the newest image waits '
+                    'for it)')
             return None
         try:
             if self.p['use_compressed']:
@@ -326,6 +338,9 @@ class VisionConeNode(Node):
         msg = lead.pending
         if msg is None:
             return
+        if lead.K is None:
+            self._decode(lead, msg)  # warns once; the image waits for its CameraInfo
+            return
         lead.pending = None
         stamp = stamps.sec_from_stamp(msg.header.stamp)
         if stamp < self._last_stamp or (others == [] and len(self.cameras) > 1 and
@@ -343,7 +358,7 @@ class VisionConeNode(Node):
             results.append(self.detector.detect(img, lead.K, lead.T))
             for cam in others:
                 other = cam.pending
-                if other is None:
+                if other is None or cam.K is None:
                     continue
                 dt = abs(stamps.sec_from_stamp(other.header.stamp) - stamp)
                 if dt > float(self.p['sync_tolerance']):

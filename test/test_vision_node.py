@@ -218,14 +218,16 @@ def test_alternate_schedule_takes_the_cameras_in_turn(rclpy_context) -> None:
 
 def test_a_resent_frame_gets_its_cones_again(rclpy_context) -> None:
     """
-    A copy of the image answered last (lockstep start-up) gets the same cones again.
+    Lockstep start-up: frame 0 is answered from its first copy, and again for each copy.
 
     The bridge re-sends frame 0 until every node answered it; fusion waits
     for the vision of the frame, and its subscription may have matched
     after the first answer went out: it skipped the copy (same stamp) and
     fusion waited until ``wait_for_vision`` ran out, then fused lidar
     alone. Not detected anew: the other camera's image of the frame and
-    a new frame are handled as before.
+    a new frame are handled as before. And the first image, which came
+    before its camera's first CameraInfo (one frame, callbacks in any
+    order), waits for it: it was dropped, and frame 0 waited for a copy.
     """
     from cone_detection.vision_node import VisionConeNode
     from inprocess import NodeUnderTest
@@ -234,13 +236,17 @@ def test_a_resent_frame_gets_its_cones_again(rclpy_context) -> None:
                                                       'publish_markers': False})
     node = h.node
     try:
-        def frame(t: float) -> None:
+        def frame(t: float, image_first: bool = False) -> None:
             h.at(t)
             for cam in node.cameras:
                 key = 'camera_left' if cam.sensor_id == 'rgb_left' else 'camera_right'
-                node._on_info(cam, images.camera_info_msg(k, 644, 482, t, 'optical'))
+                info = images.camera_info_msg(k, 644, 482, t, 'optical')
+                if not image_first:
+                    node._on_info(cam, info)
                 node._on_image(cam, images.image_to_msg(left, t, key))
-        frame(0.0)
+                if image_first:
+                    node._on_info(cam, info)
+        frame(0.0, image_first=True)  # the first image waits for its CameraInfo
         assert node.frames == 1 and h.stamps('/perception/cones/vision') == [0.0]
         frame(0.0)  # re-sent: the left camera's copy is answered again
         frame(0.0)
