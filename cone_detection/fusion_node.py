@@ -63,6 +63,7 @@ from hil_bridge.interface.node_main import DropLog, run_node
 from hil_bridge.interface.params import declare_params, ParamSpec
 import numpy as np
 from path_planning.cone_map import ConeMap, ConeMapParams
+from rclpy.logging import LoggingSeverity
 from rclpy.node import Node
 
 NODE_NAME = 'cone_fusion'
@@ -137,6 +138,8 @@ class ConeFusionNode(Node):
             self.create_timer(0.02, self._on_wait_timer,
                               clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._bad = DropLog(self.get_logger())
+        #: --log-level debug: the vision stamp each output was fused with
+        self._debug = self.get_logger().is_enabled_for(LoggingSeverity.DEBUG)
         self._markers: Dict[str, int] = {}
         self.published = 0
         self.get_logger().info(
@@ -266,6 +269,9 @@ class ConeFusionNode(Node):
                 t_v, cones = found
                 poses = self.poses if self.v['align_with_odometry'] else None
                 vision = align(cones, t_v, t, poses)
+        if self._debug:
+            self.get_logger().debug(f'lidar cones of t={t:.3f} fused with vision of t='
+                                    f'{"-" if vision is None else f"{t_v:.3f}"}')
         self._publish(fuse(lidar, vision, self.params), stamp, t)
 
     def _publish(self, cones: ConeSet, stamp: Any, t: float) -> None:

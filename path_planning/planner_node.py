@@ -75,6 +75,7 @@ from path_planning.planner import MODES, Planner, PlannerConfig, PlanOutput
 from path_planning.race_planner import race_config_from_mapping, RacePlanner
 from path_planning.route_follower import RouteFollower
 from rclpy.clock import Clock, ClockType
+from rclpy.logging import LoggingSeverity
 from rclpy.node import Node
 from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import ColorRGBA, Header
@@ -322,6 +323,8 @@ class ConeDrivePlannerNode(Node):
                        'stale_stops': 0}
         self.timer = self.create_timer(
             0.1, self._watchdog, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        #: --log-level debug: the odometry stamp each cloud was planned with
+        self._debug = self.get_logger().is_enabled_for(LoggingSeverity.DEBUG)
         self.get_logger().info(
             f'mode {self.route_mode or self.config.mode}, '
             f'vehicle {self.profile.name}, '
@@ -448,6 +451,10 @@ class ConeDrivePlannerNode(Node):
         near = self.odom_at(t)
         if near is not None and speed is not None:
             speed, yaw_rate = near[1], near[2]
+        if self._debug:
+            used = min((p[0] for p in self.poses), key=lambda s: abs(s - t), default=None)
+            self.get_logger().debug(f'cones of t={t:.3f} planned with odometry of t='
+                                    f'{"-" if used is None else f"{used:.3f}"}')
         if self.route_mode:
             self._follow_route(cloud.header, t, speed)
             return
