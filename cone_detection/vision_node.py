@@ -185,8 +185,9 @@ class VisionConeNode(Node):
             self.cameras.append(cam)
             key = CAMERA_KEYS[cid]
             image_key = key + '_compressed' if p['use_compressed'] else key
+            # depth 1: only the newest image of a camera waits (3.7 MB each)
             create_subscription(self, image_key, lambda msg, c=cam: self._on_image(c, msg),
-                                role=role)
+                                role=role, depth=1)
             # kept for the node's life (read once; re-read after a size
             # mismatch sets K to None); destroying a subscription from a
             # callback most likely crashed the node once

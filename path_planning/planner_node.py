@@ -314,8 +314,10 @@ class ConeDrivePlannerNode(Node):
         self.cmd_pub = create_publisher(self, 'cmd_vel', self.role)
         self.path_pub = create_publisher(self, 'path', self.role)
         self.marker_pub = create_publisher(self, 'planning_markers', self.role)
+        # depth 1: cones that waited while a cycle ran are dropped for the
+        # newest (a slow cycle never works through a backlog of old frames)
         self.cones_sub = create_subscription(
-            self, 'cones', self._on_cones, self.role)
+            self, 'cones', self._on_cones, self.role, depth=1)
         self.odom_sub = create_subscription(self, 'odometry', self._on_odom,
                                             self.role)
         self.counts = {'cycles': 0, 'stops': 0, 'nan_cones': 0,

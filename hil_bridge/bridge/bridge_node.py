@@ -457,11 +457,13 @@ class BridgeNode(Node):
         if self._service_refused('pause', response):
             return response
         with self.wake:
+            changed = self.clock.paused != bool(request.data)
             self.clock.pause(bool(request.data))
             self.wake.notify_all()
         response.success = True
         response.message = 'paused' if request.data else 'running'
-        self.get_logger().info(f'simulation {response.message}')
+        if changed:  # a client repeating the call does not flood the log
+            self.get_logger().info(f'simulation {response.message}')
         return response
 
     def _trigger(self, response: Any, frames: int = 0, seconds: float = 0.0) -> Any:
