@@ -27,8 +27,9 @@ camera carries on), an error once it has sent nothing for
 ``LOST_CAMERA`` s; at start-up, before the node has worked, it is
 expected and logged at info level. Images are processed in
 their subscription callback (no polling timer). A copy of the image the
-last cones came from (a lockstep frame the bridge re-sends while the nodes
-start) gets those cones again, without a new detection. CameraInfo is read once
+last cones came from (same camera, stamp and picture: a lockstep frame the
+bridge re-sends while the nodes start) gets those cones again, without a
+new detection. CameraInfo is read once
 per camera and read again when an image's size stops matching it (the
 subscription stays: destroying it from a callback could crash rclpy).
 An image that comes before its camera's first CameraInfo waits for it (one
@@ -121,6 +122,14 @@ PARAMS = [
 ]
 
 
+def _same_image(a: Any, b: Any) -> bool:
+    """Return True when two image messages (raw or compressed) carry the same picture."""
+    if b is None or type(a) is not type(b):
+        return False
+    fields = ('format',) if hasattr(a, 'format') else ('width', 'height', 'encoding', 'step')
+    return all(getattr(a, f) == getattr(b, f) for f in fields) and bytes(a.data) == bytes(b.data)
+
+
 def detector_options(p: Mapping[str, Any]) -> Dict[str, Any]:
     """Return the :class:`VisionConeDetector` keywords of the node parameters."""
     hues = {}
@@ -197,10 +206,11 @@ class VisionConeNode(Node):
         self.marker_pub = create_publisher(self, 'vision_markers', role=role) \
             if p['publish_markers'] else None
         self._last_stamp = -1.0
-        #: the last cones published and the camera they came from: a copy of
-        #: that camera's image (a lockstep frame re-sent) gets them again
+        #: the last cones published, the camera and the image they came
+        #: from: a copy of that image (a lockstep frame re-sent) gets them again
         self._last_out: Any = None
         self._last_cam: Optional[_Camera] = None
+        self._last_in: Any = None
         self._turn = 0
         #: stamp (s) since which the camera due has been due
         self._due_since: Optional[float] = None
@@ -240,7 +250,7 @@ class VisionConeNode(Node):
     def _reset(self) -> None:
         """Clock jumped back: forget pending images and the out-of-order guard."""
         self._last_stamp = -1.0
-        self._last_out = self._last_cam = None
+        self._last_out = self._last_cam = self._last_in = None
         for cam in self.cameras:
             cam.pending = None
             cam.stamp = -float('inf')  # stamps of the old time line
@@ -250,7 +260,8 @@ class VisionConeNode(Node):
         if self.inputs.admit(self.gates[cam.sensor_id], msg.header.stamp) is None:
             return  # future, stale or non-finite stamp (warned, throttled)
         t = stamps.sec_from_stamp(msg.header.stamp)
-        if cam is self._last_cam and t == cam.stamp == self._last_stamp:
+        if cam is self._last_cam and t == cam.stamp == self._last_stamp and \
+                _same_image(msg, self._last_in):
             # a copy of the image answered last (the bridge re-sends a
             # lockstep frame while the nodes start): the same cones again,
             # not detected anew; the first answer may have gone out before
@@ -378,7 +389,7 @@ class VisionConeNode(Node):
         self._last_stamp = stamp
         header = Header(stamp=msg.header.stamp, frame_id=self.frame_id)
         self._last_out = clouds.cones_to_cloud(xyz, cls, conf, header, self.frame_id)
-        self._last_cam = lead
+        self._last_cam, self._last_in = lead, msg
         self.pub.publish(self._last_out)
         if self.marker_pub is not None:
             from cone_detection.markers import cone_markers
