@@ -435,6 +435,7 @@ def test_fusion_fuzz(rclpy_context: Any, capfd: pytest.CaptureFixture) -> None:
     h.at(2.0)
     node._on_odom(odometry(2.0, 2.0, x=2.0))
     assert len(node.map.cones()) == 0  # the map of the earlier run is gone
+    node._on_vision(cone_cloud([[5.0, 1.5, 0.0]], 2.0, cls=1))  # the new time line's
     node._on_lidar(cone_cloud([[5.0, 1.5, 0.0]], 2.0))
     assert h.stamps('/perception/cones')[-1] == pytest.approx(2.0)
     lines = log_lines(capfd, 'cone_fusion')

@@ -116,6 +116,7 @@ def test_topic_window_rate_bandwidth_latency_drops() -> None:
     now = stamps[-1] + ages[-1]
     res = win.summary(now, period=1 / 30)
     assert res['count'] == 88 and res['drops'] == 2
+    assert res['first_stamp'] == 0.0 and res['last_stamp'] == stamps[-1]
     assert res['rate_hz'] == pytest.approx(87 / (now - (0 + 0.005)), rel=1e-6)
     assert res['mbit_s'] == pytest.approx(res['rate_hz'] * 8.0, rel=1e-6)
     assert res['latency_p50'] == pytest.approx(0.010, abs=5e-4)
@@ -123,7 +124,7 @@ def test_topic_window_rate_bandwidth_latency_drops() -> None:
     # old receipts leave the window
     later = win.summary(now + 20.0)
     assert later['count'] == 0 and later['rate_hz'] == 0.0
-    assert later['total'] == 88
+    assert later['total'] == 88 and np.isnan(later['first_stamp'])
 
 
 def test_topic_window_bad_input() -> None:

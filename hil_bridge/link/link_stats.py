@@ -202,14 +202,19 @@ class TopicWindow:
         Rate and bandwidth over the window ending at ``now`` (same clock as
         ``recv``); ``period`` as in ``count_gaps``; ``jumps``: stamp steps
         beyond ``max_gap`` either way (not counted as drops: one bad stamp
-        would otherwise read as millions of lost messages).
+        would otherwise read as millions of lost messages). ``first_stamp`` and
+        ``last_stamp`` (s, NaN when empty) are the stamps of the first and
+        last message in the window: drops are the gaps between them (what
+        was sent before the first message heard, e.g. before discovery
+        matched, is not counted).
         """
         self._trim(now)
         n = len(self._recv)
         out = {'count': n, 'total': self.total, 'rate_hz': 0.0,
                'mbit_s': 0.0, 'latency_p50': float('nan'),
                'latency_p95': float('nan'), 'latency_max': float('nan'),
-               'drops': 0, 'jumps': 0}
+               'drops': 0, 'jumps': 0, 'first_stamp': float('nan'),
+               'last_stamp': float('nan')}
         if n == 0:
             return out
         recv = np.fromiter(self._recv, dtype=np.float64, count=n)
@@ -227,4 +232,5 @@ class TopicWindow:
         stamps = np.fromiter(self._stamp, np.float64, n)
         out['drops'] = count_gaps(stamps, period, self.max_gap)
         out['jumps'] = count_jumps(stamps, self.max_gap)
+        out['first_stamp'], out['last_stamp'] = float(stamps[0]), float(stamps[-1])
         return out
