@@ -25,10 +25,13 @@ a second corridor the obstacle must also lie in.
 
 Stamp policy (:mod:`hil_bridge.interface.freshness`): an input stamped
 ahead of the node clock, or more than its timeout behind it (lidar
-``stale_timeout``, odometry ``odom_timeout``, applied control
+``stale_timeout``, odometry and imu ``odom_timeout``, applied control
 ``steering_timeout``), is dropped with a throttled warning; decisions carry
 only accepted stamps. Staleness counts from the inputs' arrival on the node
-clock, so no stamp can keep the stale stop away. A cloud with more than
+clock, so no stamp can keep the stale stop away. The imu's yaw rate is used
+only while the imu is fresh; otherwise the odometry's (an imu that fell
+silent, or sent one future-stamped message, kept its last yaw rate for
+good). A cloud with more than
 ``max_points`` points is dropped undecoded (no fresh input); the clock
 jumping back (a replay restarted) resets tracks and actors with one info
 line.
@@ -164,7 +167,8 @@ class AebNode(Node):
         self.gates = {
             'odometry': self.inputs.gate('odometry', p.odom_timeout),
             'lidar': self.inputs.gate('lidar', p.staging.stale_timeout),
-            'applied_control': self.inputs.gate('applied_control', p.steering_timeout)}
+            'applied_control': self.inputs.gate('applied_control', p.steering_timeout),
+            'imu': self.inputs.gate('imu', p.odom_timeout)}
         profile = load_vehicle_profile(str(v['vehicle_profile']))
         self.max_steer = profile.max_steer
         self.wheelbase = profile.wheelbase
@@ -173,7 +177,6 @@ class AebNode(Node):
         self.pub_brake = create_publisher(self, 'brake_request', self.role)
         self.pub_status = create_publisher(self, 'aeb_status', self.role)
         self.pub_markers = create_publisher(self, 'aeb_markers', self.role)
-        self.imu_yaw_rate: Optional[float] = None
         self.joy_t: Optional[float] = None
         self.bad_inputs = 0
         self.clouds_checked = 0
@@ -185,7 +188,9 @@ class AebNode(Node):
         if bool(v['use_imu']):
             create_subscription(self, 'imu', self._on_imu, self.role)
         if self.params.mode == 'perception':
-            create_subscription(self, 'lidar', self._on_lidar, self.role)
+            # depth 1: a cloud that waited while the previous one was being
+            # checked is dropped for the newest (no backlog of old clouds)
+            create_subscription(self, 'lidar', self._on_lidar, self.role, depth=1)
         else:
             for role in list(v['actor_roles'] or []):
                 self.gates[role] = self.inputs.gate(f'{role}/odometry', p.odom_timeout)
@@ -207,6 +212,7 @@ class AebNode(Node):
         self.core = AebCore(self.params)
         self.actors: Dict[str, Dict[str, Any]] = {}
         self.ego_pose = None
+        self.imu_yaw_rate: Optional[float] = None
 
     def _now(self) -> float:
         return self.inputs.now()
@@ -220,8 +226,9 @@ class AebNode(Node):
         if t is None:
             return
         tw = msg.twist.twist
-        yaw_rate = tw.angular.z if self.imu_yaw_rate is None \
-            else self.imu_yaw_rate
+        imu_fresh = self.imu_yaw_rate is not None and \
+            self.gates['imu'].fresh(self._now())
+        yaw_rate = self.imu_yaw_rate if imu_fresh else tw.angular.z
         p = msg.pose.pose
         pose = (p.position.x, p.position.y, quaternion_yaw(p.orientation))
         if not self.core.update_odometry(t, tw.linear.x, yaw_rate, pose,
@@ -233,6 +240,8 @@ class AebNode(Node):
             self._decide_ground_truth(t)
 
     def _on_imu(self, msg: Any) -> None:
+        if self.inputs.admit(self.gates['imu'], msg.header.stamp) is None:
+            return  # future/stale stamp: warned; the odometry's yaw rate is used
         w = msg.angular_velocity.z
         self.imu_yaw_rate = float(w) if math.isfinite(w) else None
 

@@ -12,16 +12,24 @@ On every lidar message the newest vision detection within
 odometry poses (``align_with_odometry``) and fused
 (:func:`cone_detection.fusion.fuse`); the output has the lidar stamp. No
 vision (not running, too old, or ``use_vision`` false): lidar cones pass
-through as class unknown, so lidar-only operation works. No lidar message
-for ``lidar_timeout`` seconds (wall clock): vision cones are published
-instead, with their own stamp. With ``wait_for_vision`` > 0 (wall
-seconds) a lidar message waits until the vision detection with its stamp
-(or a newer one) has come, so the fused cones of a frame never depend on
-how fast the vision detector happened to be (in lockstep the whole loop
-then gives the same result on any machine load); it waits only once the
-detector has published and while it keeps publishing (nothing from it for
-``VISION_ALIVE`` s, or twice the wait: lidar cones pass on at once), and after
-``wait_for_vision`` s it fuses what it has (counted, warned). Lockstep
+through as class unknown, so lidar-only operation works. A vision
+detection stamped more than ``lidar_timeout`` s after the newest lidar
+message (or, before any lidar, after the first vision detection) is
+published alone, with its own stamp (no lidar running). With
+``wait_for_vision`` > 0 (wall seconds) a lidar message waits until the
+vision detection with its stamp (or a newer one) has come, so the fused
+cones of a frame never depend on how fast the vision detector happened to
+be (in lockstep the whole loop then gives the same result on any machine
+load). It waits while the detector is expected: its last detection is at
+most ``VISION_ALIVE`` s older than the lidar stamp, or it has published
+nothing yet and the lidar stamp is at most ``VISION_ALIVE`` s after the
+first one (start-up); after ``wait_for_vision`` s it fuses what it has
+(counted, warned). A copy of the waiting message (a lockstep frame the
+bridge re-sends while the nodes start) takes its place and waits on; a
+stamp already published is fused at once. All these rules compare header
+stamps (sim time), never arrival times, so none of them depends on the
+machine's load: in lockstep the output for a stamp is published once, from
+the lidar and vision of that stamp. Lockstep
 needs a vision result for every lidar stamp (cameras at the frame rate,
 ``camera_schedule`` ``alternate``), and on a loaded machine a wait (and a
 bridge ``lockstep_timeout``) longer than the slowest vision frame. With
@@ -33,9 +41,8 @@ reported and dropped. Stamp policy (:mod:`hil_bridge.interface.freshness`):
 inputs stamped ahead of the node clock or more than ``input_timeout``
 behind it are dropped with a throttled warning; the clock jumping back (a
 replay restarted) clears the vision buffer, the pose history, the cone
-map and the waiting state (a waiting lidar message is dropped; lidar
-messages wait again once the vision detector has published on the new
-time line) with one info line. Run::
+map and the waiting state (a waiting lidar message is dropped; the new
+time line starts as at start-up) with one info line. Run::
 
     python -m cone_detection.fusion_node --ros-args \
         --params-file config/cone_fusion.yaml
@@ -56,10 +63,12 @@ from hil_bridge.interface.node_main import DropLog, run_node
 from hil_bridge.interface.params import declare_params, ParamSpec
 import numpy as np
 from path_planning.cone_map import ConeMap, ConeMapParams
+from rclpy.logging import LoggingSeverity
 from rclpy.node import Node
 
 NODE_NAME = 'cone_fusion'
-#: wall seconds without a vision detection after which no lidar message waits for one
+#: sim seconds (stamps) without a vision detection after which no lidar
+#: message waits for one (also the start-up time it is waited for)
 VISION_ALIVE = 2.0
 #: stamps go through builtin_interfaces/Time (ns)
 STAMP_EPS = 1e-6
@@ -77,8 +86,8 @@ PARAMS: List[ParamSpec] = [
     ParamSpec('align_with_odometry', 'move vision cones to the lidar stamp'),
     ParamSpec('wait_for_vision', 'wall seconds a lidar message waits for the vision '
               'detection of its stamp (0 = no wait)', lo=0.0, hi=60.0),
-    ParamSpec('lidar_timeout', 'wall seconds without lidar before vision '
-              'cones are passed on', lo=0.01, hi=60.0),
+    ParamSpec('lidar_timeout', 'vision cones stamped this much (s) after the newest '
+              'lidar message are passed on alone', lo=0.01, hi=60.0),
     ParamSpec('map_enabled', 'accumulate and publish a cone map'),
     ParamSpec('map_merge_radius', 'map duplicate merge radius (m)',
               lo=0.01, hi=5.0),
@@ -122,7 +131,6 @@ class ConeFusionNode(Node):
             contract.create_subscription(self, 'cones_vision',
                                          self._on_vision, role)
         contract.create_subscription(self, 'odometry', self._on_odom, role)
-        self._last_lidar = -1e18
         self.vision_timeouts = 0
         self.wait = float(v['wait_for_vision'])
         if self.wait > 0.0 and v['use_vision']:
@@ -130,6 +138,8 @@ class ConeFusionNode(Node):
             self.create_timer(0.02, self._on_wait_timer,
                               clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._bad = DropLog(self.get_logger())
+        #: --log-level debug: the vision stamp each output was fused with
+        self._debug = self.get_logger().is_enabled_for(LoggingSeverity.DEBUG)
         self._markers: Dict[str, int] = {}
         self.published = 0
         self.get_logger().info(
@@ -141,11 +151,12 @@ class ConeFusionNode(Node):
         """Start without vision history, poses and cone map (also after a clock jump back)."""
         v = self.v
         self.vision = VisionBuffer()
-        #: stamp of the newest vision detection (s) and its wall time
-        #: (monotonic s): after a jump back no lidar message waits until the
-        #: vision detector has published on the new time line
-        self._vision_t = -math.inf
-        self._last_vision = -1e18
+        #: stamps (s) of the newest and the earliest vision detection, of the
+        #: newest and the earliest lidar message, and of the newest output
+        #: fused from lidar (-inf: none yet, on this time line)
+        self._vision_t = self._first_vision_t = -math.inf
+        self._lidar_t = self._first_lidar_t = -math.inf
+        self._fused_t = -math.inf
         #: a lidar message waiting for its vision: (header stamp, cones, t, wall)
         self._pending: Optional[tuple] = None
         self.poses = PoseHistory()
@@ -189,12 +200,16 @@ class ConeFusionNode(Node):
             return
         t = stamps.sec_from_stamp(msg.header.stamp)
         self.vision.add(t, cones)
-        self._vision_t = t
-        self._last_vision = time.monotonic()
+        self._vision_t = max(self._vision_t, t)
+        self._first_vision_t = t if self._first_vision_t == -math.inf else \
+            min(self._first_vision_t, t)
         if self._pending is not None and t >= self._pending[2] - STAMP_EPS:
             self._fuse_pending()
-        if time.monotonic() - self._last_lidar > float(
-                self.v['lidar_timeout']):
+        # no lidar running: judged by stamps (sim time), not by arrival, so
+        # a vision result that beats its frame's lidar message on a loaded
+        # machine is never published alone
+        since = self._lidar_t if self._lidar_t > -math.inf else self._first_vision_t
+        if t - since > float(self.v['lidar_timeout']):
             scaled = ConeSet(cones.xyz, cones.class_id,
                              cones.confidence * self.params.vision_only_scale)
             self._publish(scaled, msg.header.stamp, t)
@@ -206,16 +221,29 @@ class ConeFusionNode(Node):
         if lidar is None:
             return
         now = time.monotonic()
-        self._last_lidar = now
         t = stamps.sec_from_stamp(msg.header.stamp)
-        if self._pending is not None:
+        self._lidar_t = max(self._lidar_t, t)
+        self._first_lidar_t = t if self._first_lidar_t == -math.inf else \
+            min(self._first_lidar_t, t)
+        pending = self._pending
+        if pending is not None and abs(pending[2] - t) <= STAMP_EPS:
+            # a copy of the waiting message (a re-sent frame): it waits on
+            self._pending = (msg.header.stamp, lidar, t, pending[3])
+            return
+        if pending is not None:
             self._fuse_pending()
-        if self.wait > 0.0 and self.v['use_vision'] and \
-                now - self._last_vision <= max(VISION_ALIVE, 2.0 * self.wait) and \
-                self._vision_t < t - STAMP_EPS:
+        if self._waits(t):
             self._pending = (msg.header.stamp, lidar, t, now)
             return
         self._fuse(msg.header.stamp, lidar, t)
+
+    def _waits(self, t: float) -> bool:
+        """Return True when the lidar message of stamp ``t`` (s) waits for its vision."""
+        if self.wait <= 0.0 or not self.v['use_vision'] or \
+                self._vision_t >= t - STAMP_EPS or t <= self._fused_t + STAMP_EPS:
+            return False  # no wait asked, its vision is here, or it was published
+        since = self._vision_t if self._vision_t > -math.inf else self._first_lidar_t
+        return t - since <= VISION_ALIVE
 
     def _on_wait_timer(self) -> None:
         p = self._pending
@@ -233,6 +261,7 @@ class ConeFusionNode(Node):
         self._fuse(stamp, lidar, t)
 
     def _fuse(self, stamp: Any, lidar: ConeSet, t: float) -> None:
+        self._fused_t = max(self._fused_t, t)
         vision = None
         if self.v['use_vision']:
             found = self.vision.newest_within(t, self.params.max_vision_age)
@@ -240,6 +269,9 @@ class ConeFusionNode(Node):
                 t_v, cones = found
                 poses = self.poses if self.v['align_with_odometry'] else None
                 vision = align(cones, t_v, t, poses)
+        if self._debug:
+            self.get_logger().debug(f'lidar cones of t={t:.3f} fused with vision of t='
+                                    f'{"-" if vision is None else f"{t_v:.3f}"}')
         self._publish(fuse(lidar, vision, self.params), stamp, t)
 
     def _publish(self, cones: ConeSet, stamp: Any, t: float) -> None:

@@ -26,10 +26,16 @@ a warning (a few images lost under load are not a fault; the other
 camera carries on), an error once it has sent nothing for
 ``LOST_CAMERA`` s; at start-up, before the node has worked, it is
 expected and logged at info level. Images are processed in
-their subscription callback (no polling timer). CameraInfo is read once
+their subscription callback (no polling timer). A copy of the image the
+last cones came from (same camera, stamp and picture: a lockstep frame the
+bridge re-sends while the nodes start) gets those cones again, without a
+new detection. CameraInfo is read once
 per camera and read again when an image's size stops matching it (the
 subscription stays: destroying it from a callback could crash rclpy).
-Images before their CameraInfo are dropped with one warning; images in
+An image that comes before its camera's first CameraInfo waits for it (one
+warning; a newer image replaces it): the bridge publishes both in one
+frame and the callbacks run in any order, so lockstep frame 0 is answered
+from its first copy. Images in
 an unsupported encoding or of a size that differs from CameraInfo are
 dropped with an error (throttled), and the node keeps
 running. Limits: an image (raw, or the width x height of its JPEG/PNG
@@ -116,6 +122,14 @@ PARAMS = [
 ]
 
 
+def _same_image(a: Any, b: Any) -> bool:
+    """Return True when two image messages (raw or compressed) carry the same picture."""
+    if b is None or type(a) is not type(b):
+        return False
+    fields = ('format',) if hasattr(a, 'format') else ('width', 'height', 'encoding', 'step')
+    return all(getattr(a, f) == getattr(b, f) for f in fields) and bytes(a.data) == bytes(b.data)
+
+
 def detector_options(p: Mapping[str, Any]) -> Dict[str, Any]:
     """Return the :class:`VisionConeDetector` keywords of the node parameters."""
     hues = {}
@@ -180,8 +194,9 @@ class VisionConeNode(Node):
             self.cameras.append(cam)
             key = CAMERA_KEYS[cid]
             image_key = key + '_compressed' if p['use_compressed'] else key
+            # depth 1: only the newest image of a camera waits (3.7 MB each)
             create_subscription(self, image_key, lambda msg, c=cam: self._on_image(c, msg),
-                                role=role)
+                                role=role, depth=1)
             # kept for the node's life (read once; re-read after a size
             # mismatch sets K to None); destroying a subscription from a
             # callback most likely crashed the node once
@@ -191,6 +206,11 @@ class VisionConeNode(Node):
         self.marker_pub = create_publisher(self, 'vision_markers', role=role) \
             if p['publish_markers'] else None
         self._last_stamp = -1.0
+        #: the last cones published, the camera and the image they came
+        #: from: a copy of that image (a lockstep frame re-sent) gets them again
+        self._last_out: Any = None
+        self._last_cam: Optional[_Camera] = None
+        self._last_in: Any = None
         self._turn = 0
         #: stamp (s) since which the camera due has been due
         self._due_since: Optional[float] = None
@@ -222,10 +242,15 @@ class VisionConeNode(Node):
         cam.K = images.reduce_intrinsics(k, r)
         cam.full_size = (int(width), int(height))
         cam.size = (-(-int(width) // r), -(-int(height) // r))
+        if cam.pending is not None:
+            # its image came first (the bridge publishes both in one frame,
+            # the callbacks run in any order): it waited for this
+            self._schedule(cam)
 
     def _reset(self) -> None:
         """Clock jumped back: forget pending images and the out-of-order guard."""
         self._last_stamp = -1.0
+        self._last_out = self._last_cam = self._last_in = None
         for cam in self.cameras:
             cam.pending = None
             cam.stamp = -float('inf')  # stamps of the old time line
@@ -234,9 +259,22 @@ class VisionConeNode(Node):
     def _on_image(self, cam: _Camera, msg: Any) -> None:
         if self.inputs.admit(self.gates[cam.sensor_id], msg.header.stamp) is None:
             return  # future, stale or non-finite stamp (warned, throttled)
+        t = stamps.sec_from_stamp(msg.header.stamp)
+        if cam is self._last_cam and t == cam.stamp == self._last_stamp and \
+                _same_image(msg, self._last_in):
+            # a copy of the image answered last (the bridge re-sends a
+            # lockstep frame while the nodes start): the same cones again,
+            # not detected anew; the first answer may have gone out before
+            # fusion's subscription matched, and fusion waits for it
+            self.pub.publish(self._last_out)
+            return
         cam.pending = msg
         cam.arrived = time.monotonic()
-        cam.stamp = stamps.sec_from_stamp(msg.header.stamp)
+        cam.stamp = t
+        self._schedule(cam)
+
+    def _schedule(self, cam: _Camera) -> None:
+        """Process the pending images if ``cam``'s new one completes what is due."""
         if self.p['camera_schedule'] == 'alternate':
             due = self.cameras[self._turn % len(self.cameras)]
             if self._due_since is None:
@@ -280,7 +318,8 @@ class VisionConeNode(Node):
             if not cam.warned_info:
                 cam.warned_info = True
                 self.get_logger().warning(
-                    f'{cam.sensor_id}: no CameraInfo yet, waiting (images dropped)')
+                    f'{cam.sensor_id}: no CameraInfo yet, waiting (the newest image waits '
+                    'for it)')
             return None
         try:
             if self.p['use_compressed']:
@@ -311,6 +350,9 @@ class VisionConeNode(Node):
         msg = lead.pending
         if msg is None:
             return
+        if lead.K is None:
+            self._decode(lead, msg)  # warns once; the image waits for its CameraInfo
+            return
         lead.pending = None
         stamp = stamps.sec_from_stamp(msg.header.stamp)
         if stamp < self._last_stamp or (others == [] and len(self.cameras) > 1 and
@@ -328,7 +370,7 @@ class VisionConeNode(Node):
             results.append(self.detector.detect(img, lead.K, lead.T))
             for cam in others:
                 other = cam.pending
-                if other is None:
+                if other is None or cam.K is None:
                     continue
                 dt = abs(stamps.sec_from_stamp(other.header.stamp) - stamp)
                 if dt > float(self.p['sync_tolerance']):
@@ -346,7 +388,9 @@ class VisionConeNode(Node):
         xyz, cls, conf = xyz[ok], cls[ok], conf[ok]
         self._last_stamp = stamp
         header = Header(stamp=msg.header.stamp, frame_id=self.frame_id)
-        self.pub.publish(clouds.cones_to_cloud(xyz, cls, conf, header, self.frame_id))
+        self._last_out = clouds.cones_to_cloud(xyz, cls, conf, header, self.frame_id)
+        self._last_cam, self._last_in = lead, msg
+        self.pub.publish(self._last_out)
         if self.marker_pub is not None:
             from cone_detection.markers import cone_markers
             self.marker_pub.publish(cone_markers(xyz, cls, msg.header.stamp, self.frame_id,

@@ -25,6 +25,11 @@ minimum-curvature line with its speed profile, and falls back to the cone
 planner (logged once per change) when it leaves the line or the cones
 disagree with the map.
 
+A cone cloud is planned with the odometry of its stamp: it waits for it
+(``ODOM_WAIT`` wall s once odometry flows; before the first odometry, while
+an odometry publisher is matched, until it comes or a newer cloud does), so
+in lockstep every command is computed from the same inputs on any load.
+
 Bad input: a malformed cloud is dropped with an error (throttled); NaN
 cones are dropped and counted; a cloud with no usable cone ahead gives a
 stop. NaN odometry is dropped and counted; without valid odometry for
@@ -70,6 +75,7 @@ from path_planning.planner import MODES, Planner, PlannerConfig, PlanOutput
 from path_planning.race_planner import race_config_from_mapping, RacePlanner
 from path_planning.route_follower import RouteFollower
 from rclpy.clock import Clock, ClockType
+from rclpy.logging import LoggingSeverity
 from rclpy.node import Node
 from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import ColorRGBA, Header
@@ -82,7 +88,8 @@ ROUTE_MODES = ('skidpad',)
 NODE_MODES = MODES + ROUTE_MODES
 #: odometry poses kept to find the one at a cone cloud's stamp (at 50 Hz: 2 s)
 POSE_HISTORY = 100
-#: wall seconds a cone cloud waits for the odometry of its stamp
+#: wall seconds a cone cloud waits for the odometry of its stamp (before the
+#: first odometry: until it comes or a newer cloud does)
 ODOM_WAIT = 0.3
 #: stamps go through builtin_interfaces/Time (ns)
 STAMP_EPS = 1e-6
@@ -307,8 +314,10 @@ class ConeDrivePlannerNode(Node):
         self.cmd_pub = create_publisher(self, 'cmd_vel', self.role)
         self.path_pub = create_publisher(self, 'path', self.role)
         self.marker_pub = create_publisher(self, 'planning_markers', self.role)
+        # depth 1: cones that waited while a cycle ran are dropped for the
+        # newest (a slow cycle never works through a backlog of old frames)
         self.cones_sub = create_subscription(
-            self, 'cones', self._on_cones, self.role)
+            self, 'cones', self._on_cones, self.role, depth=1)
         self.odom_sub = create_subscription(self, 'odometry', self._on_odom,
                                             self.role)
         self.counts = {'cycles': 0, 'stops': 0, 'nan_cones': 0,
@@ -316,6 +325,8 @@ class ConeDrivePlannerNode(Node):
                        'stale_stops': 0}
         self.timer = self.create_timer(
             0.1, self._watchdog, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        #: --log-level debug: the odometry stamp each cloud was planned with
+        self._debug = self.get_logger().is_enabled_for(LoggingSeverity.DEBUG)
         self.get_logger().info(
             f'mode {self.route_mode or self.config.mode}, '
             f'vehicle {self.profile.name}, '
@@ -420,9 +431,12 @@ class ConeDrivePlannerNode(Node):
         if self._pending is not None:
             self._plan_pending()
         newest = self.poses[-1][0] if self.poses else None
-        if newest is not None and newest < t - STAMP_EPS:
-            # the odometry of this stamp is still on its way: plan when it
-            # comes (the same inputs whatever the machine's load)
+        if (newest < t - STAMP_EPS) if newest is not None else \
+                self.odom_sub.get_publisher_count() > 0:
+            # the odometry of this stamp is still on its way (also the first
+            # one: a reader matched late misses a lockstep frame's first
+            # copy, the bridge re-sends it): plan when it comes (the same
+            # inputs whatever the machine's load)
             self._pending = (cloud, t, xyz, cls, time.monotonic())
             return
         self._plan(cloud, t, xyz, cls)
@@ -439,6 +453,10 @@ class ConeDrivePlannerNode(Node):
         near = self.odom_at(t)
         if near is not None and speed is not None:
             speed, yaw_rate = near[1], near[2]
+        if self._debug:
+            used = min((p[0] for p in self.poses), key=lambda s: abs(s - t), default=None)
+            self.get_logger().debug(f'cones of t={t:.3f} planned with odometry of t='
+                                    f'{"-" if used is None else f"{used:.3f}"}')
         if self.route_mode:
             self._follow_route(cloud.header, t, speed)
             return
@@ -512,7 +530,8 @@ class ConeDrivePlannerNode(Node):
 
     def _watchdog(self) -> None:
         """Command a stop while no cones arrived (node clock) for ``cone_timeout``."""
-        if self._pending is not None and time.monotonic() - self._pending[4] > ODOM_WAIT:
+        if self._pending is not None and self.poses and \
+                time.monotonic() - self._pending[4] > ODOM_WAIT:
             self.get_logger().warning("no odometry of the cone cloud's stamp within "
                                       f'{ODOM_WAIT:g} s: planning with the newest',
                                       throttle_duration_sec=5.0)

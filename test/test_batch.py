@@ -120,7 +120,7 @@ def test_suites_expand() -> None:
         suites.expand('nope')
 
 
-def test_scenario_jobs(tmp_path: Path) -> None:
+def test_scenario_jobs(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """--scenarios: names stay names, a file of this host travels as text."""
     own = tmp_path / 'My Test.yaml'
     own.write_text('name: my_test\n')
@@ -131,8 +131,8 @@ def test_scenario_jobs(tmp_path: Path) -> None:
     assert named.criteria == {'status': 'finished'}
     with pytest.raises(SystemExit, match='not found'):
         suites.scenario_jobs(['no_such_scenario'])
-    with pytest.raises(SystemExit, match='--jobs'):
-        suites.main(['run', 'ci', '--jobs', '0'])
+    assert suites.main(['run', 'ci', '--jobs', '0']) == 2  # bad configuration
+    assert '--jobs must be at least 1' in capsys.readouterr().err
 
 
 def test_summary_files(tmp_path: Path) -> None:

@@ -340,6 +340,8 @@ def test_pause_step_advance(rclpy_context, rig_file: Path) -> None:
     try:
         onboard.spin_until(proc, lambda: len(clocks) > 3, timeout=20.0)
         assert call(pause, SetBool.Request(data=True)).success
+        for _ in range(5):  # repeats change nothing and log nothing
+            assert call(pause, SetBool.Request(data=True)).success
         settle(0.4)
         frozen = clocks[-1]
         settle(0.6)
@@ -359,6 +361,7 @@ def test_pause_step_advance(rclpy_context, rig_file: Path) -> None:
         rc, out = finish(proc, timeout=15.0)
     assert rc == 0, out[-3000:]
     assert referee_result(out)['end_reason'] == 'shutdown'
+    assert out.count('simulation paused') == 1, out[-3000:]
 
 
 def test_track_seed_picks_the_layout_and_result_has_reference(

@@ -126,6 +126,34 @@ def test_steering_through_the_physics_control(server, check) -> None:
         backend.teardown()
 
 
+# ----------------------------------------------------------- vehicle frame
+def test_vehicle_frame_is_the_rear_axle(server, check) -> None:
+    """
+    The reported pose is CARLA's rear axle (from the wheel positions), not the profile's.
+
+    The model3's rear wheels are 1.4375 m behind its box centre;
+    passenger_car's box_offset would put the axle at 1.395 m. The rig's
+    mounts are relative to the same axle.
+    """
+    backend = make(server)
+    try:
+        frame = backend.setup(aeb(), rig(cameras=1))
+        ego = backend._ego
+        wheels = ego.get_physics_control().wheels
+        rear = [sum(w.position.x for w in wheels[2:]) / 200.0,
+                sum(w.position.y for w in wheels[2:]) / 200.0]     # UE m
+        assert (frame.ego.pose.x, frame.ego.pose.y) == pytest.approx(
+            (rear[0], -rear[1]), abs=1e-3)                         # heading +x
+        behind = ego.get_location().x + ego.bounding_box.location.x - rear[0]
+        assert behind == pytest.approx(1.4375, abs=1e-3)
+        assert frame.ego.box_offset == pytest.approx(behind, abs=1e-3)
+        cam = backend._sensors[0].actor
+        assert cam.attributes['role_name'] == 'cam0'
+        assert cam.get_location().x == pytest.approx(rear[0] + 0.5, abs=1e-3)
+    finally:
+        backend.teardown()
+
+
 # --------------------------------------------------------------------- map
 def test_the_scenario_map_is_loaded(server, check) -> None:
     """The server is on another map: set-up loads the scenario's (HIL_Flat)."""
@@ -235,6 +263,78 @@ def test_sensor_tick_not_a_multiple_of_dt(server, check) -> None:
     assert set(gaps) <= {2, 3} and 2 in gaps and 3 in gaps
     assert len(got) >= 12                       # 1.5 s / 0.12 s
     assert backend.stats['sensor_stale'] == 0 and backend.stats['sensor_missing'] == 0
+
+
+def test_a_contact_in_the_first_frame_is_judged(server, check) -> None:
+    """
+    The target stands 15 cm ahead of the ego's bumper: contact in frame 0.
+
+    No rig, so no warm-up: the collision sensor's stream has to be
+    connected at the first tick. carla-hil serve keeps the bodies apart
+    (the boxes never overlap), so only CARLA's collision event shows the
+    crash; the referee counts it and ends the run (it used to count only
+    overlapping boxes: this crash was a clean run). (No frame before it: its impact
+    speed is taken after the crash; ``test_a_crash_is_judged_with_its_impact_speed``.)
+    """
+    scenario = aeb()
+    scenario.actors[0].pose.x = 5.0          # the MKZ's rear at 2.55 m, the model3's nose 2.40
+    backend = make(server)
+    try:
+        frame = backend.setup(scenario, [])
+        events = list(frame.events)
+        for _ in range(3):
+            events += backend.step(DT).events
+    finally:
+        backend.teardown()
+    crashes = [e for e in events if e.kind == 'collision']
+    assert len(crashes) == 1 and crashes[0].data['source'] == 'carla_collision'
+    assert crashes[0].data['other'] == 'target' and crashes[0].sim_time <= 0.5 * DT
+    assert crashes[0].data['impulse'][0] < -1000.0     # the model3's momentum, pushed back
+    assert backend.result.status == 'DNF' and backend.result.reason == 'collision'
+
+
+def test_a_crash_is_judged_with_its_impact_speed(server, check) -> None:
+    """The target 35 cm ahead: contact in frame 1, judged with frame 0's 5.5 m/s."""
+    scenario = aeb()
+    scenario.actors[0].pose.x = 5.2
+    backend = make(server, collision_sensor=True)
+    try:
+        events = list(backend.setup(scenario, []).events)
+        for _ in range(3):
+            events += backend.step(DT).events
+    finally:
+        backend.teardown()
+    crashes = [e for e in events if e.kind == 'collision']
+    assert len(crashes) == 1 and crashes[0].sim_time == pytest.approx(DT)
+    assert crashes[0].data['impact_speed'] == pytest.approx(5.5, abs=0.1)
+
+
+def test_a_contact_delivered_late_is_judged_at_its_own_time(server, check) -> None:
+    """
+    The collision stream delivers a frame after the contact (a loaded client).
+
+    The contact is judged at its own sim time with the footprints of the
+    frame before it, not at the frame it arrived in (CI under load saw
+    the crash of frame 0 judged at 0.05 s).
+    """
+    scenario = aeb()
+    scenario.actors[0].pose.x = 5.2
+    backend = make(server, collision_sensor=True)
+    held: List[Any] = []
+    real = backend._on_collision
+    backend._on_collision = held.append           # the listener reads the attribute
+    try:
+        events = list(backend.setup(scenario, []).events)
+        for _ in range(3):
+            late, held[:] = list(held), []
+            for event in late:
+                real(event)
+            events += backend.step(DT).events
+    finally:
+        backend.teardown()
+    crashes = [e for e in events if e.kind == 'collision']
+    assert len(crashes) == 1 and crashes[0].sim_time == pytest.approx(DT)
+    assert crashes[0].data['impact_speed'] == pytest.approx(5.5, abs=0.1)
 
 
 # ------------------------------------------------------- angular velocity

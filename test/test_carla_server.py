@@ -15,7 +15,8 @@ turning left is a negative UE yaw rate.
 import math
 
 from hil_bridge.carla_server import sensor_data as sd
-from hil_bridge.carla_server.launcher import record, restore_async, serve, synchronous
+from hil_bridge.carla_server.launcher import (blueprint, destroy_all, record, restore_async,
+                                              served_world, synchronous)
 from hil_bridge.carla_server.world import World
 import numpy as np
 import pytest
@@ -28,30 +29,18 @@ DT = 0.05
 @pytest.fixture(scope='module')
 def server():
     """Run one server for the module (synchronous, 50 ms steps)."""
-    with serve() as s:
-        client = s.client()
-        world = client.get_world()
-        synchronous(world, DT)
-        yield s, client, world
-        if s.alive():
-            restore_async(client)
+    with served_world(delta=DT) as served:
+        yield served
 
 
 @pytest.fixture
 def clean(server):
     """Destroy every actor a test spawned (apply_batch_sync)."""
-    _s, client, world = server
     yield server
-    ids = [a.id for a in world.get_actors() if a.type_id != 'spectator']
-    client.apply_batch_sync([carla.command.DestroyActor(i) for i in ids])
-    world.tick()
+    destroy_all(server[1], server[2])
 
 
-def _bp(world, name, **attrs):
-    bp = world.get_blueprint_library().find(name)
-    for k, v in attrs.items():
-        bp.set_attribute(k, str(v))
-    return bp
+_bp = blueprint
 
 
 def test_version_map_and_spawn_points(server):

@@ -12,12 +12,13 @@ another sensor keeps streaming; a SIGKILL mid-run makes the next tick fail
 within the client timeout.
 """
 
+import os
 import signal
 import subprocess
 import sys
 import time
 
-from hil_bridge.carla_server.launcher import serve, synchronous, tick_until, wait_for
+from hil_bridge.carla_server.launcher import ROOT, serve, synchronous, tick_until, wait_for
 import pytest
 
 carla = pytest.importorskip('carla')
@@ -85,7 +86,7 @@ def test_stalled_sensor_stream(server):
 
 
 def test_cli_serve_rejects_bad_options() -> None:
-    for args, message in ((['--rate', '-1'], '--rate must be > 0'),
+    for args, message in ((['--rate', '-1'], '--rate must be a finite number > 0'),
                           (['--map', 'Town01'], "map 'Town01' not found")):
         out = subprocess.run([sys.executable, '-m', 'hil_bridge.tools.cli', 'serve',
                               '--port', '0'] + args, capture_output=True, text=True,
@@ -104,3 +105,25 @@ def test_killed_mid_run(server):
     with pytest.raises(RuntimeError):
         world.tick()
     assert time.monotonic() - t0 < 5.0
+
+
+def test_a_crashed_client_leaves_no_server() -> None:
+    """The launcher's server stops by itself when the process that started it dies."""
+    code = ('import os\nfrom hil_bridge.carla_server.launcher import start\n'
+            's = start([])\nprint(s.proc.pid, flush=True)\nos._exit(0)\n')
+    out = subprocess.run([sys.executable, '-c', code], cwd=str(ROOT), capture_output=True,
+                         text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    pid = int(out.stdout.split()[0])
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.1)
+    assert not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().split()[2] != 'Z'        # a zombie has exited
+    except OSError:
+        return False

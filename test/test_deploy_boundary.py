@@ -125,7 +125,7 @@ ROSDEP = {'numpy': 'python3-numpy', 'scipy': 'python3-scipy', 'cv2': 'python3-op
           'hypothesis': 'python3-hypothesis', 'pytest': 'python3-pytest',
           'msgpack': 'python3-msgpack'}
 #: pip only (no rosdep key): requirements.txt installs them.
-PIP_ONLY = {'carla', 'mcap', 'mcap_ros2', 'rosbags', 'ray'}
+PIP_ONLY = {'carla', 'mcap', 'mcap_ros2', 'rosbags', 'apsw', 'zstandard', 'ray'}
 
 
 def _imports(paths: List[Path]) -> Set[str]:

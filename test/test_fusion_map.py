@@ -190,11 +190,15 @@ def test_fusion_node_waits_for_the_vision_of_its_stamp(rclpy_context) -> None:
     """
     ``wait_for_vision``: a lidar message is fused once the vision of its stamp has come.
 
-    So its colours do not depend on which detector was faster; a clock
-    jump back resets the waiting state (no wait until vision publishes on
-    the new time line).
+    So its colours do not depend on which detector was faster, from the
+    first frame on: at start-up (and on a new time line after a clock jump
+    back) the lidar waits too, a re-sent copy of the waiting message waits
+    on, a stamp already published passes at once, and a vision result that
+    comes before its lidar message is never published alone (the old
+    rules judged by wall time: on a loaded machine frame 0 went to the
+    planner lidar-only or vision-only, as the processes happened to start).
     """
-    from cone_detection.fusion_node import ConeFusionNode
+    from cone_detection.fusion_node import ConeFusionNode, VISION_ALIVE
     from hil_bridge.interface.codecs import clouds, stamps
     from inprocess import NodeUnderTest
     h = NodeUnderTest(ConeFusionNode, rclpy_context, {'wait_for_vision': 30.0})
@@ -203,36 +207,51 @@ def test_fusion_node_waits_for_the_vision_of_its_stamp(rclpy_context) -> None:
                     np.full(2, 0.7))
     vision = ConeSet(lidar.xyz.copy(), np.array([CONE_BLUE, CONE_YELLOW], np.uint8),
                      np.full(2, 0.8))
+    fused = (pytest.approx(10.0), [CONE_BLUE, CONE_YELLOW])
 
     def published() -> list:
         return [(stamps.sec_from_stamp(m.header.stamp),
                  sorted(clouds.cloud_to_cones(m)[1].tolist()))
                 for m in h.topic('/perception/cones')]
     try:
-        for t in (10.0, 10.05):
-            h.at(t)
-            node._on_odom(_odom(t, 0.0, 0.0, 0.0))
         h.at(10.0)
-        node._on_lidar(_cloud(lidar, 10.0))  # no vision detector seen yet: no wait
-        node._on_vision(_cloud(vision, 10.0))
+        node._on_odom(_odom(10.0, 0.0, 0.0, 0.0))
+        node._on_lidar(_cloud(lidar, 10.0))  # start-up, no vision yet: it waits
+        time.sleep(0.3)
+        node._on_lidar(_cloud(lidar, 10.0))  # the frame re-sent: the copy waits on
+        assert published() == []
+        node._on_vision(_cloud(vision, 10.0))  # its vision: fused with colours, once
+        assert published() == [fused]
+        node._on_lidar(_cloud(lidar, 10.0))  # vision of its stamp there: at once
+        assert published() == [fused, fused]
         h.at(10.05)
-        node._on_lidar(_cloud(lidar, 10.05))  # the lidar first: it waits
-        assert [p[0] for p in published()] == [pytest.approx(10.0)]
-        node._on_vision(_cloud(vision, 10.05))  # its vision: fused with colours
+        node._on_vision(_cloud(vision, 10.05))  # vision first (however late the lidar)
+        assert len(published()) == 2  # never published alone
+        node._on_lidar(_cloud(lidar, 10.05))
         assert published()[-1] == (pytest.approx(10.05), [CONE_BLUE, CONE_YELLOW])
-        node._on_lidar(_cloud(lidar, 10.05))  # vision of its stamp there: at once
-        assert len(published()) == 3
         h.at(10.1)
-        node._on_lidar(_cloud(lidar, 10.1))  # waits; the clock jumps back
+        node._on_lidar(_cloud(lidar, 10.1))  # the lidar first: it waits
+        assert len(published()) == 3
+        node._on_vision(_cloud(vision, 10.1))
+        assert published()[-1] == (pytest.approx(10.1), [CONE_BLUE, CONE_YELLOW])
+        h.at(10.15)
+        node._on_lidar(_cloud(lidar, 10.15))  # waits; the clock jumps back
         h.at(2.0)
         node._on_odom(_odom(2.0, 0.0, 0.0, 0.0))
-        node._on_lidar(_cloud(lidar, 2.0))  # no vision on the new time line yet
-        assert [p[0] for p in published()[-2:]] == [pytest.approx(10.05),
-                                                    pytest.approx(2.0)]
-        h.at(2.05)
-        node._on_vision(_cloud(vision, 2.05))
-        node._on_lidar(_cloud(lidar, 2.1))  # vision seen again: waits for 2.1
-        assert published()[-1][0] == pytest.approx(2.0)
+        node._on_lidar(_cloud(lidar, 2.0))  # a new time line: it waits, as at start-up
+        assert published()[-1][0] == pytest.approx(10.1)
+        node._on_vision(_cloud(vision, 2.0))
+        assert published()[-1] == (pytest.approx(2.0), [CONE_BLUE, CONE_YELLOW])
+        # the detector falls silent: lidar waits until its stamps run
+        # VISION_ALIVE s (sim time) past the last vision, then passes at once
+        t = 2.05
+        h.at(t)
+        node._on_lidar(_cloud(lidar, t))  # waits for its vision
+        late = 2.0 + VISION_ALIVE + 0.05
+        h.at(late)
+        node._on_lidar(_cloud(lidar, late))  # a newer one: the waiting one goes out
+        assert [p[0] for p in published()[-2:]] == [pytest.approx(t), pytest.approx(late)]
+        assert published()[-1][1] == [0, 0]
         assert node.vision_timeouts == 0
     finally:
         node.destroy_node()

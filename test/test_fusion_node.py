@@ -53,10 +53,16 @@ def test_fusion_over_dds(rclpy_context) -> None:
 
         lidar_xy = [[5.0, 1.5], [5.0, -1.5], [10.0, 1.6]]
         vision_xy = [[5.2, 1.4], [4.9, -1.6]]
-        # 1) no lidar yet: vision cones are passed on (own stamp)
+        # 1) no lidar: vision cones stamped more than lidar_timeout (0.5 s)
+        # after the earliest vision are passed on (own stamp); the first
+        # ones are not (their lidar may be on its way)
         h.now = 1.0  # sim time: inputs within the stamp policy
-        msg = wait_for(1.0, lambda: pub_v.publish(
-            _cones(vision_xy, [CONE_BLUE, CONE_YELLOW], 1.0)))
+
+        def vision_only() -> None:
+            for t in (0.4, 0.9, 1.0):
+                pub_v.publish(_cones(vision_xy, [CONE_BLUE, CONE_YELLOW], t))
+        msg = wait_for(1.0, vision_only)
+        assert not [m for m in got if stamps.sec_from_stamp(m.header.stamp) < 0.95]
         xyz, cls, _ = clouds.cloud_to_cones(msg)
         assert sorted(cls.tolist()) == [CONE_BLUE, CONE_YELLOW]
 

@@ -215,6 +215,43 @@ def test_aeb_nan_per_point_and_empty_clouds_are_blind(rclpy_context: Any) -> Non
         h.close()
 
 
+def test_aeb_imu_stamp_policy_and_silence(rclpy_context: Any) -> None:
+    """
+    AEB with use_imu: the imu's yaw rate only while the imu is fresh and well stamped.
+
+    Found in the fault sweep: the imu had no stamp policy and no
+    staleness, so one message stamped 1000 s ahead, or the last one before
+    the imu fell silent, set the yaw rate of every later decision (3 rad/s:
+    a path curling away from an obstacle straight ahead).
+    """
+    from aeb_control.aeb_node import AebNode
+    from sensor_msgs.msg import Imu
+    h = NodeUnderTest(AebNode, rclpy_context, {'use_imu': True})
+    node = h.node
+
+    def imu(t: float, yaw_rate: float) -> Any:
+        msg = Imu()
+        msg.header.stamp = stamp_at(t)
+        msg.angular_velocity.z = yaw_rate
+        return msg
+    t = 2.0
+    h.at(t)
+    node._on_imu(imu(t + 1000.0, 3.0))  # future: dropped
+    node._on_odometry(odometry(t, 10.0, yaw_rate=0.1))
+    assert node.core.yaw_rate == pytest.approx(0.1)
+    node._on_imu(imu(t, 0.5))
+    node._on_odometry(odometry(t, 10.0, yaw_rate=0.1))
+    assert node.core.yaw_rate == pytest.approx(0.5)
+    t += node.params.odom_timeout + 0.05  # the imu falls silent
+    h.at(t)
+    node._on_odometry(odometry(t, 10.0, yaw_rate=0.1))
+    assert node.core.yaw_rate == pytest.approx(0.1)
+    node._on_imu(imu(t, math.nan))  # non-finite: the odometry's
+    node._on_odometry(odometry(t, 10.0, yaw_rate=0.2))
+    assert node.core.yaw_rate == pytest.approx(0.2)
+    h.close()
+
+
 def test_aeb_random_clouds(rclpy_context: Any) -> None:
     """Random points and stamps: decisions are finite and carry accepted stamps only."""
     from aeb_control.aeb_node import AebNode
@@ -398,6 +435,7 @@ def test_fusion_fuzz(rclpy_context: Any, capfd: pytest.CaptureFixture) -> None:
     h.at(2.0)
     node._on_odom(odometry(2.0, 2.0, x=2.0))
     assert len(node.map.cones()) == 0  # the map of the earlier run is gone
+    node._on_vision(cone_cloud([[5.0, 1.5, 0.0]], 2.0, cls=1))  # the new time line's
     node._on_lidar(cone_cloud([[5.0, 1.5, 0.0]], 2.0))
     assert h.stamps('/perception/cones')[-1] == pytest.approx(2.0)
     lines = log_lines(capfd, 'cone_fusion')
@@ -483,3 +521,104 @@ def test_bridge_fuzz_commands_then_silence_stops(rclpy_context: Any,
     assert_quiet(log_lines(capfd, 'hil_bridge'), started, n)
     node.backend.teardown()
     h.close()
+
+
+# ------------------------------------------------- newest input only
+@pytest.mark.parametrize('module, cls, params, topics', [
+    ('aeb_control.aeb_node', 'AebNode', {}, ['/carla/ego_vehicle/lidar']),
+    ('path_planning.planner_node', 'ConeDrivePlannerNode', {}, ['/perception/cones']),
+    ('cone_detection.lidar_node', 'LidarConeNode', {'mode': 'cloud'},
+     ['/carla/ego_vehicle/lidar']),
+    ('cone_detection.lidar_node', 'LidarConeNode', {'mode': 'scan'},
+     ['/carla/ego_vehicle/scan']),
+    ('cone_detection.vision_node', 'VisionConeNode', {'use_compressed': True},
+     ['/carla/ego_vehicle/rgb_left/image/compressed',
+      '/carla/ego_vehicle/rgb_right/image/compressed']),
+    ('cone_detection.vision_node', 'VisionConeNode', {},
+     ['/carla/ego_vehicle/rgb_left/image', '/carla/ego_vehicle/rgb_right/image']),
+])
+def test_heavy_inputs_keep_only_the_newest(rclpy_context: Any, module: str, cls: str,
+                                           params: dict, topics: List[str]) -> None:
+    """
+    A node slower than its heavy input drops what it cannot process in time.
+
+    The subscription of every input that costs a cycle (clouds, cones,
+    images) keeps the newest message only (depth 1): after a slow cycle the
+    node takes the newest, not a backlog of up to 5 older ones (AEB and
+    planner kept depth 5, vision too).
+    """
+    import importlib
+    node_cls = getattr(importlib.import_module(module), cls)
+    h = NodeUnderTest(node_cls, rclpy_context, params)
+    depth = {s.topic_name: s.qos_profile.depth for s in h.node.subscriptions}
+    h.close()
+    assert {t: depth.get(t) for t in topics} == dict.fromkeys(topics, 1), depth
+
+
+# ----------------------------------------------------------- link monitor
+def _raw_callback(node: Any, suffix: str) -> Callable[[bytes], None]:
+    """Return the callback of the node's subscription whose topic ends with ``suffix``."""
+    return next(s.callback for s in node.subscriptions if s.topic_name.endswith(suffix))
+
+
+def test_link_monitor_fuzz(rclpy_context: Any, capfd: pytest.CaptureFixture) -> None:
+    """
+    Link monitor: size limits, forged pongs and bad stamps never bend its report.
+
+    It had no message size limits: a ping or pong of any size was decoded,
+    and a pong answering no ping of its own (a second server, a replay)
+    went into the clock estimate; one stamp 1e6 s ahead read as 2e7 lost
+    messages. Now oversized messages are counted and dropped undecoded,
+    such pongs are dropped, stamp jumps are counted apart from drops.
+    """
+    from hil_bridge.link.link_monitor_node import LinkMonitorNode
+    from rclpy.serialization import serialize_message
+    from std_msgs.msg import Float64MultiArray
+    started, n = time.monotonic(), 0
+    client = NodeUnderTest(LinkMonitorNode, rclpy_context,
+                           {'role': 'client', 'topics': ['odometry'], 'window': 60.0,
+                            'max_bytes': 4096})
+    node = client.node
+    on_odom = _raw_callback(node, '/odometry')
+    on_pong = _raw_callback(node, '/hil/pong')
+    for k in range(40):
+        t = 1.0 + 0.05 * k
+        on_odom(serialize_message(odometry(t)))
+        for bad in (serialize_message(odometry(1e6 + t)), b'\x00\x01\x00',
+                    serialize_message(restamp(odometry(t), Time(sec=-2**31))),
+                    b'\x00\x01\x00\x00' + bytes(8192)):
+            on_odom(bad)
+            n += 1
+    stats = node.summary()['topics']['odometry']
+    assert stats['drops'] == 0 and stats['jumps'] > 0, stats
+    assert stats['oversized'] == 40 and stats['bad'] == 40, stats
+
+    def pong(values: List[float]) -> bytes:
+        return serialize_message(Float64MultiArray(data=values))
+    now = time.time()
+    for bad in (pong([1.0, now - 100.0, now + 5.0, now + 5.0]),  # answers no ping
+                pong([math.nan] * 4), pong([1.0]), b'\x00\x01', pong([1.0] * 100)):
+        for _ in range(30):
+            on_pong(bad)
+            n += 1
+    assert node.pongs == 0 and len(node.clock_est) == 0
+    node._ping()
+    seq, t1 = client.topic('/hil/ping')[-1].data
+    reply = pong([seq, t1, t1 + 0.001, t1 + 0.002])
+    on_pong(reply)
+    on_pong(reply)  # a duplicate: the second server's answer
+    assert node.pongs == 1 and len(node.clock_est) == 1
+    assert node.summary()['rejected']['pong answers no ping of this client (a second '
+                                      'server, a duplicate or a replay)'] == 31
+    client.close()
+    server = NodeUnderTest(LinkMonitorNode, rclpy_context, {'role': 'server'})
+    on_ping = _raw_callback(server.node, '/hil/ping')
+    for bad in (pong([1.0] * 100), pong([math.inf, 1.0]), pong([]), b'garbage!'):
+        for _ in range(30):
+            on_ping(bad)
+            n += 1
+    assert server.topic('/hil/pong') == []
+    on_ping(pong([7.0, now]))
+    assert list(server.topic('/hil/pong')[-1].data[:2]) == [7.0, now]
+    server.close()
+    assert_quiet(log_lines(capfd, 'hil_link_monitor'), started, n)

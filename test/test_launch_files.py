@@ -169,9 +169,13 @@ def test_launch_files_keep_discovery_local_unless_peers(name, monkeypatch) -> No
     assert env['FASTDDS_DEFAULT_PROFILES_FILE'].endswith('fastdds.xml')
     assert env.get('FASTRTPS_DEFAULT_PROFILES_FILE', '') in (
         '', env['FASTDDS_DEFAULT_PROFILES_FILE'])  # Fast DDS 2.x's name where set
-    context.launch_configurations['peers'] = '192.168.10.2, jetson'
+    context.launch_configurations['peers'] = '192.168.10.2, localhost'
     env = {a.args[0]: a.args[1] for a in opaque.kwargs['function'](context)}
-    assert env['ROS_STATIC_PEERS'] == '192.168.10.2;jetson'
+    assert env['ROS_STATIC_PEERS'] == '192.168.10.2;localhost'
     assert env['FASTDDS_DEFAULT_PROFILES_FILE'].endswith('fastdds_udp.xml')
     assert env.get('FASTRTPS_DEFAULT_PROFILES_FILE', '') in (
         '', env['FASTDDS_DEFAULT_PROFILES_FILE'])  # Fast DDS 2.x's name where set
+    # a peer Fast DDS cannot resolve: one error at launch, not a traceback per node
+    context.launch_configurations['peers'] = '999.1.1.1'
+    with pytest.raises(ValueError, match="'999.1.1.1' does not resolve"):
+        opaque.kwargs['function'](context)

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Pure link statistics: NTP offset/RTT, drops, rates, latency."""
 
-from hil_bridge.link.link_stats import (ClockEstimator, count_gaps, ntp_offset_rtt, percentiles,
-                                        TopicWindow)
+from hil_bridge.link.link_stats import (ClockEstimator, count_gaps, count_jumps, ntp_offset_rtt,
+                                        percentiles, TopicWindow)
 import numpy as np
 import pytest
 
@@ -78,6 +78,25 @@ def test_count_gaps() -> None:
         count_gaps([0.0, 1.0], -1.0)
 
 
+def test_one_bad_stamp_is_a_jump_not_millions_of_drops() -> None:
+    """
+    A stamp 1e6 s ahead (or behind) among 20 Hz stamps is two jumps, no drop.
+
+    Before, one such stamp read as 2e7 lost messages in the link report.
+    """
+    stamps = list(np.arange(0, 2.0, 0.05))
+    bad = stamps[:20] + [1e6] + stamps[20:] + [-1e6] + [2.0, 2.05]
+    assert count_gaps(bad, 0.05, max_gap=10.0) == 0
+    assert count_jumps(bad, 10.0) == 4
+    lost = stamps[:20] + stamps[25:]  # 5 lost, a real gap
+    assert count_gaps(lost, 0.05, max_gap=10.0) == 5 and count_jumps(lost, 10.0) == 0
+    win = TopicWindow(horizon=100.0, max_gap=10.0)
+    for k, s in enumerate(bad):
+        win.add(recv=k * 0.05, stamp=s, size=100)
+    res = win.summary(len(bad) * 0.05, period=0.05)
+    assert res['drops'] == 0 and res['jumps'] == 4
+
+
 def test_percentiles() -> None:
     """p50/p95/max of a ramp; NaN for no data."""
     p50, p95, top = percentiles(np.arange(101.0))
@@ -97,6 +116,7 @@ def test_topic_window_rate_bandwidth_latency_drops() -> None:
     now = stamps[-1] + ages[-1]
     res = win.summary(now, period=1 / 30)
     assert res['count'] == 88 and res['drops'] == 2
+    assert res['first_stamp'] == 0.0 and res['last_stamp'] == stamps[-1]
     assert res['rate_hz'] == pytest.approx(87 / (now - (0 + 0.005)), rel=1e-6)
     assert res['mbit_s'] == pytest.approx(res['rate_hz'] * 8.0, rel=1e-6)
     assert res['latency_p50'] == pytest.approx(0.010, abs=5e-4)
@@ -104,7 +124,7 @@ def test_topic_window_rate_bandwidth_latency_drops() -> None:
     # old receipts leave the window
     later = win.summary(now + 20.0)
     assert later['count'] == 0 and later['rate_hz'] == 0.0
-    assert later['total'] == 88
+    assert later['total'] == 88 and np.isnan(later['first_stamp'])
 
 
 def test_topic_window_bad_input() -> None:

@@ -133,9 +133,10 @@ def _vision(y: Dict[str, Any]) -> Iterable[Tuple[Any, Any, Dict[str, str]]]:
 
 def _link(y: Dict[str, Any]) -> Iterable[Tuple[Any, Any, Dict[str, str]]]:
     from hil_bridge.link.link_stats import ClockEstimator, TopicWindow
-    yield ((y['clock_window'], y['window']),
+    yield ((y['clock_window'], y['window'], y['max_stamp_gap']),
            (_keyword_default(ClockEstimator, 'window'),
-            _keyword_default(TopicWindow, 'horizon')), {})
+            _keyword_default(TopicWindow, 'horizon'),
+            _keyword_default(TopicWindow, 'max_gap')), {})
 
 
 def _teleop(y: Dict[str, Any]) -> Iterable[Tuple[Any, Any, Dict[str, str]]]:

@@ -37,6 +37,9 @@ SETS = [s for s in CI_SETS if not s.startswith('hil_bridge.lockstep_topics')] + 
     # neither fusion nor the bridge may give up on it
     'hil_bridge.lockstep_timeout=20.0', 'cone_fusion.wait_for_vision=20.0']
 TIMEOUT = 400.0
+#: log lines of a node that computed an output without all of its frame's
+#: inputs (only after a wait ran out: the runs may then differ)
+FALLBACKS = ('fused without it', 'planning with the newest', 'lockstep: no ')
 
 pytestmark = [pytest.mark.closed_loop, pytest.mark.dds, pytest.mark.slow]
 
@@ -54,6 +57,32 @@ def _commands(bag: Path, topic: str = '/cmd_vel'
             t = round(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9, 6)
             out.setdefault(t, []).append((msg.twist.linear.x, msg.twist.angular.z))
     return out
+
+
+def _stamped(bag: Path) -> Dict[Tuple[str, float], set]:
+    """Return every recorded message's CDR bytes per (topic, header stamp s)."""
+    import struct
+    from hil_bridge.tools.mcap_io import iter_raw
+    out: Dict[Tuple[str, float], set] = {}
+    for _schema, channel, message in iter_raw(str(bag)):
+        # every recorded type starts with a std_msgs/Header or a Time (/clock)
+        sec, nsec = struct.unpack_from('<iI', message.data, 4)
+        out.setdefault((channel.topic, round(sec + nsec * 1e-9, 6)), set()).add(
+            bytes(message.data))
+    return out
+
+
+def _divergence(run_a: Path, run_b: Path, outs: List[str]) -> str:
+    """Name the earliest stamp where the recordings differ, and the fallbacks logged."""
+    a, b = (_stamped(run / 'bag') for run in (run_a, run_b))
+    keys = sorted((k for k in set(a) | set(b) if a.get(k) != b.get(k)),
+                  key=lambda k: (k[1], k[0]))
+    first = [k for k in keys if keys and k[1] == keys[0][1]]
+    fallbacks = [line for out in outs for line in out.splitlines()
+                 if any(w in line for w in FALLBACKS)]
+    at = keys[0][1] if keys else '-'
+    return (f'{len(keys)} (topic, stamp) pairs differ, the first at t={at}: '
+            f'{[k[0] for k in first]}; fallbacks logged: {fallbacks[:6]}')
 
 
 def test_two_lockstep_runs_at_once_are_identical(ros_domain: int, tmp_path: Path) -> None:
@@ -99,7 +128,8 @@ def test_two_lockstep_runs_at_once_are_identical(ros_domain: int, tmp_path: Path
     ab.pop(0.0, None)
     assert len(aa) >= a['frames'] - 1 and len(ab) >= b['frames'] - 1, (len(aa), len(ab))
     differ = sorted(t for t in set(aa) | set(ab) if aa.get(t) != ab.get(t))
-    assert not differ, f'{len(differ)} applied controls differ, first {differ[:5]}'
+    assert not differ, (f'{len(differ)} applied controls differ, first {differ[:5]}; ' +
+                        _divergence(tmp_path / 'run0', tmp_path / 'run1', outs))
     # the planner's commands where both recordings have them: an onboard
     # node whose writer the recorder matched after its first frames has
     # its first commands missing from the bag (Jazzy: up to 0.9 s)
@@ -111,5 +141,6 @@ def test_two_lockstep_runs_at_once_are_identical(ros_domain: int, tmp_path: Path
           f'frames, {len(both)} in both')
     assert len(both) >= 0.8 * a['frames'], (len(ca), len(cb))
     differ = sorted(t for t in both if ca[t] != cb[t])
-    assert not differ, f'{len(differ)} frames differ, first {differ[:5]}'
+    assert not differ, (f'{len(differ)} frames differ, first {differ[:5]}; ' +
+                        _divergence(tmp_path / 'run0', tmp_path / 'run1', outs))
     assert _explain  # (helper kept importable for failures in the runner)

@@ -223,3 +223,42 @@ def test_no_watchdog_stop_at_sim_time_zero(rclpy_context) -> None:
         assert h.stamps('cmd_vel') == [pytest.approx(0.05 - WATCHDOG_LAG)]
     finally:
         h.close()
+
+
+def test_the_first_cloud_waits_for_the_first_odometry(rclpy_context) -> None:
+    """
+    Before any odometry a cone cloud waits for it while a publisher is matched.
+
+    In lockstep a reader that matched the bridge's odometry writer late
+    misses frame 0's first copy; the cloud of frame 0 was then planned
+    without odometry (no pose, no speed) in one run and with it in another.
+    Now it waits for the re-sent copy (no wall-clock fallback before the
+    first odometry); without any odometry publisher it is planned at once.
+    """
+    from fuzz_inputs import corridor, odometry
+    from hil_bridge.interface.contract import create_publisher
+    from inprocess import NodeUnderTest
+    from path_planning.planner_node import ConeDrivePlannerNode
+    import rclpy
+    h = NodeUnderTest(ConeDrivePlannerNode, rclpy_context)
+    node = h.node
+    probe = rclpy.create_node('odometry_probe', context=rclpy_context)
+    try:
+        h.at(0.0)
+        node._on_cones(corridor(0.0))  # no odometry publisher: planned at once
+        assert h.stamps('cmd_vel') == [0.0]
+        create_publisher(probe, 'odometry')
+        deadline = time.monotonic() + 20.0
+        while node.odom_sub.get_publisher_count() == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert node.odom_sub.get_publisher_count() > 0
+        h.at(5.0)  # a new time line: no odometry yet
+        node._on_cones(corridor(5.0))
+        time.sleep(0.4)  # longer than ODOM_WAIT: still waiting
+        node._watchdog()
+        assert node.counts['cycles'] == 1 and h.stamps('cmd_vel')[1:] == []
+        node._on_odom(odometry(5.0, 2.0))
+        assert node.counts['cycles'] == 2 and h.stamps('cmd_vel')[1:] == [5.0]
+    finally:
+        probe.destroy_node()
+        h.close()

@@ -72,7 +72,10 @@ def test_bag_paths(tmp_path: Path) -> None:
     assert bm.file_name_for(str(bag)) == 'run1_0.mcap'
     with pytest.raises(FileNotFoundError, match='found 0'):
         bm.mcap_path(str(bag))
-    (bag / 'run1_0.mcap').write_bytes(b'x')
+    (bag / 'run1_0.mcap').write_bytes(b'x')  # not an MCAP file: named, not read as empty
+    with pytest.raises(ValueError, match='not an MCAP file'):
+        bm.mcap_path(str(bag))
+    (bag / 'run1_0.mcap').write_bytes(bm.MCAP_MAGIC[:3])  # a writer killed at once
     assert bm.mcap_path(str(bag)) == str(bag / 'run1_0.mcap')
     info = bm.bag_info([bm.TopicRecord('/a', 'std_msgs/msg/String',
                                        message_count=3)],

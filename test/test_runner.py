@@ -238,6 +238,13 @@ def test_report_from_recording(tmp_path) -> None:
     assert row['range_error_median_m'] == pytest.approx(good)
     assert row['range_bias_m'] == pytest.approx((4 * good + 3 * far) / 7)
     assert sum(lap['splits_s']) == pytest.approx(6.0, abs=0.01)
+    # the track plot fills the truth cones a detection reached: (k + 5,
+    # 1.8) in map from x = k falls on the blue cones at 5, 10, 15, 20 m;
+    # the other 17 detections have no truth cone within 0.5 m
+    _mxy, _mcls, hit, false = report.detected_cones(run)
+    gxy = run['ground_truth'][0]
+    assert sorted(gxy[hit, 0].tolist()) == [5.0, 10.0, 15.0, 20.0]
+    assert (gxy[hit, 1] > 0).all() and int(false.sum()) == 17
     # the one detected cone (5, 1.5 in the car frame) is the truth cone
     # at x = car + 5 while it is in view
     fused = figures['detection']['fused']
@@ -252,7 +259,7 @@ def test_report_from_recording(tmp_path) -> None:
     assert page.count('data:image/png;base64,') == 3
     assert 'blue cones (truth)' not in page  # legend is in the PNG
     assert '<td>cones hit</td>' in page
-    assert 'recorded per frame' in page and 'range error (m)' in page
+    assert 'frames covered' in page and 'range error (m)' in page
     # the command line: `carla-hil report BAG --out DIR`; a bad bag is one line
     assert report.main([str(path), '--out', str(tmp_path / 'cli')]) == 0
     assert (tmp_path / 'cli' / 'report.html').is_file()
@@ -278,14 +285,20 @@ def test_truncated_recording_still_reads(tmp_path) -> None:
 
 @pytest.mark.dds
 def test_record_and_play_round_trip(ros_domain, tmp_path) -> None:
-    """The recorder writes what a process publishes; play republishes it."""
+    """
+    The recorder writes what a process publishes; play republishes it.
+
+    Recorded with ``--bag-version humble``: metadata version 5, which
+    Humble's rosbag2 reads (bag_metadata.reader_problems), and rosbags.
+    """
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from sensor_msgs.msg import PointCloud2
     from hil_bridge.tools.bag_metadata import mcap_path
     bag = tmp_path / 'rec'
     rec = subprocess.Popen([sys.executable, '-m', 'hil_bridge.tools.recorder',
-                            str(bag)], env=dict(os.environ),
+                            str(bag), '--bag-version', 'humble'],
+                           env=dict(os.environ),
                            stdout=subprocess.PIPE, text=True)
     assert 'ready:' in rec.stdout.readline()  # subscribed
     pub = subprocess.Popen([sys.executable, str(HERE / 'codec_publisher.py')],
@@ -312,6 +325,17 @@ def test_record_and_play_round_trip(ros_domain, tmp_path) -> None:
         topics = [c.topic for _, c, _, _ in reader.iter_decoded_messages()]
     assert topics.count('/codec_test/cloud') >= 3
     assert '/codec_test/image' in topics
+    import yaml
+    from hil_bridge.tools.bag_metadata import reader_problems
+    from rosbags.rosbag2 import Reader
+    info = yaml.safe_load((bag / 'metadata.yaml').read_text())[
+        'rosbag2_bagfile_information']
+    assert info['version'] == 5 and 'ros_distro' not in info
+    assert reader_problems(info, 'humble') == []
+    with Reader(bag) as reader:
+        assert sum(c.msgcount for c in reader.connections
+                   if c.topic == '/codec_test/cloud') == \
+            topics.count('/codec_test/cloud')
     # play everything back into a subscriber of this process
     context = rclpy.context.Context()
     rclpy.init(context=context, domain_id=ros_domain)

@@ -247,7 +247,12 @@ def test_runner_config_errors_exit_2_in_one_line(tmp_path: Any,
              (('--set', 'cone_drive_planner.max_sped=20'), ["did you mean 'max_speed'"]),
              (('--set', 'hil_bridge.cmd_timeout=100'), ['[0.01, 60]']),
              (('--set', 'hil_bridge.real_time_factor=fast'), ['not a number']),
-             (('--peers', 'not a host!'), ['--peers'])]
+             (('--peers', 'not a host!'), ['--peers']),
+             # Fast DDS cannot resolve it: every node died with an rclpy traceback
+             (('--peers', '999.1.1.1'), ["'999.1.1.1' does not resolve"]),
+             # a bad rig stopped the bridge only after every node had started
+             (('--scenario=acceleration', '--set', f'hil_bridge.rig={garbage}'),
+              ['garbage.csv', 'sensors'])]
     for argv, words in cases:
         code, err = _run(capsys, *argv)
         assert code == 2, (argv, err)
@@ -255,6 +260,45 @@ def test_runner_config_errors_exit_2_in_one_line(tmp_path: Any,
         assert len(lines) == 1 and 'Traceback' not in err, err
         for word in words:
             assert word in lines[0], (argv, lines[0])
+
+
+def test_cli_tools_bad_input_exit_2_in_one_line(tmp_path: Any,
+                                                capsys: pytest.CaptureFixture) -> None:
+    """
+    The other carla-hil commands with bad files and option values.
+
+    Found in the fault sweep: a garbage file was played as a bag of 0
+    messages (exit 1) and reported on (an empty report, exit 0); ``play
+    --rate nan`` / ``-1`` played unpaced; ``scenarios run`` of an unknown
+    suite exited 1 (a failed run); ``serve --port -1`` gave an
+    OverflowError traceback and ``--time-factor nan`` served. Each is now
+    one line and exit code 2.
+    """
+    from hil_bridge.tools import cli
+    garbage = tmp_path / 'garbage.mcap'
+    garbage.write_bytes(b'not an mcap file\n' * 10)
+    cases = [(['play', str(garbage)], 'neither an MCAP nor a sqlite3 file'),
+             (['report', str(garbage), '--out', str(tmp_path / 'r')],
+              'neither an MCAP nor a sqlite3 file'),
+             (['play', str(garbage), '--rate', 'nan'], 'expected a finite number >= 0'),
+             (['play', str(garbage), '--rate', '-1'], 'expected a finite number >= 0'),
+             (['scenarios', 'run', 'nosuchsuite'], "unknown suite 'nosuchsuite'"),
+             (['scenarios', 'run', '--scenarios', 'nosuch'], "scenario 'nosuch' not found"),
+             (['serve', '--port', '-1'], '--port must be in [0, 65535]'),
+             (['serve', '--port', '0', '--time-factor', 'nan'], '--time-factor must be a finite'),
+             (['serve', '--port', '0', '--rate', 'inf'], '--rate must be a finite')]
+    for argv, words in cases:
+        try:
+            code = cli.main(argv)
+        except SystemExit as err:  # argparse: usage and one error line
+            code = err.code
+        err_text = capsys.readouterr().err
+        lines = [ln for ln in err_text.splitlines() if ln.strip() and
+                 not ln.startswith(('usage:', ' '))]
+        assert code == 2, (argv, code, err_text)
+        assert len(lines) == 1 and 'Traceback' not in err_text, (argv, err_text)
+        assert words in lines[0], (argv, lines[0])
+    assert not (tmp_path / 'r' / 'report.html').exists()
 
 
 def test_runner_passes_node_exit_codes_through() -> None:

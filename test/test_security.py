@@ -152,12 +152,14 @@ def test_host_profile_listens_on_loopback_only(ros_domain: int) -> None:
 
 def test_sros2_keystore_is_refused_by_these_wheels(ros_domain: int, tmp_path: Path) -> None:
     """
-    The PyPI Fast DDS wheels are built without DDS security (SROS2).
+    The PyPI Fast DDS wheels (Kilted and Jazzy) are built without DDS security.
 
     With a keystore and ROS_SECURITY_STRATEGY=Enforce, creating a node
-    fails with the middleware's own message instead of running insecure.
-    docs/security.md says so; a wheel with security would fail this test
-    and then deserves a real keystore test.
+    fails with the middleware's own message instead of running insecure
+    (the check comes before any file is read: a keystore made with openssl
+    fails alike, see docs/security.md for that and the other evidence); a
+    wheel with security would fail this test and then deserves a real
+    keystore test.
     """
     enclave = tmp_path / 'keystore' / 'enclaves' / 'probe'
     enclave.mkdir(parents=True)

@@ -101,6 +101,38 @@ def _drive_centerline(track: Track, ref: Referee, speed: float,
     return events
 
 
+def test_a_hit_reported_by_the_simulator_counts_once() -> None:
+    """Referee.cone_hit: a contact the footprint test did not see (e.g. CARLA's)."""
+    cones = _cones([[10.0, 5.0], [20.0, 5.0]])
+    ref = Referee('autocross', cones, laps=1, timeout=100.0)
+    events = ref.cone_hit(1.5, 1, source='carla_collision')
+    assert [e.kind for e in events] == ['cone_hit', 'penalty']
+    assert events[0].data['source'] == 'carla_collision' and events[0].data['index'] == 1
+    assert events[1].data == {'kind': 'DOO', 'seconds': 2.0}
+    assert ref.cone_hit(1.6, 1) == []                      # knocked already
+    assert cones.knocked.tolist() == [False, True]
+    assert (ref.result.cones_hit, ref.result.penalty_time) == (1, 2.0)
+    # the footprint test does not count it again when the car drives over it
+    assert not [e for e in ref.update(2.0, Box(20.0, 5.0, 0.0, 2.9, 1.4), 3.0)
+                if e.kind == 'cone_hit']
+
+
+def test_a_collision_reported_by_the_simulator_ends_the_run() -> None:
+    """Referee.collision: apart footprints, counted once (also when they overlap next)."""
+    ref = Referee('aeb', _cones(np.zeros((0, 2))), timeout=100.0)
+    ego = Box(0.0, 0.0, 0.0, 4.0, 2.0, vx=5.0, name='ego')
+    target = Box(4.2, 0.0, 0.0, 4.0, 2.0, name='target')      # 0.2 m apart
+    events = ref.collision(1.0, ego, target, source='carla_collision')
+    assert [e.kind for e in events] == ['collision']
+    assert events[0].data['impact_speed'] == pytest.approx(5.0)
+    assert events[0].data['source'] == 'carla_collision'
+    assert ref.collision(1.0, ego, target) == []
+    target.x = 3.9                                             # overlapping now
+    ended = ref.update(1.0, ego, 5.0, [target])
+    assert [e.kind for e in ended] == ['mission_end']
+    assert ended[0].data['status'] == 'DNF' and len(ref.result.collisions) == 1
+
+
 def test_lap_counting_and_mission_end() -> None:
     """Three laps at 10 m/s: three lap events of length/10 s, finished."""
     track = T.random_track(5)

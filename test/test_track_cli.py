@@ -85,3 +85,39 @@ def test_plot_pngs(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
                            '--out', str(mirrored)]) == 1
     assert mirrored.stat().st_size > 10000
     capsys.readouterr()
+
+
+def test_check_a_directory_prints_a_table(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture
+                                          ) -> None:
+    """One row per track file, the convention that loads it, a summary."""
+    import shutil
+    folder = tmp_path / 'tracks'
+    (folder / 'more').mkdir(parents=True)
+    for name in ('fsds_oval_unreal.csv', 'fssim_oval.sdf', 'path_xy.csv',
+                 'eufs_oval.csv'):
+        shutil.copy(DATA / name, folder / name)
+    shutil.copytree(DATA / 'unreal_acceleration',
+                    folder / 'more' / 'unreal_acceleration')
+    (folder / 'notes.txt').write_text('not a track\n')
+    assert track_cli.main(['check', str(folder), '--convention', 'auto']) == 2
+    lines = capsys.readouterr().out.splitlines()
+    rows = {ln.split()[0].rsplit('/', 1)[-1]: ln.split() for ln in lines[1:-1]}
+    assert lines[0].split()[:3] == ['file', 'status', 'format']
+    assert sorted(rows) == ['eufs_oval.csv', 'fsds_oval_unreal.csv',
+                            'fssim_oval.sdf', 'path_xy.csv',
+                            'unreal_acceleration']
+    assert rows['unreal_acceleration'][1:3] == ['ok', 'unreal_dir']
+    assert rows['fsds_oval_unreal.csv'][8] == 'unreal'
+    assert rows['fssim_oval.sdf'][8] == 'swapped'
+    assert rows['path_xy.csv'][1] == 'broken'
+    assert lines[-1] == ('5 files: 4 load, 0 with rule errors, 1 do not '
+                         'load; 4 load without rule findings')
+    # the loadable ones alone, as Markdown: exit 0; a mirrored one: 1
+    good = [str(DATA / n) for n in ('eufs_oval.csv', 'pacsim_oval.yaml')]
+    assert track_cli.main(['check', *good, '--markdown']) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith('| file | status |') and len(out) == 5
+    assert track_cli.main(['check', '--table',
+                           str(DATA / 'eufs_mirrored.csv')]) == 1
+    assert ' error ' in capsys.readouterr().out

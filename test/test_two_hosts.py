@@ -283,3 +283,43 @@ def test_aeb_across_two_hosts_lockstep(tmp_path: Any,
             assert os.path.getsize(run.observer_path) > 0
         finally:
             run.stop_all()
+
+
+def test_peers_mode_runner_on_both_hosts(tmp_path: Any, ros_domain: int) -> None:
+    """
+    Two-machine mode as documented: ``carla-hil run --peers`` names the other host.
+
+    Neither host gets the rig's DDS settings (no subnet discovery, no
+    profile): each runner sets its own, discovery on this host plus the
+    named peer (``ROS_STATIC_PEERS``) and the UDP profile. The planner on
+    the onboard host drives the car on the sim PC, and the traffic
+    crossed the link (veth counters).
+    """
+    rig_file = write_rig(str(tmp_path / 'rig.yaml'), width=644, height=482)
+    with NetnsRig('gbit') as rig:
+        run = TwoHostRun(rig, str(tmp_path / 'run'), dds=False)
+        try:
+            rx_before = rig.counters('onboard')['rx_bytes']
+            run.start_onboard_cli(extra=['--peers', netns_rig.ADDRESSES['simpc']])
+            run.start_sim_pc('ci_trackdrive', duration=60.0,
+                             sets=[f'hil_bridge.rig={rig_file}'],
+                             extra=['--peers', netns_rig.ADDRESSES['onboard']])
+            assert run.wait_for(_driving, 120.0), \
+                'the car never drove under cmd_vel with --peers\n' + _dump(run)
+            rx = rig.counters('onboard')['rx_bytes'] - rx_before
+            assert rx > 1_000_000, f'only {rx} bytes crossed the link'
+            # what the onboard runner gave its nodes
+            from hil_bridge.interface.dds_shm import child_pids
+            kids = child_pids(run.procs['onboard'].pid)
+            assert kids, 'the onboard runner has no nodes'
+            with open(f'/proc/{min(kids)}/environ', 'rb') as f:
+                env = dict(item.split(b'=', 1) for item in f.read().split(b'\0') if b'=' in item)
+            assert env.get(b'ROS_AUTOMATIC_DISCOVERY_RANGE') == b'LOCALHOST', env
+            assert env.get(b'ROS_STATIC_PEERS') == netns_rig.ADDRESSES['simpc'].encode(), env
+            for name in ('sim_pc', 'onboard'):
+                log = run.log(name)
+                assert 'Traceback' not in log, log[-3000:]
+            result = _finish(run)
+        finally:
+            run.stop_all()
+    assert result['cones_hit'] == 0, result

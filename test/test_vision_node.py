@@ -214,3 +214,47 @@ def test_alternate_schedule_takes_the_cameras_in_turn(rclpy_context) -> None:
     assert skipped >= 0 and '[WARN]' in log[log.rfind('\n', 0, skipped):skipped], log[-3000:]
     assert first_error > skipped, log[-3000:]
     assert 'rgb_right: no usable image for 6.' in log[first_error:], log[-3000:]
+
+
+def test_a_resent_frame_gets_its_cones_again(rclpy_context) -> None:
+    """
+    Lockstep start-up: frame 0 is answered from its first copy, and again for each copy.
+
+    The bridge re-sends frame 0 until every node answered it; fusion waits
+    for the vision of the frame, and its subscription may have matched
+    after the first answer went out: it skipped the copy (same stamp) and
+    fusion waited until ``wait_for_vision`` ran out, then fused lidar
+    alone. Not detected anew: the other camera's image of the frame and
+    a new frame are handled as before. And the first image, which came
+    before its camera's first CameraInfo (one frame, callbacks in any
+    order), waits for it: it was dropped, and frame 0 waited for a copy.
+    """
+    from cone_detection.vision_node import VisionConeNode
+    from inprocess import NodeUnderTest
+    left, k = _render(0.06)
+    h = NodeUnderTest(VisionConeNode, rclpy_context, {'camera_schedule': 'alternate',
+                                                      'publish_markers': False})
+    node = h.node
+    try:
+        def frame(t: float, image_first: bool = False) -> None:
+            h.at(t)
+            for cam in node.cameras:
+                key = 'camera_left' if cam.sensor_id == 'rgb_left' else 'camera_right'
+                info = images.camera_info_msg(k, 644, 482, t, 'optical')
+                if not image_first:
+                    node._on_info(cam, info)
+                node._on_image(cam, images.image_to_msg(left, t, key))
+                if image_first:
+                    node._on_info(cam, info)
+        frame(0.0, image_first=True)  # the first image waits for its CameraInfo
+        assert node.frames == 1 and h.stamps('/perception/cones/vision') == [0.0]
+        frame(0.0)  # re-sent: the left camera's copy is answered again
+        frame(0.0)
+        assert node.frames == 1 and h.stamps('/perception/cones/vision') == [0.0] * 3
+        out = h.topic('/perception/cones/vision')
+        assert out[1] is out[0] and out[2] is out[0]
+        frame(0.05)  # the next frame: the right camera's turn, detected
+        assert node.frames == 2 and h.stamps('/perception/cones/vision')[-1] == pytest.approx(0.05)
+        assert len(clouds.cloud_to_cones(out[-1])[1]) == len(CONES)
+    finally:
+        h.close()

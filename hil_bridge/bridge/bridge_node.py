@@ -73,6 +73,7 @@ from hil_bridge.interface.vehicle_profile import load_vehicle_profile
 import rclpy
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.logging import LoggingSeverity
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from std_srvs.srv import SetBool, Trigger
@@ -293,6 +294,8 @@ class BridgeNode(Node):
         self.frame: Optional[Frame] = None
         self.source = 'watchdog'
         self.control = VehicleControl(brake=1.0)
+        #: --log-level debug: the stamps of the inputs each frame's control used
+        self._debug = self.get_logger().is_enabled_for(LoggingSeverity.DEBUG)
 
     # ------------------------------------------------------------ plumbing
     def _publisher(self, key: str, name: str) -> Any:
@@ -454,11 +457,13 @@ class BridgeNode(Node):
         if self._service_refused('pause', response):
             return response
         with self.wake:
+            changed = self.clock.paused != bool(request.data)
             self.clock.pause(bool(request.data))
             self.wake.notify_all()
         response.success = True
         response.message = 'paused' if request.data else 'running'
-        self.get_logger().info(f'simulation {response.message}')
+        if changed:  # a client repeating the call does not flood the log
+            self.get_logger().info(f'simulation {response.message}')
         return response
 
     def _trigger(self, response: Any, frames: int = 0, seconds: float = 0.0) -> Any:
@@ -511,6 +516,11 @@ class BridgeNode(Node):
     def control_step(self, frame: Frame) -> VehicleControl:
         """Run the low-level controller at ``frame`` and return its control."""
         cmd, brake, joy = self._take_inputs()
+        if self._debug:
+            self.get_logger().debug(
+                f'control at t={frame.sim_time:.3f}: cmd_vel of t='
+                f'{"-" if cmd is None else f"{cmd[2]:.3f}"}, brake_request of t='
+                f'{"-" if brake is None else f"{brake[1]:.3f}"} (-: none new)')
         if self.cruise_speed is not None:
             cmd = (self.cruise_speed, 0.0, frame.sim_time)
         control, source = self.llc.update(frame.sim_time, frame.ego.speed, cmd, brake, joy)

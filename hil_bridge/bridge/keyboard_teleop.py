@@ -8,7 +8,9 @@ value): ``w``/Up throttle +step (releases the brake), ``s``/Down throttle
 -step, then brake +step once the throttle is 0; ``a``/Left steer left by
 steer_step, ``d``/Right right; ``c`` centre the steering; space full
 brake (throttle 0); ``t`` toggles takeover (manual mode); ``x`` all to
-neutral; ``q`` or Ctrl-C quits. The Joy layout is the bridge's
+neutral; ``q``, Ctrl-C or SIGTERM quits, and the last message hands
+control back (neutral, takeover released; a signal used to shut rclpy
+down first, so that message was never sent). The Joy layout is the bridge's
 ``keyboard`` preset (``hil_bridge.interface.joy.JOY_PRESETS``): axes
 [steer (+1 = full left), throttle 0..1, brake 0..1], buttons [takeover].
 The terminal is switched to cbreak mode (no echo, no line buffering) and
@@ -149,15 +151,18 @@ def main(args: Optional[list] = None) -> int:
 
     import rclpy
     from rclpy.node import Node
+    from rclpy.signals import SignalHandlerOptions
     from sensor_msgs.msg import Joy
 
     from hil_bridge.interface.contract import create_publisher
+    from hil_bridge.interface.node_main import StopRequest
 
     if not sys.stdin.isatty():
         print('keyboard_teleop needs an interactive terminal (stdin is not a tty)',
               file=sys.stderr)
         return 1
-    rclpy.init(args=args)
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = StopRequest()  # SIGINT/SIGTERM end the loop; rclpy stays up to hand back
     node = Node(NODE_NAME)
     values = declare_params(node, PARAMS, NODE_NAME)
     pub = create_publisher(node, 'joy')
@@ -169,7 +174,7 @@ def main(args: Optional[list] = None) -> int:
     try:
         tty.setcbreak(fd)
         next_pub = time.monotonic()
-        while rclpy.ok() and not state.done:
+        while rclpy.ok() and not state.done and not stop.requested:
             data = _read_available(sys.stdin, max(next_pub - time.monotonic(), 0.0))
             if data:
                 state = apply_keys(state, parse_keys(data), float(values['step']),
@@ -188,13 +193,18 @@ def main(args: Optional[list] = None) -> int:
     finally:
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
         if rclpy.ok():  # hand control back: neutral, takeover released
+            from rclpy.duration import Duration
             msg = Joy()
+            msg.header.stamp = node.get_clock().now().to_msg()
             msg.axes, msg.buttons = to_joy_arrays(TeleopState())
             pub.publish(msg)
+            pub.wait_for_all_acked(Duration(seconds=0.5))  # reliable: delivered
         print()
+        stop.restore()
         node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
+        stop.done()
     return 0
 
 

@@ -79,6 +79,10 @@ MISSIONS = ('acceleration', 'skidpad', 'autocross', 'trackdrive', 'aeb',
             'free')
 POSE_KEYS = ('x', 'y', 'z', 'roll', 'pitch', 'yaw')
 #: Laps per FS mission when the scenario does not say (FS rules).
+#: Most laps and longest timeout (s) a scenario may ask for (a typo such as
+#: ``laps: 1e12`` is a configuration error, not a run that never ends).
+MAX_LAPS = 1000
+MAX_TIMEOUT = 7 * 24 * 3600.0
 DEFAULT_LAPS = {'trackdrive': 10, 'autocross': 1, 'acceleration': 1,
                 'skidpad': 4}
 
@@ -132,7 +136,7 @@ def scenario_path(name_or_path: str) -> str:
 
 
 def _number(w: _Where, keys: Tuple[Any, ...], value: Any, lo: float = -math.inf,
-            integer: bool = False) -> float:
+            integer: bool = False, hi: float = math.inf) -> float:
     if isinstance(value, bool) or value is None:
         raise w.error(keys, f'expected a number, got {value!r}')
     try:
@@ -143,6 +147,8 @@ def _number(w: _Where, keys: Tuple[Any, ...], value: Any, lo: float = -math.inf,
         raise w.error(keys, f'must be finite, got {value!r}')
     if out < lo:
         raise w.error(keys, f'must be >= {lo}, got {value!r}')
+    if out > hi:
+        raise w.error(keys, f'must be <= {hi:g}, got {value!r}')
     if integer:
         if out != int(out):
             raise w.error(keys, f'must be an integer, got {value!r}')
@@ -311,7 +317,9 @@ def load_scenario(name_or_path: str, **overrides: Any) -> Scenario:
     if extra:
         raise w.error((extra[0],), f'unknown field (expected one of '
                       f'{list(SCENARIO_KEYS)})')
-    name = str(data.get('name', os.path.splitext(os.path.basename(path))[0]))
+    name = data.get('name', os.path.splitext(os.path.basename(path))[0])
+    if not isinstance(name, str) or not name.strip():
+        raise w.error(('name',), f'expected a non-empty name, got {name!r}')
     mission = data.get('mission')
     if mission not in MISSIONS:
         raise w.error(('mission',), f'{mission!r} is not one of '
@@ -337,8 +345,9 @@ def load_scenario(name_or_path: str, **overrides: Any) -> Scenario:
         seen.add(a.role_name)
     default_laps = DEFAULT_LAPS.get(mission, 1)
     laps = _number(w, ('laps',), data.get('laps', default_laps), lo=1,
-                   integer=True)
-    timeout = _number(w, ('timeout',), data.get('timeout', 120.0), lo=1e-3)
+                   integer=True, hi=MAX_LAPS)
+    timeout = _number(w, ('timeout',), data.get('timeout', 120.0), lo=1e-3,
+                      hi=MAX_TIMEOUT)
     rig = data.get('rig', 'hil_rig.yaml')
     if not isinstance(rig, str) or not rig:
         raise w.error(('rig',), f'expected a rig file name, got {rig!r}')

@@ -32,8 +32,7 @@ at interpreter exit, and on SIGINT/SIGTERM once
 ``apply_batch_sync`` of ``carla.command.DestroyActor``.
 
 The ``carla`` module is imported on first use, so this module loads where
-the CARLA client is not installed; tests pass a fake module as
-``carla_module``.
+the CARLA client is not installed.
 """
 
 import atexit
@@ -448,9 +447,8 @@ class CarlaBackend(Backend):
     attaches ``sensor.other.collision`` to the ego for cone_hit and
     collision events; ``logger`` is a ``logging.Logger`` or rclpy logger;
     ``map_name`` the CARLA map to run on (None = the scenario's ``map``,
-    '' = whatever the server has); ``tcp_probe`` checks the RPC port with a
-    plain TCP connection before connecting and after a failed call (off for
-    an in-process fake server).
+    '' = whatever the server has). The RPC port is checked with a plain TCP
+    connection before connecting and after a failed call (:meth:`probe`).
     """
 
     def __init__(self, host: str = 'localhost', port: int = 2000,
@@ -460,8 +458,8 @@ class CarlaBackend(Backend):
                  retry_delay: float = 1.0, max_missed: int = 5,
                  cone_blueprints: Optional[Dict[int, str]] = None,
                  cone_z: float = 0.0, collision_sensor: bool = True,
-                 carla_module: Any = None, logger: Optional[_Log] = None,
-                 map_name: Optional[str] = None, tcp_probe: bool = True) -> None:
+                 logger: Optional[_Log] = None,
+                 map_name: Optional[str] = None) -> None:
         def positive(name: str, value: Any, allow_zero: bool = False
                      ) -> float:
             v = float(value)
@@ -499,8 +497,7 @@ class CarlaBackend(Backend):
         self.cone_z = float(cone_z)
         self.collision_sensor = bool(collision_sensor)
         self.map_name = map_name
-        self.tcp_probe = bool(tcp_probe)
-        self._carla_module = carla_module
+        self._carla_module: Any = None
         self._log = logger or logging.getLogger('hil_bridge.carla_backend.backend')
         self._client: Any = None
         self._world: Any = None
@@ -514,12 +511,15 @@ class CarlaBackend(Backend):
         self.referee: Any = None
         self._reset_state()
         self._teardown_lock = threading.RLock()
+        #: callbacks running in the client's threads, and whether they are closed
+        self._callbacks = threading.Condition()
+        self._in_callback = 0
+        self._callbacks_closed = True
         self._prev_handlers: Dict[int, Any] = {}
 
     def _reset_state(self) -> None:
         self._original_settings: Any = None
         self._spawned_ids: List[int] = []
-        self._spawned_objs: Dict[int, Any] = {}
         self._ego: Any = None
         self._ego_slot: Optional[_ActorSlot] = None
         self._actor_slots: List[_ActorSlot] = []
@@ -534,7 +534,13 @@ class CarlaBackend(Backend):
         self._steering: Optional[Steering] = None
         self._start_velocities: List[Tuple[Any, float, float]] = []
         self._wheelbase_ratio = 1.0
-        self._cone_contacts: List[int] = []
+        #: contacts CARLA reported: (CARLA frame, absolute time s, cone index)
+        self._cone_contacts: List[Tuple[int, float, int]] = []
+        #: (CARLA frame, absolute time s, role name, impulse N s)
+        self._actor_contacts: List[Tuple[int, float, str, List[float]]] = []
+        #: the last frames' footprints by CARLA frame, then role name
+        #: (impact speeds of contacts that arrive a frame or two late)
+        self._boxes: Dict[int, Dict[str, Any]] = {}
         self._collision: Any = None
         self._ego_speed = 0.0
         self.carla_control: Any = None
@@ -583,11 +589,8 @@ class CarlaBackend(Backend):
         Return True when the server's RPC port accepts a TCP connection.
 
         Plain Python (the GIL is released while it waits, unlike the CARLA
-        client's calls), at most ``min(timeout, 1 s)``. Always False
-        without ``tcp_probe`` (every failure then counts as a lost server).
+        client's calls), at most ``min(timeout, 1 s)``.
         """
-        if not self.tcp_probe:
-            return False
         try:
             with socket.create_connection((self.host, self.port),
                                           timeout=min(self.timeout, 1.0)):
@@ -641,7 +644,7 @@ class CarlaBackend(Backend):
         carla = self.carla
         last: Optional[BaseException] = None
         for attempt in range(1, self.retries + 1):
-            if self.tcp_probe and not self.probe():
+            if not self.probe():
                 # Nothing listens: do not call the client (it would hold the
                 # GIL, freezing every thread, for its whole time-out).
                 last = ConnectionRefusedError(f'no server on TCP port {self.port}')
@@ -696,6 +699,8 @@ class CarlaBackend(Backend):
             raise BackendError('CarlaBackend.setup called twice; call '
                                'teardown first')
         self.stats = {'frames': 0, 'bad_data': 0, 'slow_ticks': 0}
+        with self._callbacks:
+            self._callbacks_closed = False
         self.connect()
         # Also tear down when the interpreter exits without a teardown.
         atexit.register(self.teardown)
@@ -796,7 +801,7 @@ class CarlaBackend(Backend):
                 f'{len(ours)} actor(s) of an earlier run found on the {self._where()} '
                 f'(role names {sorted(found)}; '
                 f'{", ".join(kinds[:6])}): destroying them')
-            self._destroy(sorted(ours, reverse=True), dict(ours))
+            self._destroy(sorted(ours, reverse=True))
         if settings.synchronous_mode:
             self._log.warning(
                 f'the {self._where()} is in synchronous mode '
@@ -839,25 +844,18 @@ class CarlaBackend(Backend):
         return None if self.referee is None else self.referee.result
 
     def _judge(self, t: float, ego: ActorState, actors: List[ActorState]) -> List[Event]:
-        """Run the referee on the frame's states; return its events (sim time ``t``)."""
+        """
+        Run the referee on the frame's states; return its events (sim time ``t``).
+
+        A contact CARLA reported is judged at its own time (the collision
+        stream may deliver it after the frame it happened in was built)
+        with the footprints of the frame before it (the impact speed).
+        """
         from hil_bridge.sim.referee import Box
         referee = self.referee
         if referee is None or referee.finished:
             return []
         events: List[Event] = []
-        with self._events_lock:
-            contacts, self._cone_contacts = self._cone_contacts, []
-        for idx in contacts:
-            if not self._cones.knocked[idx]:
-                # CARLA reported the contact (the boxes may not overlap)
-                self._cones.knocked[idx] = True
-                referee.result.cones_hit += 1
-                referee.result.knocked_cones.append(int(idx))
-                xy = self._cones.xy[idx]
-                events.append(Event('cone_hit', t, {
-                    'index': int(idx), 'class_id': int(self._cones.class_id[idx]),
-                    'x': float(xy[0]), 'y': float(xy[1]), 'source': 'carla_collision'}))
-                referee._penalty(t, 'DOO', events)
 
         def box(state: ActorState) -> Box:
             c, s = math.cos(state.pose.yaw), math.sin(state.pose.yaw)
@@ -867,9 +865,31 @@ class CarlaBackend(Backend):
                        width=float(state.size[1]), vx=float(state.velocity[0]),
                        vy=float(state.velocity[1]), name=state.role_name,
                        box_offset=off)
+        with self._events_lock:
+            contacts, self._cone_contacts = self._cone_contacts, []
+            hits, self._actor_contacts = self._actor_contacts, []
+        # contacts CARLA reported (the footprints may not overlap: a simulator
+        # keeps the bodies apart)
+        for _, t_abs, idx in contacts:
+            events.extend(referee.cone_hit(min(t, t_abs - self._t0), int(idx),
+                                           source='carla_collision'))
+        boxes = {a.role_name: box(a) for a in [ego] + list(actors)}
+        self._boxes[self.carla_frame] = boxes
+        for frame in [f for f in self._boxes if f < self.carla_frame - 8]:
+            del self._boxes[frame]
+        for frame, t_abs, role, impulse in hits:
+            if role in boxes:
+                # the impact speed from the footprints before the contact (the
+                # previous frame's when there is one, else the contact's own)
+                before = next((self._boxes[f] for f in (frame - 1, frame)
+                               if role in self._boxes.get(f, {})), boxes)
+                events.extend(referee.collision(
+                    min(t, t_abs - self._t0), before[ego.role_name], before[role],
+                    source='carla_collision', impulse=impulse))
         fwd = np.array([math.cos(ego.pose.yaw), math.sin(ego.pose.yaw)])
         speed = float(np.dot(ego.velocity[:2], fwd))
-        events.extend(referee.update(t, box(ego), speed, [box(a) for a in actors]))
+        events.extend(referee.update(t, boxes[ego.role_name], speed,
+                                     [boxes[a.role_name] for a in actors]))
         return events
 
     def _warm_up(self) -> None:
@@ -934,7 +954,6 @@ class CarlaBackend(Backend):
     def _register(self, actor: Any) -> Any:
         """Remember a spawned actor for teardown (before anything else)."""
         self._spawned_ids.append(int(actor.id))
-        self._spawned_objs[int(actor.id)] = actor
         return actor
 
     def _blueprint(self, name: str, what: str) -> Any:
@@ -976,10 +995,13 @@ class CarlaBackend(Backend):
 
         Size (length, width, height) comes from CARLA's bounding box (else
         the spec). With a vehicle profile the reported vehicle frame is the
-        profile's (rear axle on the ground, as in the built-in simulator):
-        ``frame_offset`` is its x in the CARLA actor frame (m) and
-        ``box_offset`` the profile's; without one the actor origin is the
-        vehicle frame and ``box_offset`` the bounding box's x.
+        rear axle on the ground (as in the built-in simulator):
+        ``frame_offset`` is its x in the CARLA actor frame (m), read from
+        the rear wheels' positions in the vehicle's physics control (the
+        axle CARLA's vehicle really has), else the profile's ``box_offset``
+        behind the box centre; ``box_offset`` is the box centre's distance
+        ahead of it. Without a profile the actor origin is the vehicle
+        frame and ``box_offset`` the bounding box's x.
         """
         bbox = getattr(actor, 'bounding_box', None)
         if bbox is not None:
@@ -991,10 +1013,43 @@ class CarlaBackend(Backend):
                               np.float64).reshape(3)
             centre = 0.0
         if getattr(spec, 'profile', ''):
-            from hil_bridge.interface.vehicle_profile import load_vehicle_profile
-            box_offset = load_vehicle_profile(spec.profile).box_offset
-            return size, box_offset, centre - box_offset
+            rear = self._rear_axle(actor, spec)
+            if rear is None:
+                from hil_bridge.interface.vehicle_profile import load_vehicle_profile
+                rear = centre - load_vehicle_profile(spec.profile).box_offset
+            return size, centre - rear, rear
         return size, centre, 0.0
+
+    def _rear_axle(self, vehicle: Any, spec: Any) -> Optional[float]:
+        """
+        Return the rear axle's x in a vehicle's actor frame (m), or None.
+
+        From ``get_physics_control().wheels``: world positions (UE cm) of
+        the rear wheels (``BL_Wheel``, ``BR_Wheel``), taken relative to the
+        pose the vehicle was spawned at (read right after spawning: it has
+        not moved). None when the vehicle has no four wheels with finite
+        positions or the axle lies outside its box.
+        """
+        try:
+            wheels = list(vehicle.get_physics_control().wheels)
+            pos = np.array([[w.position.x, w.position.y] for w in wheels],
+                           np.float64) / 100.0
+        except (AttributeError, TypeError, RuntimeError):
+            return None
+        if pos.shape != (4, 2) or not np.all(np.isfinite(pos)):
+            return None
+        loc, rot = ue_frames.ros_to_carla_pose(spec.pose)
+        yaw = math.radians(rot[1])
+        d = pos[2:].mean(axis=0) - np.array([loc[0], loc[1]], np.float64)
+        rear = float(d[0] * math.cos(yaw) + d[1] * math.sin(yaw))
+        bbox = getattr(vehicle, 'bounding_box', None)
+        half = float(bbox.extent.x) if bbox is not None else 3.0
+        if not -half - 0.5 <= rear <= 0.5:
+            self._log.warning(f'{spec.role_name}: rear wheels at x = {rear:.2f} m of the '
+                              f'{vehicle.type_id} origin, not on the car: using the '
+                              "profile's box_offset")
+            return None
+        return rear
 
     def _spawn_ego(self, spec: Any) -> None:
         vehicle = self._spawn_vehicle_like(spec, self.role_name)
@@ -1038,7 +1093,7 @@ class CarlaBackend(Backend):
             sensor = self._register(world.spawn_actor(
                 bp, carla.Transform(), attach_to=vehicle))
             self._collision = sensor
-            sensor.listen(self._on_collision)
+            sensor.listen(lambda event: self._guarded(self._on_collision, event))
 
     def _spawn_rig(self, rig: List[SensorSpec]) -> None:
         from hil_bridge.interface.rig import carla_attributes
@@ -1054,6 +1109,11 @@ class CarlaBackend(Backend):
                 kind = 'lidar'
             elif spec.blueprint.startswith(CAMERA_PREFIX):
                 kind = 'camera'
+            elif spec.blueprint in ('sensor.other.imu', 'sensor.other.gnss'):
+                raise BackendError(
+                    f'rig: sensor {sid}: {spec.blueprint} is not read: the bridge '
+                    "publishes /imu from the ego's CARLA state, noise-free, as for the "
+                    'built-in simulator (docs/carla_backend.md, "IMU and GNSS")')
             else:
                 raise BackendError(f'rig: sensor {sid}: blueprint '
                                    f'{spec.blueprint!r} is not supported '
@@ -1116,29 +1176,16 @@ class CarlaBackend(Backend):
             np.column_stack([xy, np.full(len(xy), self.cone_z)]))
         transforms = [carla.Transform(carla.Location(*map(float, p)))
                       for p in ue]
-        command = getattr(carla, 'command', None)
+        command = carla.command
         client = self._client
-        if command is not None and hasattr(client, 'apply_batch_sync'):
-            batch = [command.SpawnActor(bps[c], tf)
-                     for c, tf in zip(cls, transforms)]
-            errors = []
-            for i, response in enumerate(client.apply_batch_sync(batch,
-                                                                 False)):
-                if response.error:
-                    errors.append((i, response.error))
-                else:
-                    self._spawned_ids.append(int(response.actor_id))
-                    self._cone_index[int(response.actor_id)] = i
-        else:
-            world = self._world
-            errors = []
-            for i, (c, tf) in enumerate(zip(cls, transforms)):
-                actor = world.try_spawn_actor(bps[c], tf)
-                if actor is None:
-                    errors.append((i, 'try_spawn_actor returned None'))
-                else:
-                    self._register(actor)
-                    self._cone_index[int(actor.id)] = i
+        batch = [command.SpawnActor(bps[c], tf) for c, tf in zip(cls, transforms)]
+        errors = []
+        for i, response in enumerate(client.apply_batch_sync(batch, False)):
+            if response.error:
+                errors.append((i, response.error))
+            else:
+                self._spawned_ids.append(int(response.actor_id))
+                self._cone_index[int(response.actor_id)] = i
         if errors:
             self._log.warning(f'{len(errors)} of {len(xy)} cones could not '
                               f'be spawned (first: cone {errors[0][0]}: '
@@ -1183,8 +1230,28 @@ class CarlaBackend(Backend):
 
     def _make_callback(self, slot: _SensorSlot) -> Callable[[Any], None]:
         def callback(data: Any) -> None:
-            self._on_sensor(slot, data)
+            self._guarded(self._on_sensor, slot, data)
         return callback
+
+    def _guarded(self, handler: Callable[..., None], *args: Any) -> None:
+        """
+        Run a sensor callback unless teardown closed them; count it while it runs.
+
+        The client is let go in :meth:`teardown` (its last reference must not
+        be dropped in one of its own threads, see there): it waits for the
+        callbacks running, and later ones return at once, before they make
+        any carla object.
+        """
+        with self._callbacks:
+            if self._callbacks_closed:
+                return
+            self._in_callback += 1
+        try:
+            handler(*args)
+        finally:
+            with self._callbacks:
+                self._in_callback -= 1
+                self._callbacks.notify_all()
 
     def _on_sensor(self, slot: _SensorSlot, data: Any) -> None:
         """Convert one measurement (CARLA callback thread)."""
@@ -1225,10 +1292,11 @@ class CarlaBackend(Backend):
             other = event.other_actor
             other_id = int(other.id)
             t = float(event.timestamp)       # absolute; rebased in _build
+            frame = int(event.frame)
             idx = self._cone_index.get(other_id)
             if idx is not None and self.referee is not None:
                 with self._events_lock:
-                    self._cone_contacts.append(idx)      # judged in _build
+                    self._cone_contacts.append((frame, t, idx))   # judged in _build
                 return
             if idx is not None:
                 if self._cones.knocked[idx]:
@@ -1241,10 +1309,15 @@ class CarlaBackend(Backend):
             else:
                 role = next((s.role_name for s in self._actor_slots
                              if int(s.actor.id) == other_id), '')
-                impulse = ue_frames.carla_to_ros_velocity(event.normal_impulse)
+                impulse = [float(v) for v in
+                           ue_frames.carla_to_ros_velocity(event.normal_impulse)]
+                if role and self.referee is not None:
+                    with self._events_lock:
+                        self._actor_contacts.append(
+                            (frame, t, role, impulse))   # judged in _build
+                    return
                 ev = Event('collision', t, {
-                    'other': str(other.type_id), 'role_name': role,
-                    'impulse': [float(v) for v in impulse]})
+                    'other': str(other.type_id), 'role_name': role, 'impulse': impulse})
         except (AttributeError, ValueError, TypeError) as exc:
             self._log.error(f'malformed collision event dropped: {exc}')
             return
@@ -1335,7 +1408,7 @@ class CarlaBackend(Backend):
         """
         if not self._ready:
             raise BackendError('CarlaBackend.step before setup')
-        if self._gone and self.tcp_probe:
+        if self._gone:
             # No call into the client (it holds the GIL for its whole
             # time-out) while the port refuses connections.
             if not self.probe():
@@ -1505,6 +1578,8 @@ class CarlaBackend(Backend):
         """
         with self._teardown_lock:
             atexit.unregister(self.teardown)
+            with self._callbacks:
+                self._callbacks_closed = True      # no callback from here on
             listening = [(slot.sensor_id, slot.actor) for slot in self._sensors]
             if self._collision is not None:
                 listening.append(('collision', self._collision))
@@ -1514,14 +1589,13 @@ class CarlaBackend(Backend):
                 except Exception as exc:  # noqa: B902 - best effort
                     self._log.debug(f'sensor {sid}: stop: {exc}')
             ids = list(reversed(self._spawned_ids))
-            objs = dict(self._spawned_objs)
             settings = self._original_settings
             if self._assembler is not None:
                 self.stats.update({f'sensor_{k}': v for k, v in
                                    self._assembler.stats.items()})
             self._reset_state()
             if ids:
-                self._destroy(ids, objs)
+                self._destroy(ids)
             if settings is not None:
                 world = self._world
                 try:
@@ -1529,24 +1603,26 @@ class CarlaBackend(Backend):
                 except RuntimeError as exc:
                     self._log.error(f'could not restore the world settings '
                                     f'of the {self._where()}: {exc}')
+            # Let the client go here, in this thread. Its last reference must
+            # not be dropped in one of its own threads (a callback's carla
+            # object, or this backend freed by the garbage collector from a
+            # callback that still holds it): the 0.9.16 client then joins
+            # its own thread and aborts the process (std::terminate in
+            # ~ThreadGroup). Callbacks were closed first; the running ones are
+            # waited for.
+            with self._callbacks:
+                self._callbacks.wait_for(lambda: self._in_callback == 0, timeout=2.0)
+            self._world = None
+            self._client = None
 
-    def _destroy(self, ids: List[int], objs: Dict[int, Any]) -> None:
-        carla = self.carla
-        command = getattr(carla, 'command', None)
+    def _destroy(self, ids: List[int]) -> None:
+        command = self.carla.command
         client = self._client
         try:
-            if command is not None and hasattr(command, 'DestroyActor') \
-                    and hasattr(client, 'apply_batch_sync'):
-                responses = client.apply_batch_sync(
-                    [command.DestroyActor(i) for i in ids], False)
-                failed = [(i, response.error) for i, response in
-                          zip(ids, responses) if response.error]
-            else:
-                failed = []
-                for i in ids:
-                    actor = objs.get(i)
-                    if actor is not None and not actor.destroy():
-                        failed.append((i, 'destroy() returned False'))
+            responses = client.apply_batch_sync(
+                [command.DestroyActor(i) for i in ids], False)
+            failed = [(i, response.error) for i, response in
+                      zip(ids, responses) if response.error]
         except RuntimeError as exc:
             self._log.error(f'could not destroy {len(ids)} actor(s) on the '
                             f'{self._where()} ({exc}): they may remain in '

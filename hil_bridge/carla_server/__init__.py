@@ -8,5 +8,7 @@ rpclib msgpack-RPC on the port (:mod:`.msgpack_rpc`, :mod:`.handlers`),
 CARLA's streaming protocol on the port the tokens name (:mod:`.streaming`),
 0.9.16 payloads (:mod:`.sensor_data`), the blueprint library
 (:mod:`.blueprints`), the world and its physics (:mod:`.world`), the
-built-in maps (:mod:`.maps`). See ``docs/carla_server.md``.
+models of CARLA's IMU, GNSS, radar, obstacle detector, semantic lidar,
+depth and semantic cameras (:mod:`.sensor_models`), the built-in maps
+(:mod:`.maps`). See ``docs/carla_server.md``.
 """

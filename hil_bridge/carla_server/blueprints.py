@@ -13,10 +13,17 @@ attributes (``is_modifiable`` False) are the vehicles' ``object_type``,
 
 The blueprints are the ones this project and the ROS 2 AEB tutorial use:
 ``vehicle.tesla.model3``, ``vehicle.lincoln.mkz_2020``,
-``vehicle.micro.microlino`` (what ``fs_car`` runs as),
+``vehicle.micro.microlino`` (what ``fs_car`` runs as), three more stock
+cars CARLA's examples and tutorials name (``vehicle.lincoln.mkz_2017``,
+``vehicle.audi.a2``, ``vehicle.toyota.prius``),
 ``static.prop.trafficcone01``, ``static.prop.trafficcone02``,
 ``static.prop.constructioncone``, ``sensor.camera.rgb``,
-``sensor.lidar.ray_cast``, ``sensor.other.collision``. The vehicles'
+``sensor.camera.depth``, ``sensor.camera.semantic_segmentation``,
+``sensor.lidar.ray_cast``, ``sensor.lidar.ray_cast_semantic``,
+``sensor.other.collision``, ``sensor.other.imu``, ``sensor.other.gnss``,
+``sensor.other.radar``, ``sensor.other.obstacle`` and
+``sensor.other.lane_invasion`` (whose attributes follow CARLA's
+``Make*Definition`` functions of ``ActorBlueprintFunctionLibrary.cpp``). The vehicles'
 catalogue facts (generation 2, car, lights; the MKZ has opening doors) are
 CARLA 0.9.16's; their recommended colours, bounding boxes and physics
 (:data:`VEHICLES`) are approximations of the stock assets (which live in
@@ -36,8 +43,16 @@ from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE,
                                         CONE_YELLOW)
 
 CAMERA_RGB = 'sensor.camera.rgb'
+CAMERA_DEPTH = 'sensor.camera.depth'
+CAMERA_SEMANTIC = 'sensor.camera.semantic_segmentation'
 LIDAR = 'sensor.lidar.ray_cast'
+LIDAR_SEMANTIC = 'sensor.lidar.ray_cast_semantic'
 COLLISION = 'sensor.other.collision'
+IMU = 'sensor.other.imu'
+GNSS = 'sensor.other.gnss'
+RADAR = 'sensor.other.radar'
+OBSTACLE = 'sensor.other.obstacle'
+LANE_INVASION = 'sensor.other.lane_invasion'
 SENSOR_ROLES = ('front', 'back', 'left', 'right', 'front_left', 'front_right',
                 'back_left', 'back_right')
 
@@ -122,6 +137,29 @@ VEHICLES: Dict[str, VehicleFacts] = {
         extent=(2.450, 1.064, 0.755), box_z=0.755, wheelbase=2.850,
         **STOCK_STEERING,
         mass=1800.0, wheel_radius=35.0),
+    # Older stock cars CARLA's own examples and many tutorials name
+    # (lidar_to_camera.py spawns the 2017 MKZ): real cars' sizes.
+    'vehicle.lincoln.mkz_2017': VehicleFacts(
+        make='lincoln', model='mkz_2017',
+        colors=('0,0,0', '255,255,255', '90,90,90'),
+        special_type='', has_dynamic_doors=False,
+        extent=(2.450, 1.064, 0.755), box_z=0.755, wheelbase=2.850,
+        **STOCK_STEERING,
+        mass=1800.0, wheel_radius=35.0),
+    'vehicle.audi.a2': VehicleFacts(
+        make='audi', model='a2',
+        colors=('255,255,255', '0,0,0', '120,120,120'),
+        special_type='', has_dynamic_doors=False,
+        extent=(1.852, 0.898, 0.767), box_z=0.767, wheelbase=2.405,
+        **STOCK_STEERING,
+        mass=1100.0, wheel_radius=31.0),
+    'vehicle.toyota.prius': VehicleFacts(
+        make='toyota', model='prius',
+        colors=('255,255,255', '0,0,0', '200,0,0'),
+        special_type='electric', has_dynamic_doors=False,
+        extent=(2.257, 1.003, 0.748), box_z=0.748, wheelbase=2.700,
+        **STOCK_STEERING,
+        mass=1400.0, wheel_radius=32.0),
     # The smallest stock car (CARLA's catalogue: vehicle.micro.microlino,
     # generation 2): 2.52 m x 1.47 m, 1.69 m wheelbase, close to a
     # Formula Student car (fs_car runs as it on CARLA).
@@ -199,6 +237,22 @@ _LIDAR = (
     _var('dropoff_zero_intensity', ATTR_FLOAT, '0.4'),
     _var('noise_stddev', ATTR_FLOAT, '0.0'),
     _var('horizontal_fov', ATTR_FLOAT, '360.0'))
+#: ``ray_cast_semantic``: no intensity, drop-off or noise attributes.
+_LIDAR_SEMANTIC = tuple(a for a in _LIDAR if a.name in (
+    'channels', 'range', 'points_per_second', 'rotation_frequency', 'upper_fov',
+    'lower_fov', 'horizontal_fov'))
+_IMU = (_var('noise_seed', ATTR_INT, '0'),) + tuple(
+    _var(f'noise_{part}_{axis}', ATTR_FLOAT, '0.0')
+    for part in ('accel_stddev', 'gyro_stddev', 'gyro_bias') for axis in 'xyz')
+_GNSS = (_var('noise_seed', ATTR_INT, '0'),) + tuple(
+    _var(f'noise_{coord}_{kind}', ATTR_FLOAT, '0.0')
+    for coord in ('lat', 'lon', 'alt') for kind in ('stddev', 'bias'))
+_RADAR = (_var('horizontal_fov', ATTR_FLOAT, '30'), _var('vertical_fov', ATTR_FLOAT, '30'),
+          _var('range', ATTR_FLOAT, '100'), _var('points_per_second', ATTR_INT, '1500'),
+          _var('noise_seed', ATTR_INT, '0'))
+_OBSTACLE = (_var('distance', ATTR_FLOAT, '5.0'), _var('hit_radius', ATTR_FLOAT, '0.5'),
+             _var('only_dynamics', ATTR_BOOL, 'false'),
+             _var('debug_linetrace', ATTR_BOOL, 'false'))
 
 
 @dataclass(frozen=True)
@@ -250,8 +304,9 @@ def _prop(bp_id: str) -> Blueprint:
     return Blueprint(bp_id, _common('prop') + (_const('size', ATTR_STRING, 'small'),))
 
 
-def _sensor(bp_id: str, *extra: Attribute, tick: bool = True) -> Blueprint:
-    attrs = _common(*SENSOR_ROLES)
+def _sensor(bp_id: str, *extra: Attribute, tick: bool = True,
+            roles: Tuple[str, ...] = SENSOR_ROLES) -> Blueprint:
+    attrs = _common(*roles)
     if tick:
         attrs += (_var('sensor_tick', ATTR_FLOAT, '0.0'),)
     return Blueprint(bp_id, attrs + tuple(extra))
@@ -264,7 +319,14 @@ def library(fs_cones: bool = False) -> List[Blueprint]:
     if fs_cones:
         bps += [_prop(k) for k in FS_CONE_BLUEPRINTS]
     bps += [_sensor(CAMERA_RGB, *(_CAMERA_COMMON + _CAMERA_POST)),
-            _sensor(LIDAR, *_LIDAR), _sensor(COLLISION, tick=False)]
+            _sensor(CAMERA_DEPTH, *_CAMERA_COMMON),
+            _sensor(CAMERA_SEMANTIC, *_CAMERA_COMMON),
+            _sensor(LIDAR, *_LIDAR), _sensor(LIDAR_SEMANTIC, *_LIDAR_SEMANTIC),
+            _sensor(COLLISION, tick=False), _sensor(LANE_INVASION, tick=False),
+            _sensor(OBSTACLE, *_OBSTACLE),
+            # IMU, GNSS and radar: role_name without the sensor roles (CARLA's)
+            _sensor(IMU, *_IMU, roles=()), _sensor(GNSS, *_GNSS, roles=()),
+            _sensor(RADAR, *_RADAR, roles=())]
     return bps
 
 

@@ -73,6 +73,10 @@ class Calls:
         self.version = str(version)
         self.tick_delay = float(tick_delay)
         self.wake = wake or (lambda: None)
+        #: sensor streams whose token a client asked for (id: time), not yet open
+        self.connecting: Dict[int, float] = {}
+        #: how long a synchronous tick waits for them (s)
+        self.connect_wait = 0.5
 
     # ------------------------------------------------------------ helpers
     def table(self) -> Dict[str, Handler]:
@@ -123,16 +127,21 @@ class Calls:
             if isinstance(i, int) and i in w.actors])
         add('get_weather_parameters', 0, lambda: list(w.weather))
         add('set_weather_parameters', 1, self._set_weather, void=True)
-        add('get_imui_gravity', 0, lambda: 9.81)
-        accept('set_imui_gravity', 1)
+        add('get_imui_gravity', 0, lambda: w.gravity)
+        add('set_imui_gravity', 1, lambda g: setattr(w, 'gravity', wt.number(g, 'gravity')),
+            void=True)
         add('query_lights_state', 1, lambda client: [])
         accept('update_lights_state', 3)
         accept('update_day_night_cycle', 2)
         add('get_vehicle_light_states', 0, lambda: [])
-        add('is_traffic_manager_running', 1, lambda port: False)
-        for name in ('add_traffic_manager_running', 'get_traffic_manager_running'):
+        # the client asks this first when it sets up a traffic manager
+        # (set_autopilot, get_trafficmanager, a batch's SetAutopilot): an error
+        # here stops it before it binds a local traffic manager port
+        for name in ('is_traffic_manager_running', 'add_traffic_manager_running',
+                     'get_traffic_manager_running'):
             t[name] = Handler(lambda *a, n=name: fail(
-                f'{n}: the traffic manager (autopilot) is {UNSUPPORTED}'), 1)
+                f'{n}: the traffic manager (autopilot) is {UNSUPPORTED}; drive the '
+                'vehicles with apply_control or set_target_velocity'), 1)
         accept('destroy_traffic_manager', 1)
         add('get_names_of_all_objects', 0, lambda: [])
         add('get_environment_objects', 1, lambda tag: [])
@@ -207,8 +216,37 @@ class Calls:
         sid = wt.integer(stream_id, 'stream id')
         w = self.world
         if sid == EPISODE_STREAM or (sid in w.actors and w.actors[sid].sensor is not None):
+            if sid != EPISODE_STREAM:
+                # the client asks for the token in listen(), then connects
+                self.connecting[sid] = time.monotonic()
             return wt.token(sid, w.port)
         raise WorldError(f'get_sensor_token: no sensor stream {sid}')
+
+    def await_streams(self) -> None:
+        """
+        Wait (at most ``connect_wait`` s) for sensor streams a client is connecting.
+
+        ``listen()`` asks for the sensor's token and connects its stream
+        asynchronously; a synchronous tick right after it would measure
+        before the session exists (no data for that frame). CARLA's server
+        renders the frame on its game thread, which leaves the connection
+        time to arrive; here the tick waits for it.
+        """
+        if not self.connecting:
+            return
+        deadline = time.monotonic() + self.connect_wait
+        while True:
+            with self.world.lock:
+                for sid in [s for s in self.connecting
+                            if self.world.listening(s) or s not in self.world.actors]:
+                    del self.connecting[sid]
+            if not self.connecting or time.monotonic() > deadline:
+                break
+            time.sleep(0.002)
+        if self.connecting:
+            _LOG.info('sensor stream(s) %s not connected %.1f s after listen()',
+                      sorted(self.connecting), self.connect_wait)
+            self.connecting.clear()
 
     def _set_settings(self, obj: Any) -> int:
         w = self.world
@@ -311,6 +349,7 @@ class Calls:
             return ok(int(w.frame) + 1)
         if self.tick_delay > 0.0:
             time.sleep(self.tick_delay)
+        self.await_streams()
         try:
             return ok(self.tick_now())
         except WorldError as exc:
@@ -334,10 +373,17 @@ class Calls:
                     raise wt.WireError('SpawnActor: expected description, '
                                        'transform, parent')
                 parent = wt.read_optional(p[2], 'SpawnActor.parent')
+                then = p[5] if len(p) > 5 and isinstance(p[5], list) else []
+                if any(self._autopilot_on(c) for c in then):
+                    # refused before spawning: the client would spawn, then
+                    # fail on the traffic manager and leave the vehicle behind
+                    raise WorldError('SpawnActor(...).then(SetAutopilot(..., True)): the '
+                                     f'traffic manager (autopilot) is {UNSUPPORTED}; '
+                                     'nothing was spawned')
                 actor = self._spawn(p[0], p[1], 0 if parent is None
                                     else wt.integer(parent, 'parent'))
                 aid = actor[0]
-                for after in (p[5] if len(p) > 5 and isinstance(p[5], list) else []):
+                for after in then:
                     self._command_for(after, aid)
                 return ok(aid)
             if not p:
@@ -370,6 +416,15 @@ class Calls:
             return ok(aid)
         except (WorldError, wt.WireError) as exc:
             return fail(str(exc))
+
+    @staticmethod
+    def _autopilot_on(obj: Any) -> bool:
+        """Return True for a ``SetAutopilot(actor, True, port)`` command."""
+        try:
+            index, p = wt.read_command(obj)
+        except wt.WireError:
+            return False
+        return index == CMD_AUTOPILOT and len(p) > 1 and p[1] is True
 
     def _command_for(self, obj: Any, actor_id: int) -> None:
         """Run a ``then`` command of SpawnActor on the new actor."""

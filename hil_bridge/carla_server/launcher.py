@@ -7,8 +7,11 @@ Start ``carla-hil serve`` as a child process (tests, benchmarks, scripts).
 server, so a client must never run the server in its own process.
 :func:`serve` starts one on free ports (``--port 0`` unless the arguments
 name a port), waits for its ready line and yields a :class:`Served` with
-the ports; the process is stopped (SIGTERM, then SIGKILL) on exit. Its
-output is drained into ``Served.log`` (the last 200 lines).
+the ports; the process is stopped (SIGTERM, then SIGKILL) on exit, and
+stops by itself within a second when the process that started it dies
+(``--exit-with-parent``: a client that crashes, as the 0.9.16 client does
+on a second ``listen()``, leaves no server behind). Its output is drained
+into ``Served.log`` (the last 200 lines).
 """
 
 import collections
@@ -70,8 +73,8 @@ def start(args: List[str], ready_timeout: float = 60.0) -> Served:
     env['PYTHONUNBUFFERED'] = '1'
     port = [] if '--port' in args else ['--port', '0']
     proc = subprocess.Popen(
-        [sys.executable, '-m', 'hil_bridge.carla_server.server'] + port
-        + list(args), cwd=str(ROOT), env=env, stdout=subprocess.PIPE,
+        [sys.executable, '-m', 'hil_bridge.carla_server.server', '--exit-with-parent']
+        + port + list(args), cwd=str(ROOT), env=env, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, start_new_session=True)
     deadline = time.monotonic() + ready_timeout
     lines = []
@@ -109,6 +112,44 @@ def serve(*args: str) -> Iterator[Served]:
         yield s
     finally:
         stop(s.proc)
+
+
+@contextlib.contextmanager
+def served_world(*args: str, delta: Optional[float] = 0.05) -> Iterator[tuple]:
+    """
+    Run a server and yield ``(served, client, world)`` for the ``with`` block.
+
+    ``delta`` (s): synchronous mode with that fixed delta (None: leave the
+    server asynchronous); asynchronous again on exit.
+    """
+    with serve(*args) as s:
+        client = s.client()
+        world = client.get_world()
+        if delta is not None:
+            synchronous(world, delta)
+        yield s, client, world
+        if s.alive():
+            restore_async(client)
+
+
+def destroy_all(client, world) -> None:
+    """Destroy every actor but the spectator; advance until the client sees it."""
+    import carla
+    ids = [a.id for a in world.get_actors() if a.type_id != 'spectator']
+    client.apply_batch_sync([carla.command.DestroyActor(i) for i in ids])
+    if world.get_settings().synchronous_mode:
+        world.tick()
+    else:
+        world.wait_for_tick(2.0)        # get_actors() reads the newest snapshot
+        world.wait_for_tick(2.0)
+
+
+def blueprint(world, name: str, **attrs: object):
+    """Return the blueprint ``name`` with attributes set (values as strings)."""
+    bp = world.get_blueprint_library().find(name)
+    for k, v in attrs.items():
+        bp.set_attribute(k, str(v))
+    return bp
 
 
 def synchronous(world, delta: Optional[float] = 0.05) -> None:

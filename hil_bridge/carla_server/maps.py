@@ -38,6 +38,9 @@ LANE_WIDTH = 3.5
 ROAD_LENGTH = 400.0
 
 SpawnPoint = Tuple[Tuple[float, float, float], Tuple[float, float, float]]
+#: The geo-reference of every built-in map (lat_0, lon_0 in degrees, altitude
+#: in metres): the Hockenheimring paddock, where Formula Student Germany runs.
+GEO_REFERENCE = (49.3278, 8.5656, 0.0)
 
 
 @dataclass
@@ -48,6 +51,8 @@ class BuiltinMap:
     cones: ConeArray = field(default_factory=ConeArray)
     spawn_points: List[SpawnPoint] = field(default_factory=list)
     road: bool = False
+    #: (lat_0 deg, lon_0 deg, altitude m) of the OpenDRIVE geoReference
+    geo_reference: Tuple[float, float, float] = GEO_REFERENCE
 
     @property
     def path(self) -> str:
@@ -59,9 +64,10 @@ class BuiltinMap:
         head = ('<?xml version="1.0" standalone="yes"?>\n<OpenDRIVE>\n'
                 f'  <header revMajor="1" revMinor="4" name="{self.name}" '
                 'version="1.00" north="0.0" south="0.0" east="0.0" '
-                'west="0.0">\n    <geoReference><![CDATA[+proj=tmerc +lat_0=0.0 '
-                '+lon_0=0.0 +k=1 +x_0=0 +y_0=0 +datum=WGS84 +units=m +no_defs]]>'
-                '</geoReference>\n  </header>\n')
+                'west="0.0">\n    <geoReference><![CDATA[+proj=tmerc '
+                f'+lat_0={self.geo_reference[0]} +lon_0={self.geo_reference[1]} +k=1 '
+                '+x_0=0 +y_0=0 +datum=WGS84 +units=m +no_defs]]></geoReference>\n'
+                '  </header>\n')
         if not self.road:
             return head + '</OpenDRIVE>\n'
         # OpenDRIVE is right-handed (y left): UE y = 28 is y = -28 there;
@@ -81,7 +87,8 @@ class BuiltinMap:
             '    <lanes><laneSection s="0.0">\n'
             f'      <left>{lane.format(i=1)}</left>\n'
             '      <center><lane id="0" type="none" level="false"><link/>'
-            '</lane></center>\n'
+            '<roadMark sOffset="0.0" type="broken" weight="standard" '
+            'color="standard" width="0.15"/></lane></center>\n'
             f'      <right>{lane.format(i=-1)}</right>\n'
             '    </laneSection></lanes>\n  </road>\n</OpenDRIVE>\n')
 

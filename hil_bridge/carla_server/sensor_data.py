@@ -1,7 +1,7 @@
 # Copyright 2026 carla_hil developers
 # SPDX-License-Identifier: Apache-2.0
 """
-CARLA 0.9.16 stream payloads: sensor header, world snapshot, image, lidar.
+CARLA 0.9.16 stream payloads: sensor header, world snapshot, sensor data.
 
 Every stream message is the 48-byte sensor header
 (``sensor/s11n/SensorHeaderSerializer.h`` as 0.9.16 has it: u64 sensor
@@ -20,21 +20,48 @@ f32 x, y, z, pitch, yaw, roll) followed by the payload of that type:
   angle (f32 bits, rad), channel count, points of each channel], then f32
   x, y, z, intensity per point (sensor frame, UE axes);
 * collision (type 0, ``CollisionEventSerializer``): msgpack
-  ``[self actor, other actor, normal impulse]``.
+  ``[self actor, other actor, normal impulse]``;
+* depth (type 1) and semantic segmentation (type 14) cameras: the image
+  payload (``ImageSerializer``);
+* GNSS (type 4, ``GnssSerializer``): msgpack ``geom::GeoLocation``
+  ``[latitude, longitude, altitude]`` (deg, deg, m);
+* IMU (type 5, ``IMUSerializer``): msgpack ``[accelerometer (m/s^2),
+  gyroscope (rad/s), compass (rad)]``, vectors in the sensor's UE axes;
+* obstacle detector (type 7, ``ObstacleDetectionEventSerializer``): msgpack
+  ``[self actor, other actor, distance (m)]``;
+* radar (type 9, ``RadarSerializer``): packed ``RadarDetection`` records,
+  four f32 each: velocity (m/s), azimuth (rad), altitude (rad), depth (m);
+* semantic lidar (type 10, ``SemanticLidarSerializer``): the lidar's u32
+  header, then 24-byte ``SemanticLidarDetection`` records (f32 x, y, z,
+  cos of the incidence angle, u32 object index, u32 object tag).
+
+``sensor.other.lane_invasion`` (type 6, ``NoopSerializer``) sends nothing:
+the client computes it from the map and the snapshots.
 
 All little-endian, packed; vectorised with numpy (no per-point Python).
 The layouts are checked against the carla==0.9.16 wheel in
 ``test/test_carla_server_wire.py``.
 """
 
-from typing import Sequence
+from typing import Any, Sequence
 
+import msgpack
 import numpy as np
 
-#: Sensor type indices of the 0.9.16 sensor registry (``SensorRegistry.h``).
+#: Sensor type indices of the 0.9.16 sensor registry (``SensorRegistry.h``;
+#: each one checked against the wheel: the client decodes the message as
+#: that sensor's measurement class, ``test/test_carla_server_sensors.py``).
 TYPE_COLLISION = 0
+TYPE_DEPTH = 1
+TYPE_GNSS = 4
+TYPE_IMU = 5
+TYPE_LANE_INVASION = 6
+TYPE_OBSTACLE = 7
+TYPE_RADAR = 9
+TYPE_SEMANTIC_LIDAR = 10
 TYPE_LIDAR = 11
 TYPE_CAMERA_RGB = 13
+TYPE_SEMANTIC = 14
 TYPE_EPISODE_STATE = 17
 
 SENSOR_HEADER = np.dtype([('type', '<u8'), ('frame', '<u8'),
@@ -59,7 +86,16 @@ ACTOR_STATE = np.dtype([('id', '<u4'), ('state', 'u1'),
 #: rpc::ActorState values.
 ACTOR_ACTIVE = 1
 
+#: ``RadarDetection`` (0.9.16 ``sensor/data/RadarData.h``).
+RADAR_DETECTION = np.dtype([('velocity', '<f4'), ('azimuth', '<f4'),
+                            ('altitude', '<f4'), ('depth', '<f4')])
+#: ``SemanticLidarDetection`` (``sensor/data/SemanticLidarData.h``, packed).
+SEMANTIC_DETECTION = np.dtype([('point', '<f4', (3,)), ('cos_inc_angle', '<f4'),
+                               ('object_idx', '<u4'), ('object_tag', '<u4')])
+
 assert SENSOR_HEADER.itemsize == 48
+assert RADAR_DETECTION.itemsize == 16
+assert SEMANTIC_DETECTION.itemsize == 24
 assert EPISODE_HEADER.itemsize == 36
 assert VEHICLE_UNION.itemsize == 54
 assert ACTOR_STATE.itemsize == 119
@@ -132,13 +168,59 @@ def lidar_payload(points: np.ndarray, points_per_channel: Sequence[int],
     frame, channel-major; ``points_per_channel`` sums to N;
     ``horizontal_angle`` (rad) where the sweep stopped.
     """
-    counts = np.asarray(points_per_channel, dtype='<u4')
     pts = np.ascontiguousarray(points, dtype='<f4').reshape(-1, 4)
-    if int(counts.sum()) != pts.shape[0]:
-        raise ValueError(f'lidar: {pts.shape[0]} points but the channels '
+    return _lidar_header(points_per_channel, horizontal_angle, pts.shape[0]) + \
+        pts.tobytes()
+
+
+def _lidar_header(points_per_channel: Sequence[int], horizontal_angle: float,
+                  n_points: int) -> bytes:
+    counts = np.asarray(points_per_channel, dtype='<u4')
+    if int(counts.sum()) != int(n_points):
+        raise ValueError(f'lidar: {n_points} points but the channels '
                          f'count {int(counts.sum())}')
     head = np.empty(2 + counts.size, '<u4')
     head[0] = np.array([horizontal_angle], '<f4').view('<u4')[0]
     head[1] = counts.size
     head[2:] = counts
-    return head.tobytes() + pts.tobytes()
+    return head.tobytes()
+
+
+def semantic_lidar_payload(detections: np.ndarray, points_per_channel: Sequence[int],
+                           horizontal_angle: float) -> bytes:
+    """
+    Return the semantic lidar payload.
+
+    ``detections`` is an array of :data:`SEMANTIC_DETECTION` records
+    (channel-major, points in the sensor's CARLA frame, metres).
+    """
+    recs = np.ascontiguousarray(detections, dtype=SEMANTIC_DETECTION)
+    return _lidar_header(points_per_channel, horizontal_angle, recs.shape[0]) + \
+        recs.tobytes()
+
+
+def radar_payload(detections: np.ndarray) -> bytes:
+    """Return the radar payload of :data:`RADAR_DETECTION` records."""
+    return np.ascontiguousarray(detections, dtype=RADAR_DETECTION).tobytes()
+
+
+def imu_payload(accelerometer: Sequence[float], gyroscope: Sequence[float],
+                compass: float) -> bytes:
+    """Return the IMU payload (UE axes: m/s^2, rad/s; compass rad from north)."""
+    return msgpack.packb([[float(v) for v in accelerometer],
+                          [float(v) for v in gyroscope], float(compass)])
+
+
+def gnss_payload(latitude: float, longitude: float, altitude: float) -> bytes:
+    """Return the GNSS payload (``geom::GeoLocation``: deg, deg, m)."""
+    return msgpack.packb([float(latitude), float(longitude), float(altitude)])
+
+
+def actor_event_payload(self_actor: Any, other_actor: Any, value: Any) -> bytes:
+    """
+    Return a collision or obstacle event payload.
+
+    msgpack ``[self rpc::Actor, other rpc::Actor, value]``: the normal
+    impulse (Vector3D) of a collision, the distance (m) of an obstacle.
+    """
+    return msgpack.packb([self_actor, other_actor, value], use_bin_type=True)

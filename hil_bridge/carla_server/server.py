@@ -8,6 +8,8 @@
                     [--seed N] [--fs-cones]
                     [--server-version STR] [--tick-delay S]
                     [--stall-sensor-after N] [--stall-sensor-role ROLE]
+                    [--stall-sensor-frames M] [--sensor-delay S]
+                    [--delay-sensor-role ROLE] [--corrupt-sensor-role ROLE]
 
 The RPC port (default 2000) speaks rpclib msgpack-RPC; sensor and world
 snapshot streams are on ``--streaming-port`` (default port + 1, what CARLA
@@ -21,13 +23,19 @@ Fault knobs (for tests of clients): ``--server-version`` is what
 ``client.get_server_version()`` returns; ``--tick-delay S`` delays every
 synchronous tick by S seconds (a slow server); ``--stall-sensor-after N``
 stops sending sensor data after N messages per sensor stream (only sensors
-with role name ``--stall-sensor-role`` if given), the session stays open;
-SIGTERM / SIGINT stop the server, SIGKILL kills it mid-run. The process
+with role name ``--stall-sensor-role`` if given), the session stays open,
+for ``--stall-sensor-frames M`` frames if given; ``--sensor-delay S``
+sends sensor data S seconds late (``--delay-sensor-role``);
+``--corrupt-sensor-role ROLE`` gives that sensor's images a width one
+more than their pixels; SIGTERM / SIGINT stop the server, SIGKILL kills it
+mid-run. The process
 prints ``carla-hil serve: ready on port P (streaming Q)`` once it listens.
 """
 
 import argparse
 import logging
+import math
+import os
 import queue
 import signal
 import sys
@@ -52,20 +60,33 @@ class CarlaServer:
                  rate: float = DEFAULT_RATE, time_factor: float = 1.0,
                  seed: int = 0, fs_cones: bool = False, version: str = '0.9.16',
                  tick_delay: float = 0.0, stall_after: Optional[int] = None,
-                 stall_role: str = '') -> None:
-        if not rate > 0.0:
-            raise ValueError(f'--rate must be > 0, got {rate}')
-        if time_factor < 0.0:
-            raise ValueError(f'--time-factor must be >= 0, got {time_factor}')
-        if tick_delay < 0.0:
-            raise ValueError(f'--tick-delay must be >= 0, got {tick_delay}')
+                 stall_role: str = '', stall_frames: Optional[int] = None,
+                 sensor_delay: float = 0.0, delay_role: str = '',
+                 corrupt_role: str = '') -> None:
+        if not 0.0 < rate < math.inf:
+            raise ValueError(f'--rate must be a finite number > 0, got {rate}')
+        if not 0.0 <= time_factor < math.inf:
+            raise ValueError(f'--time-factor must be a finite number >= 0, got {time_factor}')
+        if not 0.0 <= tick_delay < math.inf:
+            raise ValueError(f'--tick-delay must be a finite number >= 0, got {tick_delay}')
+        if not 0.0 <= sensor_delay < math.inf:
+            raise ValueError(f'--sensor-delay must be a finite number >= 0, got {sensor_delay}')
+        if stall_frames is not None and stall_frames < 1:
+            raise ValueError(f'--stall-sensor-frames must be >= 1, got {stall_frames}')
         if streaming_port is None:
             streaming_port = port + 1 if port else 0
+        for name, value in (('--port', port), ('--streaming-port', streaming_port)):
+            if not 0 <= int(value) <= 65535:
+                raise ValueError(f'{name} must be in [0, 65535] (0: any free port), '
+                                 f'got {value}')
         self.streams = StreamServer(host, streaming_port)
         self.streams.open_stream(EPISODE_STREAM)
         self.world = World(self.streams.port, rate=rate, seed=seed,
                            map_name=map_name, fs_cones=fs_cones,
-                           stall_after=stall_after, stall_role=stall_role)
+                           stall_after=stall_after, stall_role=stall_role,
+                           stall_frames=stall_frames, corrupt_role=corrupt_role)
+        self.sensor_delay = float(sensor_delay)
+        self.delay_role = str(delay_role)
         self.world.listening = lambda sid: self.streams.listeners(sid) > 0
         self.world.on_destroy = self.streams.close_stream
         self.streams.known = self._is_sensor
@@ -113,7 +134,21 @@ class CarlaServer:
             synchronous, messages = item
             self.streams.synchronous = synchronous
             for stream_id, parts in messages:
-                self.streams.publish(stream_id, parts)
+                if self._delayed(stream_id):
+                    timer = threading.Timer(self.sensor_delay, self.streams.publish,
+                                            (stream_id, parts))
+                    timer.daemon = True
+                    timer.start()
+                else:
+                    self.streams.publish(stream_id, parts)
+
+    def _delayed(self, stream_id: int) -> bool:
+        """Return True for a sensor stream the delay fault knob holds back."""
+        if self.sensor_delay <= 0.0 or not self._is_sensor(stream_id):
+            return False
+        a = self.world.actors.get(stream_id)
+        return a is not None and (not self.delay_role
+                                  or a.attributes.get('role_name') == self.delay_role)
 
     def _is_sensor(self, stream_id: int) -> bool:
         a = self.world.actors.get(stream_id)
@@ -198,6 +233,18 @@ def make_parser() -> argparse.ArgumentParser:
                    help='stop each sensor stream after N messages (fault knob)')
     p.add_argument('--stall-sensor-role', default='',
                    help='only stall sensors with this role_name')
+    p.add_argument('--stall-sensor-frames', type=int, default=None,
+                   help='a stalled stream delivers again after N silent frames '
+                   '(fault knob; default: never)')
+    p.add_argument('--sensor-delay', type=float, default=0.0,
+                   help='send sensor data S seconds late (fault knob)')
+    p.add_argument('--delay-sensor-role', default='',
+                   help='only delay sensors with this role_name')
+    p.add_argument('--corrupt-sensor-role', default='',
+                   help="that sensor's images carry a wrong width (fault knob)")
+    p.add_argument('--exit-with-parent', action='store_true',
+                   help='stop when the process that started it ends (the launcher '
+                   'sets it: a crashed client leaves no server behind)')
     p.add_argument('--log-level', default='WARNING')
     return p
 
@@ -217,7 +264,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                              fs_cones=args.fs_cones, version=args.server_version,
                              tick_delay=args.tick_delay,
                              stall_after=args.stall_sensor_after,
-                             stall_role=args.stall_sensor_role)
+                             stall_role=args.stall_sensor_role,
+                             stall_frames=args.stall_sensor_frames,
+                             sensor_delay=args.sensor_delay,
+                             delay_role=args.delay_sensor_role,
+                             corrupt_role=args.corrupt_sensor_role)
     except (ValueError, WorldError, OSError) as exc:
         print(f'carla-hil serve: {exc}', file=sys.stderr)
         return 2
@@ -230,8 +281,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     server.start()
     print(f'carla-hil serve: ready on port {server.port} (streaming '
           f'{server.streams.port}), map {server.world.map.name}', flush=True)
+    parent = os.getppid()
     while not stop.wait(0.5):
-        pass
+        if args.exit_with_parent and os.getppid() != parent:
+            print('carla-hil serve: the process that started it is gone, stopping',
+                  file=sys.stderr)
+            break
     server.close()
     return 0
 

@@ -27,10 +27,13 @@ frame (:mod:`.ue`). The ground is the plane z = 0 of a built-in map
   Spawning a vehicle onto another fails as in CARLA.
 * Sensors: ``sensor.camera.rgb`` (:class:`hil_bridge.sim.camera.CameraRenderer`),
   ``sensor.lidar.ray_cast`` (:class:`hil_bridge.sim.lidar.RayCastLidar`),
-  ``sensor.other.collision``. They measure only while a client listens
-  (a session on their stream) and when due by ``sensor_tick`` (the
-  schedule of the built-in backend); a sensor's own vehicle is not in
-  its view.
+  ``sensor.other.collision``, and the models of :mod:`.sensor_models`
+  (depth and semantic segmentation cameras, semantic lidar, IMU, GNSS,
+  radar, obstacle detector; the lane invasion detector is the client's
+  own). They measure only while a client listens (a session on their
+  stream, as CARLA's sensors tick only then) and when due by
+  ``sensor_tick`` (the schedule of the built-in backend); a sensor's own
+  vehicle is not in its view.
 
 :meth:`World.tick` advances one frame and returns the stream messages of
 that frame (sensor data first, then the world snapshot); the caller
@@ -41,6 +44,7 @@ publishes them. Not thread-safe: the server serialises calls with
 from concurrent.futures import ThreadPoolExecutor
 import dataclasses
 import math
+import re
 import threading
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -50,6 +54,7 @@ from hil_bridge.bridge.backend import VehicleControl
 from hil_bridge.carla_server import blueprints as bpl
 from hil_bridge.carla_server import maps as maplib
 from hil_bridge.carla_server import sensor_data as sd
+from hil_bridge.carla_server import sensor_models as sm
 from hil_bridge.carla_server import ue
 from hil_bridge.carla_server import wire_types as wt
 from hil_bridge.interface.cones import cone_dimensions
@@ -59,7 +64,6 @@ from hil_bridge.interface.vehicle_profile import load_vehicle_profile, VehiclePr
 from hil_bridge.sim.referee import Box, boxes_overlap, cones_in_box
 from hil_bridge.sim.vehicle_model import VehicleModel
 from hil_bridge.sim.world import WorldGeometry
-import msgpack
 import numpy as np
 
 #: Stream id of the episode (world snapshot) stream; sensors use their id.
@@ -246,19 +250,31 @@ class VehicleBody:
 
 
 # -------------------------------------------------------------- sensors
+#: the leading number UE's ``FCString::Atoi`` / ``Atof`` read ("64.0" is 64)
+_LEADING_INT = re.compile(r'\s*[+-]?\d+')
+_LEADING_FLOAT = re.compile(r'\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?')
+
+
 def _numeric(bp: bpl.Blueprint, attrs: Dict[str, str], keys: Sequence[str]
              ) -> Dict[str, Any]:
+    """
+    Return the numeric attributes ``keys`` of a description.
+
+    As CARLA's server reads them (``Atoi``/``Atof``: the leading number,
+    so an Int attribute set to "64.0" is 64); text without a leading
+    number is an error naming the attribute (CARLA would read 0).
+    """
     out: Dict[str, Any] = {}
     for key in keys:
         a = bp.attribute(key)
         if a is None or key not in attrs:
             continue
         text = attrs[key]
-        try:
-            out[key] = int(text) if a.kind == wt.ATTR_INT else float(text)
-        except ValueError:
+        m = (_LEADING_INT if a.kind == wt.ATTR_INT else _LEADING_FLOAT).match(text)
+        if m is None:
             raise WorldError(f'{bp.name}: attribute {key!r} = {text!r} is not '
-                             'a number') from None
+                             'a number')
+        out[key] = int(m.group(0)) if a.kind == wt.ATTR_INT else float(m.group(0))
     return out
 
 
@@ -272,8 +288,12 @@ class SensorBody:
         self.next_time = 0.0
         self.last_time: Optional[float] = None
         self.published = 0
+        #: the stall fault knob: frame the stall began, resumed after it
+        self.stalled_at: Optional[int] = None
+        self.resumed = False
         self.rng = np.random.default_rng(seed)
         self.device: Any = None
+        self.params: Dict[str, Any] = {}
         self.fov = 90.0
         if bp.name in (bpl.CAMERA_RGB, bpl.LIDAR):
             from hil_bridge.sim.sensors import make_sensor
@@ -288,8 +308,41 @@ class SensorBody:
             self.tick = float(self.device.sensor_tick)
             if bp.name == bpl.CAMERA_RGB:
                 self.fov = float(self.device.spec.attributes['fov'])
-        elif 'sensor_tick' in attrs:
-            self.tick = float(_numeric(bp, attrs, ['sensor_tick'])['sensor_tick'])
+        else:
+            if 'sensor_tick' in attrs:
+                self.tick = float(_numeric(bp, attrs, ['sensor_tick'])['sensor_tick'])
+            if self.tick < 0.0:
+                raise WorldError(f'{bp.name}: sensor_tick must be >= 0, got {self.tick}')
+            self._other(bp, attrs)
+
+    def _other(self, bp: bpl.Blueprint, attrs: Dict[str, str]) -> None:
+        """Build the model of a sensor other than the RGB camera and the lidar."""
+        floats = _numeric(bp, attrs, [a.name for a in bp.attributes
+                                      if a.kind in (wt.ATTR_INT, wt.ATTR_FLOAT)])
+        self.params = floats
+        try:
+            if bp.name in (bpl.CAMERA_DEPTH, bpl.CAMERA_SEMANTIC):
+                self.fov = float(floats['fov'])
+                self.device = sm.RayCamera(int(floats['image_size_x']),
+                                           int(floats['image_size_y']), self.fov,
+                                           semantic=bp.name == bpl.CAMERA_SEMANTIC)
+            elif bp.name == bpl.LIDAR_SEMANTIC:
+                from hil_bridge.sim.lidar import RayCastLidar
+                self.device = RayCastLidar(dict(
+                    floats, atmosphere_attenuation_rate=0.0, dropoff_general_rate=0.0,
+                    dropoff_intensity_limit=1.0, dropoff_zero_intensity=0.0,
+                    noise_stddev=0.0))
+            elif bp.name == bpl.IMU:
+                self.device = sm.Imu(floats)
+            elif bp.name == bpl.RADAR:
+                self.device = sm.Radar(floats)
+            elif bp.name == bpl.OBSTACLE:
+                self.params['only_dynamics'] = \
+                    str(attrs.get('only_dynamics', 'false')).lower() == 'true'
+                if floats['distance'] < 0.0 or floats['hit_radius'] < 0.0:
+                    raise ValueError('distance and hit_radius must be >= 0')
+        except (KeyError, ValueError) as exc:
+            raise WorldError(f'{bp.name}: {exc}') from None
 
     def due(self, t: float) -> bool:
         """Return True when the sensor measures at time ``t`` (s)."""
@@ -360,12 +413,15 @@ class World:
     nominal step without a fixed delta; ``seed`` seeds the sensors' noise;
     ``fs_cones`` adds the Formula Student cone extension to the library;
     ``stall_after`` / ``stall_role`` stop a sensor stream after that many
-    messages (fault injection; None = never).
+    messages (fault injection; None = never), ``stall_frames`` for that
+    many frames only (None = for good); ``corrupt_role``: that sensor's
+    images carry a width one more than their pixels.
     """
 
     def __init__(self, port: int, rate: float = DEFAULT_RATE, seed: int = 0,
                  map_name: str = maplib.FLAT, fs_cones: bool = False,
                  stall_after: Optional[int] = None, stall_role: str = '',
+                 stall_frames: Optional[int] = None, corrupt_role: str = '',
                  render_threads: int = 2) -> None:
         self.lock = threading.RLock()
         self.port = int(port)
@@ -375,8 +431,12 @@ class World:
         self.definitions = bpl.definitions(list(self.library.values()))
         self.stall_after = stall_after
         self.stall_role = stall_role
+        self.stall_frames = stall_frames
+        self.corrupt_role = corrupt_role
         self.settings: Dict[str, Any] = dict(wt.DEFAULT_SETTINGS)
         self.weather = list(WEATHER_DEFAULT)
+        #: the IMU's gravity (m/s^2; ``get/set_imui_gravity``)
+        self.gravity = 9.81
         self.episode_id = 0
         self._next_id = 1        # actor ids never repeat, not even across episodes
         self.pool = ThreadPoolExecutor(max(1, int(render_threads)),
@@ -623,14 +683,21 @@ class World:
     # -------------------------------------------------------------- tick
     def geometry(self, exclude: int = 0) -> WorldGeometry:
         """Return what the sensors see (standing cones, vehicles but ``exclude``)."""
-        xy = [self.map.cones.xy[self.map_cones_up]]
-        cls = [self.map.cones.class_id[self.map_cones_up]]
-        centers, yaws, sizes, colors = [], [], [], []
+        return self.scene(exclude).geometry
+
+    def scene(self, exclude: int = 0) -> sm.Scene:
+        """Return :meth:`geometry` with the actor ids and velocities of its parts."""
+        up = np.flatnonzero(self.map_cones_up)
+        xy = [self.map.cones.xy[up]]
+        cls = [self.map.cones.class_id[up]]
+        cone_ids = [np.zeros(len(up), np.int64)]
+        centers, yaws, sizes, colors, box_ids, box_v = [], [], [], [], [], []
         for a in self.actors.values():
             if a.cone_class is not None:
                 T = self.world_matrix(a)
                 xy.append(T[:2, 3][None, :])
                 cls.append(np.array([a.cone_class], np.uint8))
+                cone_ids.append(np.array([a.aid], np.int64))
             elif a.vehicle is not None and a.aid != exclude:
                 x, y, yaw = a.vehicle.origin()
                 p = a.vehicle.profile
@@ -638,13 +705,17 @@ class World:
                 yaws.append(yaw)
                 sizes.append((p.length, p.width, p.height))
                 colors.append(_color_bgr(a.attributes.get('color', '')))
+                box_ids.append(a.aid)
+                box_v.append(self.velocity(a))
         cone_xy = np.concatenate(xy).reshape(-1, 2)
-        return WorldGeometry(
+        geo = WorldGeometry(
             cone_xy=cone_xy, cone_class=np.concatenate(cls).astype(np.uint8),
             cone_up=np.ones(len(cone_xy), bool),
             box_center=np.array(centers, float).reshape(-1, 3),
             box_yaw=np.array(yaws, float), box_size=np.array(sizes, float).reshape(-1, 3),
             box_color=np.array(colors, np.uint8).reshape(-1, 3))
+        return sm.Scene(geo, np.concatenate(cone_ids), np.array(box_ids, np.int64),
+                        np.array(box_v, float).reshape(-1, 3))
 
     def _contacts(self) -> List[Tuple[Actor, Optional[Actor], str, np.ndarray]]:
         """
@@ -719,16 +790,44 @@ class World:
     on_destroy = staticmethod(lambda stream_id: None)
 
     def _stalled(self, a: Actor) -> bool:
+        """Return True while the stall fault knob silences a sensor's stream."""
         if self.stall_after is None:
             return False
         if self.stall_role and a.attributes.get('role_name') != self.stall_role:
             return False
-        return a.sensor.published >= self.stall_after
+        s = a.sensor
+        if s.published < self.stall_after or s.resumed:
+            return False
+        if s.stalled_at is None:
+            s.stalled_at = self.frame
+        if self.stall_frames is not None and self.frame - s.stalled_at >= self.stall_frames:
+            s.resumed = True                 # delivers again, for good
+            return False
+        return True
+
+    def _corrupt(self, a: Actor) -> bool:
+        """Return True when the corrupt fault knob mangles this sensor's images."""
+        return bool(self.corrupt_role) and a.attributes.get('role_name') == self.corrupt_role
+
+    #: the registry index each sensor's messages carry
+    TYPE_INDEX = {bpl.CAMERA_RGB: sd.TYPE_CAMERA_RGB, bpl.CAMERA_DEPTH: sd.TYPE_DEPTH,
+                  bpl.CAMERA_SEMANTIC: sd.TYPE_SEMANTIC, bpl.LIDAR: sd.TYPE_LIDAR,
+                  bpl.LIDAR_SEMANTIC: sd.TYPE_SEMANTIC_LIDAR, bpl.IMU: sd.TYPE_IMU,
+                  bpl.GNSS: sd.TYPE_GNSS, bpl.RADAR: sd.TYPE_RADAR,
+                  bpl.OBSTACLE: sd.TYPE_OBSTACLE}
+    CAMERAS = (bpl.CAMERA_RGB, bpl.CAMERA_DEPTH, bpl.CAMERA_SEMANTIC)
+    #: sensors measured in the render pool (the rest is cheap)
+    RENDERED = CAMERAS + (bpl.LIDAR, bpl.LIDAR_SEMANTIC, bpl.RADAR)
+
+    def level_actor(self, type_id: str, tag: int) -> list:
+        """Return the rpc::Actor of level geometry (id 0: no actor), e.g. the ground."""
+        return [0, 0, [0, type_id, []], wt.bounding_box((0, 0, 0), (0, 0, 0)),
+                bytes([tag]), b'']
 
     def _measure(self, events: list) -> List[Tuple[int, list]]:
         out: List[Tuple[int, list]] = []
         jobs = []
-        geometries: Dict[int, WorldGeometry] = {}
+        scenes: Dict[int, sm.Scene] = {}
         for a in self.actors.values():
             s = a.sensor
             if s is None or not self.listening(a.aid) or self._stalled(a):
@@ -738,42 +837,102 @@ class World:
                     if me.aid != a.parent:
                         continue
                     other_wire = self.rpc_actor(other) if other is not None else \
-                        [0, 0, [0, other_bp, []], wt.bounding_box((0, 0, 0), (0, 0, 0)),
-                         bytes([TAG_STATIC]), b'']
-                    body = msgpack.packb([self.rpc_actor(me), other_wire,
-                                          wt.vec3(*impulse)], use_bin_type=True)
+                        self.level_actor(other_bp, TAG_STATIC)
+                    body = sd.actor_event_payload(self.rpc_actor(me), other_wire,
+                                                  wt.vec3(*impulse))
                     out.append((a.aid, [self.sensor_header(a, sd.TYPE_COLLISION), body]))
                     s.published += 1
                 continue
-            if not s.due(self.time):
-                continue
-            if s.kind == bpl.CAMERA_RGB and self.settings.get('no_rendering_mode'):
+            if s.kind == bpl.LANE_INVASION or not s.due(self.time):
+                continue                   # lane invasion: computed by the client
+            if s.kind in self.CAMERAS and self.settings.get('no_rendering_mode'):
                 continue
             since = s.advance(self.time) or self.last_delta
-            if a.parent not in geometries:
-                geometries[a.parent] = self.geometry(exclude=a.parent)
+            if a.parent not in scenes:
+                scenes[a.parent] = self.scene(exclude=a.parent)
             pose = self.world_matrix(a)
-            header = self.sensor_header(a, sd.TYPE_CAMERA_RGB if s.kind == bpl.CAMERA_RGB
-                                        else sd.TYPE_LIDAR)
-            jobs.append((a, header, self.pool.submit(
-                self._render, a, geometries[a.parent], pose, since)))
+            header = self.sensor_header(a, self.TYPE_INDEX[s.kind])
+            if s.kind in self.RENDERED:
+                jobs.append((a, header, self.pool.submit(
+                    self._render, a, scenes[a.parent], pose, since)))
+                continue
+            body = self._sense(a, scenes[a.parent], pose, since)
+            if body is not None:
+                out.append((a.aid, [header, body]))
+                s.published += 1
         for a, header, job in jobs:
             out.append((a.aid, [header, job.result()]))
             a.sensor.published += 1
         return out
 
-    def _render(self, a: Actor, geo: WorldGeometry, pose: np.ndarray,
+    def _sense(self, a: Actor, scene: sm.Scene, pose: np.ndarray, since: float
+               ) -> Optional[bytes]:
+        """Measure an IMU, GNSS or obstacle detector; None when it sends nothing."""
+        s = a.sensor
+        if s.kind == bpl.GNSS:
+            return sd.gnss_payload(*sm.gnss(self.map.geo_reference,
+                                            ue.point_to_ue(pose[:3, 3]), s.params, s.rng))
+        if s.kind == bpl.IMU:
+            parent = self.actors.get(a.parent) if a.parent else None
+            omega = np.zeros(3)
+            velocity = np.zeros(3)
+            if parent is not None and parent.vehicle is not None:
+                st = parent.vehicle.model.state
+                tx, ty = parent.vehicle.tilt_rate
+                Tp = self.world_matrix(parent)
+                w_world = np.array([-math.radians(tx), math.radians(ty), st.yaw_rate])
+                omega = Tp[:3, :3].T @ w_world
+                rear = np.array([st.x, st.y, 0.0])
+                velocity = self.velocity(parent) + np.cross(w_world, pose[:3, 3] - rear)
+            mount = a.rel[:3, :3] if parent is not None and a.rel is not None else None
+            acc, gyro, heading = s.device.measure(pose, velocity, mount, omega, since,
+                                                  self.gravity, s.rng)
+            return sd.imu_payload(acc, gyro, heading)
+        if s.kind == bpl.OBSTACLE:
+            hit = sm.obstacle(scene, pose, s.params['distance'], s.params['hit_radius'],
+                              s.params['only_dynamics'])
+            if hit is None:
+                return None
+            kind, index, distance = hit
+            if kind == 'box':
+                other = self.rpc_actor(self.actors[int(scene.box_ids[index])])
+            elif kind == 'cone' and scene.cone_ids[index]:
+                other = self.rpc_actor(self.actors[int(scene.cone_ids[index])])
+            elif kind == 'cone':
+                cls = int(scene.geometry.cone_class[index])
+                other = self.level_actor(bpl.FS_CONE_NAMES.get(cls, bpl.FS_CONE_UNKNOWN),
+                                         TAG_STATIC)
+            else:
+                other = self.level_actor('static.road', sm.TAG_ROADS)
+            return sd.actor_event_payload(self.rpc_actor(a), other, float(distance))
+        return None
+
+    def _render(self, a: Actor, scene: sm.Scene, pose: np.ndarray,
                 since: float) -> Any:
         s = a.sensor
         if s.kind == bpl.CAMERA_RGB:
-            img = s.device.measure(geo, pose, self.time, since, s.rng)
+            img = s.device.measure(scene.geometry, pose, self.time, since, s.rng)
             h, w = img.shape[:2]
             buf = np.empty(12 + h * w * 4, np.uint8)
-            buf[:12] = np.frombuffer(np.array([w, h], '<u4').tobytes()
+            buf[:12] = np.frombuffer(np.array([w + self._corrupt(a), h], '<u4').tobytes()
                                      + np.array([s.fov], '<f4').tobytes(), np.uint8)
             cv2.cvtColor(img, cv2.COLOR_BGR2BGRA, dst=buf[12:].reshape(h, w, 4))
             return memoryview(buf)
+        if s.kind in self.CAMERAS:
+            bgra = s.device.render(scene, pose)
+            h, w = bgra.shape[:2]
+            return np.array([w + self._corrupt(a), h], '<u4').tobytes() + \
+                np.array([s.fov], '<f4').tobytes() + bgra.tobytes()
+        if s.kind == bpl.RADAR:
+            return sd.radar_payload(s.device.measure(scene, pose, since, s.rng))
+        if s.kind == bpl.LIDAR_SEMANTIC:
+            lidar = s.device
+            dirs = lidar.directions(since)
+            chan = np.repeat(np.arange(lidar.channels), dirs.shape[1])
+            recs, counts = sm.semantic_lidar(scene, pose, dirs.reshape(-1, 3), chan,
+                                             lidar.channels, lidar.range)
+            return sd.semantic_lidar_payload(recs, counts, math.radians(lidar.phase_deg))
         lidar = s.device.lidar
-        pts = s.device.measure(geo, pose, self.time, since, s.rng)
+        pts = s.device.measure(scene.geometry, pose, self.time, since, s.rng)
         return sd.lidar_payload(ue.points_to_ue(pts), lidar.last_points_per_channel,
                                 math.radians(lidar.phase_deg))

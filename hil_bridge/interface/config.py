@@ -110,6 +110,23 @@ def parse_peers(text: str) -> List[str]:
     return out
 
 
+def check_peers_resolve(peers: Sequence[str]) -> None:
+    """
+    Raise ``ValueError`` naming a peer that does not resolve to an address.
+
+    Fast DDS refuses to create any participant with such a static peer
+    (``Unable to resolve peer``): every node would die at start-up with an
+    rclpy traceback.
+    """
+    import socket
+    for peer in peers:
+        try:
+            socket.getaddrinfo(peer, None)
+        except (OSError, UnicodeError) as err:
+            raise ValueError(f'--peers: {peer!r} does not resolve to an address '
+                             f'({err})') from None
+
+
 def fast_dds_major() -> int:
     """
     Return the major version of the Fast DDS this process would load (0: unknown).

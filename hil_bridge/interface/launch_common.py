@@ -42,8 +42,11 @@ def declare_arguments(defaults: Dict[str, str] = None) -> List:
 
 def dds_environment_for(peers_text: str) -> Dict[str, str]:
     """Return the DDS environment the launched nodes get for a ``peers`` value."""
-    from hil_bridge.interface.config import dds_environment, parse_peers
-    return dds_environment(parse_peers(peers_text))
+    from hil_bridge.interface.config import (check_peers_resolve, dds_environment,
+                                             parse_peers)
+    peers = parse_peers(peers_text)
+    check_peers_resolve(peers)
+    return dds_environment(peers)
 
 
 def _dds_env(context: object) -> List:

@@ -59,6 +59,8 @@ class StopRequest:
                  on_request: Optional[Callable[[], None]] = None) -> None:
         """Install the handlers (main thread only); :meth:`restore` undoes it."""
         self.requested = False
+        #: signals received so far (a second one can cut a drain short)
+        self.count = 0
         self.deadline = float(deadline)
         self.exit_code = int(exit_code)
         self.on_request = on_request
@@ -78,6 +80,7 @@ class StopRequest:
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         self.requested = True
+        self.count += 1
         if self.on_request is not None:
             self.on_request()
 

@@ -15,17 +15,27 @@ agreement at all, since the stamps and ``/clock`` both come from the
 simulator. Wall-clock stamps from the other host would need the offset.
 
 Subscriptions are raw (serialized CDR): only the header stamp is decoded,
-so watching 3.7 MB camera images costs no deserialisation. Publishes a
+so watching 3.7 MB camera images costs no deserialisation. Limits, as in
+every node: a watched message larger than ``max_bytes`` is counted as
+``oversized`` and left out of the statistics; a ping or pong larger than
+:data:`PING_MAX_BYTES` (a few values) is dropped before it is decoded; a
+pong that answers no ping of this client (a second server, a replay) is
+dropped, so it cannot bend the clock estimate; a stamp step beyond
+``max_stamp_gap`` is a ``jump`` (a restart or one bad stamp), not millions
+of lost messages. Every rejection is counted and warned about at most once
+per topic and 5 s. Publishes a
 ``diagnostic_msgs/DiagnosticArray`` on ``/hil/link_status`` every
 ``report_period`` wall seconds and, with ``print_stats``, a line
 ``LINK_STATS {json}`` on stdout (used by ``bench_link``).
 """
 
+import collections
 import json
+import math
 import struct
 import sys
 import time
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from hil_bridge.interface import contract
@@ -34,10 +44,17 @@ from hil_bridge.interface.params import declare_params, ParamSpec
 from hil_bridge.link.link_stats import ClockEstimator, TopicWindow
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
+from rclpy.serialization import deserialize_message
 from std_msgs.msg import Float64MultiArray
 
 NODE_NAME = 'hil_link_monitor'
 STATS_PREFIX = 'LINK_STATS '
+#: Largest serialized ping or pong (bytes): 4 float64 values need 48.
+PING_MAX_BYTES = 256
+#: Pings remembered for matching their pongs (a pong of an older one is dropped).
+PINGS_KEPT = 1024
+#: Wall seconds between two warnings of one kind and topic.
+WARN_PERIOD = 5.0
 
 PARAMS = [
     ParamSpec('role', 'client pings and estimates the clock offset; '
@@ -57,6 +74,10 @@ PARAMS = [
     ParamSpec('rtt_warn', 'client: median RTT (s) above which to warn',
               lo=0.0, hi=10.0),
     ParamSpec('print_stats', 'print LINK_STATS {json} lines on stdout'),
+    ParamSpec('max_bytes', 'watched messages larger than this (bytes) are '
+              'counted as oversized, not in the statistics', lo=12, hi=2**31 - 1),
+    ParamSpec('max_stamp_gap', 'stamp steps larger than this (s) are jumps '
+              '(a restart, a bad stamp), not lost messages', lo=0.001, hi=1e6),
 ]
 
 
@@ -87,6 +108,12 @@ class LinkMonitorNode(Node):
         self.clock_est = ClockEstimator(window=int(self.p['clock_window']))
         self.windows: Dict[str, TopicWindow] = {}
         self.bad: Dict[str, int] = {}
+        self.oversized: Dict[str, int] = {}
+        self.max_bytes = int(self.p['max_bytes'])
+        #: rejected pings / pongs by reason
+        self.rejected: Dict[str, int] = collections.Counter()
+        self._warned: Dict[str, float] = {}
+        self._sent: 'collections.OrderedDict[float, float]' = collections.OrderedDict()
         self._names: Dict[str, str] = {}
         self._seq = 0
         self._last_pong = time.monotonic()
@@ -96,51 +123,92 @@ class LinkMonitorNode(Node):
             row = contract.topic(key)
             name = row.resolve(role_name)
             self._names[key] = name
-            self.windows[key] = TopicWindow(horizon=float(self.p['window']))
+            self.windows[key] = TopicWindow(horizon=float(self.p['window']),
+                                            max_gap=float(self.p['max_stamp_gap']))
             self.bad[key] = 0
+            self.oversized[key] = 0
             self.create_subscription(
                 row.msg_class(), name, self._make_cb(key),
                 contract.qos_profile(row.qos), raw=True)
         self.status_pub = contract.create_publisher(self, 'link_status')
         if self.role == 'client':
             self.ping_pub = contract.create_publisher(self, 'link_ping')
-            contract.create_subscription(self, 'link_pong', self._on_pong)
+            self._raw_subscription('link_pong', self._on_pong)
             self.create_timer(1.0 / float(self.p['ping_rate']), self._ping,
                               clock=self._wall)
         else:
             self.pong_pub = contract.create_publisher(self, 'link_pong')
-            contract.create_subscription(self, 'link_ping', self._on_ping)
+            self._raw_subscription('link_ping', self._on_ping)
         self.create_timer(float(self.p['report_period']), self._report,
                           clock=self._wall)
+
+    def _raw_subscription(self, key: str, callback: Any) -> None:
+        """Subscribe contract topic ``key`` serialized: size checked before decoding."""
+        row = contract.topic(key)
+        self.create_subscription(row.msg_class(), row.resolve(contract.DEFAULT_ROLE),
+                                 callback, contract.qos_profile(row.qos), raw=True)
+
+    def _reject(self, what: str, reason: str) -> None:
+        """Count a rejected ``what`` and warn at most once per WARN_PERIOD and kind."""
+        key = f'{what} {reason}'
+        self.rejected[key] += 1
+        now = time.monotonic()
+        if now - self._warned.get(key, -WARN_PERIOD) >= WARN_PERIOD:
+            self._warned[key] = now
+            self.get_logger().warning(f'{what} dropped: {reason} '
+                                      f'({self.rejected[key]} so far)')
+
+    def _values(self, what: str, raw: bytes, needed: int) -> Optional[List[float]]:
+        """Return the first ``needed`` values of a serialized ping/pong, or None."""
+        if len(raw) > PING_MAX_BYTES:
+            self._reject(what, f'{len(raw)} bytes exceed {PING_MAX_BYTES}')
+            return None
+        try:
+            data = [float(v) for v in deserialize_message(raw, Float64MultiArray).data]
+        except Exception:  # noqa: B902 - any undecodable buffer is one bad message
+            self._reject(what, 'undecodable')
+            return None
+        if len(data) < needed:
+            self._reject(what, f'fewer than {needed} values')
+            return None
+        if not all(math.isfinite(v) for v in data[:needed]):
+            self._reject(what, 'non-finite values')
+            return None
+        return data[:needed]
 
     # -- ping-pong -----------------------------------------------------------
     def _ping(self) -> None:
         self._seq += 1
-        self.ping_pub.publish(Float64MultiArray(
-            data=[float(self._seq), time.time()]))
+        t1 = time.time()
+        self._sent[float(self._seq)] = t1
+        while len(self._sent) > PINGS_KEPT:
+            self._sent.popitem(last=False)
+        self.ping_pub.publish(Float64MultiArray(data=[float(self._seq), t1]))
 
-    def _on_ping(self, msg: Float64MultiArray) -> None:
+    def _on_ping(self, raw: bytes) -> None:
         t2 = time.time()
-        if len(msg.data) < 2:
-            self.get_logger().warning('ping with fewer than 2 values ignored',
-                                      throttle_duration_sec=5.0)
+        values = self._values('ping', raw, 2)
+        if values is None:
             return
-        seq, t1 = float(msg.data[0]), float(msg.data[1])
+        seq, t1 = values
         self.pong_pub.publish(Float64MultiArray(
             data=[seq, t1, t2, time.time()]))
 
-    def _on_pong(self, msg: Float64MultiArray) -> None:
+    def _on_pong(self, raw: bytes) -> None:
         t4 = time.time()
-        if len(msg.data) < 4:
-            self.get_logger().warning('pong with fewer than 4 values ignored',
-                                      throttle_duration_sec=5.0)
+        values = self._values('pong', raw, 4)
+        if values is None:
             return
-        _, t1, t2, t3 = (float(v) for v in msg.data[:4])
+        seq, t1, t2, t3 = values
+        if self._sent.get(seq) != t1:
+            self._reject('pong', 'answers no ping of this client (a second server, '
+                         'a duplicate or a replay)')
+            return
+        del self._sent[seq]
         try:
             self.clock_est.add(t1, t2, t3, t4)
         except ValueError as exc:
-            self.get_logger().warning(f'bad pong: {exc}',
-                                      throttle_duration_sec=5.0)
+            self._reject('pong', str(exc))
             return
         self.pongs += 1
         self._last_pong = time.monotonic()
@@ -148,9 +216,15 @@ class LinkMonitorNode(Node):
     # -- topics --------------------------------------------------------------
     def _make_cb(self, key: str) -> Any:
         def callback(raw: bytes) -> None:
+            if len(raw) > self.max_bytes:
+                self.oversized[key] += 1
+                self._reject(self._names[key], f'{len(raw)} bytes exceed max_bytes '
+                             f'{self.max_bytes}')
+                return
             stamp, ok = header_stamp(raw)
             if not ok or stamp != stamp:
                 self.bad[key] += 1
+                self._reject(self._names[key], 'no header stamp')
                 return
             now = self.get_clock().now().nanoseconds * 1e-9
             self.windows[key].add(time.monotonic(), stamp, len(raw),
@@ -165,8 +239,10 @@ class LinkMonitorNode(Node):
         for key, win in self.windows.items():
             res = win.summary(now)
             res['bad'] = self.bad[key]
+            res['oversized'] = self.oversized[key]
             topics[key] = res
-        out: Dict[str, Any] = {'role': self.role, 'topics': topics}
+        out: Dict[str, Any] = {'role': self.role, 'topics': topics,
+                               'rejected': dict(self.rejected)}
         if self.role == 'client':
             out['clock'] = self.clock_est.estimate()
             out['since_pong'] = now - self._last_pong if self.pongs else \
@@ -185,6 +261,9 @@ class LinkMonitorNode(Node):
             elif stats['drops'] > 0:
                 level, message = DiagnosticStatus.WARN, \
                     f'{stats["drops"]} dropped'
+            elif stats['jumps'] > 0:
+                level, message = DiagnosticStatus.WARN, \
+                    f'{stats["jumps"]} stamp jumps'
             arr.status.append(_status(f'{NODE_NAME}: {self._names[key]}',
                                       level, message, stats))
         if 'clock' in res:

@@ -67,28 +67,39 @@ def percentiles(values: object, qs: Sequence[float] = PERCENTILES
     return np.percentile(arr, qs)
 
 
-def count_gaps(stamps: object, period: float = 0.0) -> int:
+def count_gaps(stamps: object, period: float = 0.0,
+               max_gap: float = float('inf')) -> int:
     """
     Return how many messages are missing from a sequence of stamps.
 
     ``stamps`` are header stamps in seconds or frame numbers (then
     ``period`` = 1) in receipt order; ``period`` 0 takes the median
     interval. A gap of k periods means k - 1 lost messages; repeated or
-    out-of-order stamps count nothing.
+    out-of-order stamps count nothing, and neither does a step of more
+    than ``max_gap`` (a jump: a restart or a bad stamp, see
+    :func:`count_jumps`).
     """
     arr = _finite('stamps', stamps).ravel()
     if period < 0 or not np.isfinite(period):
         raise ValueError(f'period must be >= 0 and finite, got {period}')
+    if not max_gap > 0:
+        raise ValueError(f'max_gap must be > 0, got {max_gap}')
     if arr.size < 2:
         return 0
     diffs = np.diff(arr)
-    diffs = diffs[diffs > 0]
+    diffs = diffs[(diffs > 0) & (diffs <= max_gap)]
     if diffs.size == 0:
         return 0
     if period == 0:
         period = float(np.median(diffs))
     steps = np.rint(diffs / period).astype(np.int64)
     return int(np.sum(np.maximum(steps - 1, 0)))
+
+
+def count_jumps(stamps: object, max_gap: float) -> int:
+    """Return how many steps between consecutive stamps exceed ``max_gap`` either way."""
+    arr = _finite('stamps', stamps).ravel()
+    return int(np.count_nonzero(np.abs(np.diff(arr)) > max_gap)) if arr.size > 1 else 0
 
 
 class ClockEstimator:
@@ -141,11 +152,18 @@ class ClockEstimator:
 class TopicWindow:
     """Receipts of one topic over the last ``horizon`` seconds."""
 
-    def __init__(self, horizon: float = 5.0, max_samples: int = 4096) -> None:
-        """Keep receipts newer than ``horizon`` s (at most ``max_samples``)."""
-        if not horizon > 0 or max_samples < 2:
-            raise ValueError('TopicWindow: horizon > 0 and max_samples >= 2')
+    def __init__(self, horizon: float = 5.0, max_samples: int = 4096,
+                 max_gap: float = 10.0) -> None:
+        """
+        Keep receipts newer than ``horizon`` s (at most ``max_samples``).
+
+        Stamp steps beyond ``max_gap`` (stamp seconds) are jumps, not drops.
+        """
+        if not horizon > 0 or max_samples < 2 or not max_gap > 0:
+            raise ValueError('TopicWindow: horizon > 0, max_samples >= 2 and '
+                             'max_gap > 0')
         self.horizon = float(horizon)
+        self.max_gap = float(max_gap)
         self._recv: Deque[float] = deque(maxlen=max_samples)
         self._stamp: Deque[float] = deque(maxlen=max_samples)
         self._size: Deque[int] = deque(maxlen=max_samples)
@@ -179,17 +197,24 @@ class TopicWindow:
 
     def summary(self, now: float, period: float = 0.0) -> Dict[str, float]:
         """
-        Return count, rate_hz, mbit_s, latency p50/p95/max (s) and drops.
+        Return count, rate_hz, mbit_s, latency p50/p95/max (s), drops, jumps.
 
         Rate and bandwidth over the window ending at ``now`` (same clock as
-        ``recv``); ``period`` as in ``count_gaps``.
+        ``recv``); ``period`` as in ``count_gaps``; ``jumps``: stamp steps
+        beyond ``max_gap`` either way (not counted as drops: one bad stamp
+        would otherwise read as millions of lost messages). ``first_stamp`` and
+        ``last_stamp`` (s, NaN when empty) are the stamps of the first and
+        last message in the window: drops are the gaps between them (what
+        was sent before the first message heard, e.g. before discovery
+        matched, is not counted).
         """
         self._trim(now)
         n = len(self._recv)
         out = {'count': n, 'total': self.total, 'rate_hz': 0.0,
                'mbit_s': 0.0, 'latency_p50': float('nan'),
                'latency_p95': float('nan'), 'latency_max': float('nan'),
-               'drops': 0}
+               'drops': 0, 'jumps': 0, 'first_stamp': float('nan'),
+               'last_stamp': float('nan')}
         if n == 0:
             return out
         recv = np.fromiter(self._recv, dtype=np.float64, count=n)
@@ -204,6 +229,8 @@ class TopicWindow:
             p50, p95, top = np.percentile(age, PERCENTILES)
             out.update(latency_p50=float(p50), latency_p95=float(p95),
                        latency_max=float(top))
-        out['drops'] = count_gaps(np.fromiter(self._stamp, np.float64, n),
-                                  period)
+        stamps = np.fromiter(self._stamp, np.float64, n)
+        out['drops'] = count_gaps(stamps, period, self.max_gap)
+        out['jumps'] = count_jumps(stamps, self.max_gap)
+        out['first_stamp'], out['last_stamp'] = float(stamps[0]), float(stamps[-1])
         return out

@@ -363,14 +363,27 @@ class Referee:
             return
         hit = cones_in_box(ego, cones.xy, self._radius) & ~cones.knocked
         for i in np.flatnonzero(hit):
-            cones.knocked[i] = True
-            self.result.cones_hit += 1
-            self.result.knocked_cones.append(int(i))
-            events.append(Event('cone_hit', t, {
-                'index': int(i), 'class_id': int(cones.class_id[i]),
-                'x': float(cones.xy[i, 0]), 'y': float(cones.xy[i, 1]),
-                'speed': float(abs(speed))}))
-            self._penalty(t, 'DOO', events)
+            events.extend(self.cone_hit(t, int(i), speed=float(abs(speed))))
+
+    def cone_hit(self, t: float, index: int, **data: Any) -> List[Event]:
+        """
+        Count cone ``index`` as hit at sim time ``t`` (s): knocked, DOO penalty.
+
+        For hits the footprint test cannot see (a simulator reporting the
+        contact itself); ``data`` goes into the ``cone_hit`` event (e.g.
+        ``source``). A cone already knocked is not counted again (no events).
+        """
+        cones = self.cones
+        if cones.knocked[index]:
+            return []
+        cones.knocked[index] = True
+        self.result.cones_hit += 1
+        self.result.knocked_cones.append(int(index))
+        events = [Event('cone_hit', t, dict({
+            'index': int(index), 'class_id': int(cones.class_id[index]),
+            'x': float(cones.xy[index, 0]), 'y': float(cones.xy[index, 1])}, **data))]
+        self._penalty(t, 'DOO', events)
+        return events
 
     def _window(self, centre: int, back: float, ahead: float) -> np.ndarray:
         """Return centre-line indices from ``back`` m behind to ``ahead`` m past ``centre``."""
@@ -457,15 +470,33 @@ class Referee:
         self._contacts[other.name] = touching
         if not touching or was:
             return
+        events.append(self._record_collision(t, ego, other))
+
+    def _record_collision(self, t: float, ego: Box, other: Box, **data: Any) -> Event:
         dv = np.array([ego.vx - other.vx, ego.vy - other.vy])
         d = np.array([other.x - ego.x, other.y - ego.y])
         n = float(np.hypot(*d))
         impact = float(dv @ d / n) if n > 1e-9 else float(np.hypot(*dv))
-        info = {'other': other.name, 'impact_speed': max(impact, 0.0),
-                'relative_speed': float(np.hypot(*dv)),
-                'ego_speed': float(math.hypot(ego.vx, ego.vy)), 'time': t}
+        info = dict({'other': other.name, 'impact_speed': max(impact, 0.0),
+                     'relative_speed': float(np.hypot(*dv)),
+                     'ego_speed': float(math.hypot(ego.vx, ego.vy)), 'time': t}, **data)
         self.result.collisions.append(info)
-        events.append(Event('collision', t, dict(info)))
+        return Event('collision', t, dict(info))
+
+    def collision(self, t: float, ego: Box, other: Box, **data: Any) -> List[Event]:
+        """
+        Count a collision the simulator reported at sim time ``t`` (s).
+
+        For contacts the footprints do not show (a simulator that keeps
+        the bodies apart); ``ego``/``other`` their footprints now (for the
+        impact speed), ``data`` goes into the event (e.g. ``source``). Call
+        before :meth:`update` of the same step (which then ends the run); a
+        contact already counted (overlapping footprints) is not counted again.
+        """
+        if self._done or self._contacts.get(other.name, False):
+            return []
+        self._contacts[other.name] = True
+        return [self._record_collision(t, ego, other, **data)]
 
     def _timing(self, t: float, p0: np.ndarray, p1: np.ndarray,
                 events: List[Event]) -> None:

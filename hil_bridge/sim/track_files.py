@@ -3,427 +3,89 @@
 """
 Track files other simulators write: read them into a :class:`Track`.
 
-Formats (``docs/track_formats.md`` has the facts of each):
-
-* ``eufs``: eufs_sim CSV, header ``tag,x,y,direction,x_variance,
-  y_variance,xy_covariance``; tags ``blue``, ``yellow``, ``orange``,
-  ``big_orange``, ``car_start`` (``direction`` = start heading, rad),
-  ``midpoint`` (centre-line points, not cones) and our ``unknown``;
-* ``fsds``: the same rows without a header and without ``car_start`` (the
-  car starts at the origin facing +x);
-* ``pacsim``: PacSim YAML, ``track: {start, left, right, time_keeping,
-  unknown}`` with ``{position: [x, y, z], class}`` entries;
-  ``time_keeping`` entries are timing sensors, not cones;
-* ``fssim``: AMZ fssim YAML, ``cones_left``, ``cones_right``,
-  ``cones_orange``, ``cones_orange_big`` ([x, y] lists),
-  ``starting_pose_front_wing`` [x, y, yaw], ``tk_device`` (timing
-  sensors).
+The readers of every format (eufs_sim/FSDS/team CSV, PacSim and fssim
+YAML, cone-map YAML, Gazebo SDF, JSON, Unreal transform dumps) are in
+:mod:`hil_bridge.sim.track_readers`; ``docs/track_formats.md`` has the
+facts of each and what the loader does with real files.
 
 Everything comes out REP-103 in ``map`` (x forward, y left; metres,
 radians). ``convention='unreal'`` reads a file written with y to the right
-(old FSDS maps) by negating y and the headings. Cones closer than a cone
-base are merged (with a warning naming both lines). A broken file raises
-``ValueError`` with one line naming the file, line and field.
+(old FSDS maps) by negating y and the headings; ``convention='swapped'``
+swaps blue and yellow (fssim's SDF export puts blue on the right). Cones
+closer than a cone base are merged (with a warning naming both lines);
+numeric colour codes are read by where the cones stand; cones of unknown
+colour are put on the left or right boundary by walking the track from
+the car start. A broken file raises ``ValueError`` with one line naming
+the file, line and field.
 """
 
-import csv
 from dataclasses import dataclass, field
 import logging
 import math
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_NAMES, CONE_ORANGE,
                                         CONE_SIZE, CONE_UNKNOWN, CONE_YELLOW)
 from hil_bridge.interface.frames import Pose
-from hil_bridge.interface.track import arc_length, ConeArray, MIN_WIDTH, TimingLine, Track
+from hil_bridge.interface.track import (arc_length, ConeArray, MIN_WIDTH, SKIDPAD_CENTRE_DISTANCE,
+                                        SKIDPAD_INNER_DIAMETER, SKIDPAD_OUTER_DIAMETER,
+                                        TimingLine, Track)
+from hil_bridge.sim.track_readers import (CSV_HEADER, detect_format, FORMATS,
+                                          FRONT_WING_OFFSET, read_file, save_csv,
+                                          TrackFile)
 from hil_bridge.sim.tracks import (lateral_position, local_widths, MAX_CONE_SPACING, resample,
                                    rule_findings, skidpad_track, tangents, timing_line)
 import numpy as np
 from scipy.interpolate import splev, splprep
-from scipy.spatial import cKDTree
-import yaml
+from scipy.spatial import cKDTree, Delaunay
 
 LOG = logging.getLogger(__name__)
 
-CSV_HEADER = ['tag', 'x', 'y', 'direction', 'x_variance', 'y_variance',
-              'xy_covariance']
-FORMATS = ('eufs', 'fsds', 'pacsim', 'fssim')
-CONVENTIONS = ('rep103', 'unreal')
-#: CSV tags that are cones.
-CSV_CONE_TAGS = {'blue': CONE_BLUE, 'yellow': CONE_YELLOW,
-                 'orange': CONE_ORANGE, 'big_orange': CONE_BIG_ORANGE,
-                 'unknown': CONE_UNKNOWN}
-#: PacSim landmark classes that are cones (``invisible`` ones are not).
-PACSIM_CLASSES = {'blue': CONE_BLUE, 'yellow': CONE_YELLOW,
-                  'orange': CONE_ORANGE, 'small-orange': CONE_ORANGE,
-                  'big-orange': CONE_BIG_ORANGE,
-                  'big_orange': CONE_BIG_ORANGE, 'unknown': CONE_UNKNOWN}
-#: fssim's start pose is the front wing; our car_start is the rear axle,
-#: this far behind it (fs_car: length 2.9 m - rear overhang 0.6 m).
-FRONT_WING_OFFSET = 2.3
+__all__ = ['CONVENTIONS', 'CSV_HEADER', 'detect_format', 'FORMATS', 'FRONT_WING_OFFSET',
+           'TrackFile', 'TrackLoad',
+           'read_track_file', 'build_track', 'load_track_file', 'open_track', 'describe',
+           'save_track_csv', 'boundary_sides', 'detect_mission']
+
+#: ``rep103`` as written; ``unreal``: y to the right (y and headings
+#: negated); ``swapped``: blue and yellow swapped.
+CONVENTIONS = ('rep103', 'unreal', 'swapped')
 #: Largest gap (m) between consecutive points of one boundary or of the
 #: midpoint line when they are chained into a polyline.
 CHAIN_GAP = 2.5 * MAX_CONE_SPACING
-
-
-@dataclass
-class TrackFile:
-    """
-    The content of a track file, REP-103 in ``map`` (metres, radians).
-
-    ``xy`` (N, 2) / ``class_id`` (N,) are the cones (after merging
-    near-duplicates), ``lines`` their source lines, ``side`` +1 for a cone
-    the file puts on the left boundary, -1 right, 0 when it does not say;
-    ``midpoints`` (M, 2) centre-line points in file order; ``timing``
-    timing-sensor positions in file order (not cones); ``closed`` the
-    file's own closed-loop flag (None when it has none); ``notes`` the
-    loader's warnings.
-    """
-
-    path: str
-    fmt: str
-    xy: np.ndarray
-    class_id: np.ndarray
-    lines: List[int]
-    side: np.ndarray
-    car_start: Optional[Pose] = None
-    midpoints: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
-    timing: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
-    closed: Optional[bool] = None
-    notes: List[str] = field(default_factory=list)
+#: Cone-to-cone distances (m) that can span the track (left to right).
+SPAN = (1.8, 7.5)
+#: Where a file without a start pose puts the car: this far (m, rear
+#: axle) behind its first big orange cones.
+START_BEHIND = 3.0
+#: Slack (m) of the width and spacing rules for cone positions read from
+#: files (surveyed or mapped, not set by a generator).
+FILE_TOLERANCE = 0.5
+#: Points of unknown colour closer than this (median, m) are a path.
+MIN_CONE_GAP = 1.2
 
 
 @dataclass
 class TrackLoad:
-    """A loaded track, the format read and the rule check's findings."""
+    """
+    A loaded track, the format read and the rule check's findings.
+
+    ``warnings`` are the loader's notes followed by the rule warnings,
+    ``rule_warnings`` the rule warnings alone, ``errors`` the rule errors.
+    """
 
     track: Track
     fmt: str
     warnings: List[str]
     errors: List[str]
-
-
-# ------------------------------------------------------------- detection
-def detect_format(path: str) -> str:
-    """
-    Return the format of a track file from its extension and content.
-
-    ``.csv``: ``eufs`` when the first row is the header or a ``car_start``
-    row exists, else ``fsds``; ``.yaml``/``.yml``: ``pacsim`` for a top
-    ``track`` mapping, ``fssim`` for ``cones_left``/``cones_right``. Other
-    extensions are sniffed the same way. Raises ``ValueError`` naming the
-    file when nothing fits.
-    """
-    with open(path, 'r', encoding='utf-8') as stream:
-        text = stream.read()
-    ext = os.path.splitext(path)[1].lower()
-    looks_yaml = ext in ('.yaml', '.yml') or (
-        ext != '.csv' and any(key in text for key in
-                              ('cones_left', 'track:', 'left:')))
-    if looks_yaml:
-        for raw in text.splitlines():
-            line = raw.split('#', 1)[0].rstrip()
-            if not line or line.startswith((' ', '\t', '-', '---')):
-                continue
-            key = line.split(':', 1)[0].strip()
-            if key == 'track':
-                return 'pacsim'
-            if key.startswith('cones_') or key in ('starting_pose_front_wing',
-                                                   'tk_device'):
-                return 'fssim'
-        raise ValueError(f"{path}:1: field 'track': not a PacSim "
-                         '(track: ...) or fssim (cones_left: ...) YAML file')
-    for raw in text.splitlines():
-        first = raw.split(',', 1)[0].strip().lower()
-        if not first:
-            continue
-        if first == 'tag':
-            return 'eufs'
-        break
-    if any(r.split(',', 1)[0].strip() == 'car_start'
-           for r in text.splitlines()):
-        return 'eufs'
-    return 'fsds'
-
-
-# ------------------------------------------------------------------- CSV
-def _parse_float(path: str, line: int, name: str, text: Optional[str],
-                 required: bool) -> float:
-    if text is None or text.strip() == '':
-        if required:
-            raise ValueError(f'{path}:{line}: field {name!r} is missing')
-        return 0.0
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f'{path}:{line}: field {name!r} is not a number: '
-                         f'{text!r}') from None
-    if not math.isfinite(value):
-        raise ValueError(f'{path}:{line}: field {name!r} is not finite: '
-                         f'{text!r}')
-    return value
-
-
-def _read_csv(path: str, fmt: str) -> TrackFile:
-    """Read an eufs_sim/FSDS CSV (header optional, repeated header skipped)."""
-    xy: List[Tuple[float, float]] = []
-    cls: List[int] = []
-    lines: List[int] = []
-    mids: List[Tuple[float, float]] = []
-    notes: List[str] = []
-    car_start: Optional[Pose] = None
-    col: Optional[Dict[str, int]] = None
-    with open(path, 'r', newline='', encoding='utf-8') as stream:
-        reader = csv.reader(stream)
-        for row in reader:
-            line = reader.line_num
-            if not row or all(c.strip() == '' for c in row):
-                continue
-            cells = [c.strip() for c in row]
-            if cells[0].lower() == 'tag':
-                if col is not None:
-                    notes.append(f'{path}:{line}: repeated header line '
-                                 'skipped')
-                    continue
-                for name in CSV_HEADER[:3]:
-                    if name not in cells:
-                        raise ValueError(
-                            f'{path}:{line}: header misses field {name!r} '
-                            f'(expected {",".join(CSV_HEADER)})')
-                col = {name: cells.index(name) for name in CSV_HEADER
-                       if name in cells}
-                continue
-            if col is None:
-                # no header line (FSDS): the standard column order
-                col = {name: i for i, name in enumerate(CSV_HEADER)}
-
-            def get(name: str) -> Optional[str]:
-                i = col.get(name) if col is not None else None
-                return cells[i] if i is not None and i < len(cells) else None
-            tag = get('tag') or ''
-            if tag == '':
-                raise ValueError(f"{path}:{line}: field 'tag' is missing")
-            x = _parse_float(path, line, 'x', get('x'), True)
-            y = _parse_float(path, line, 'y', get('y'), True)
-            direction = _parse_float(path, line, 'direction',
-                                     get('direction'), False)
-            for name in CSV_HEADER[4:6]:
-                if _parse_float(path, line, name, get(name), False) < 0.0:
-                    raise ValueError(f'{path}:{line}: field {name!r} is a '
-                                     f'variance and must be >= 0: '
-                                     f'{get(name)!r}')
-            _parse_float(path, line, 'xy_covariance', get('xy_covariance'),
-                         False)
-            if tag == 'car_start':
-                if car_start is not None:
-                    raise ValueError(f"{path}:{line}: field 'tag': second "
-                                     'car_start row')
-                car_start = Pose(x=x, y=y, yaw=direction)
-            elif tag == 'midpoint':
-                mids.append((x, y))
-            elif tag in CSV_CONE_TAGS:
-                xy.append((x, y))
-                cls.append(CSV_CONE_TAGS[tag])
-                lines.append(line)
-            else:
-                raise ValueError(
-                    f"{path}:{line}: field 'tag': unknown tag {tag!r} "
-                    f'(expected one of {sorted(CSV_CONE_TAGS)} + '
-                    "['car_start', 'midpoint'])")
-    if col is None:
-        raise ValueError(f'{path}:1: empty file (expected rows '
-                         f'{",".join(CSV_HEADER)})')
-    return TrackFile(path=path, fmt=fmt,
-                     xy=np.array(xy, dtype=float).reshape(-1, 2),
-                     class_id=np.array(cls, dtype=np.uint8), lines=lines,
-                     side=np.zeros(len(cls), dtype=np.int8),
-                     car_start=car_start,
-                     midpoints=np.array(mids, dtype=float).reshape(-1, 2),
-                     notes=notes)
+    rule_warnings: List[str] = field(default_factory=list)
 
 
 def save_track_csv(track: Track, path: str) -> None:
     """Write a track as our eufs-style CSV (header, car_start first)."""
-    with open(path, 'w', newline='', encoding='utf-8') as stream:
-        w = csv.writer(stream)
-        w.writerow(CSV_HEADER)
-        p = track.car_start
-        w.writerow(['car_start', repr(float(p.x)), repr(float(p.y)),
-                    repr(float(p.yaw)), 0.0, 0.0, 0.0])
-        for (x, y), c in zip(track.cones.xy, track.cones.class_id):
-            w.writerow([CONE_NAMES[int(c)], repr(float(x)), repr(float(y)),
-                        0.0, 0.0, 0.0, 0.0])
-
-
-# ------------------------------------------------------------------ YAML
-class _Yaml:
-    """A composed YAML document with line numbers for error messages."""
-
-    def __init__(self, path: str, text: str) -> None:
-        self.path = path
-        try:
-            self.root = yaml.compose(text, Loader=yaml.SafeLoader)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, 'problem_mark', None)
-            line = mark.line + 1 if mark is not None else 1
-            problem = getattr(exc, 'problem', None) or str(exc).split('\n')[0]
-            raise ValueError(f'{path}:{line}: not valid YAML: {problem}'
-                             ) from None
-        if self.root is None:
-            raise ValueError(f'{path}:1: empty file')
-
-    def error(self, node: Any, where: str, message: str) -> ValueError:
-        """Return a ValueError naming file, line of ``node`` and field."""
-        line = node.start_mark.line + 1 if node is not None else 1
-        return ValueError(f'{self.path}:{line}: field {where!r}: {message}')
-
-    def mapping(self, node: Any, where: str) -> Dict[str, Any]:
-        """Return the (key -> value node) dict of a mapping node."""
-        if not isinstance(node, yaml.MappingNode):
-            raise self.error(node, where, 'expected a mapping')
-        return {str(k.value): v for k, v in node.value}
-
-    def sequence(self, node: Any, where: str) -> List[Any]:
-        """Return the item nodes of a sequence node (null = empty)."""
-        if isinstance(node, yaml.ScalarNode) and node.tag.endswith(':null'):
-            return []
-        if not isinstance(node, yaml.SequenceNode):
-            raise self.error(node, where, 'expected a list')
-        return list(node.value)
-
-    def number(self, node: Any, where: str) -> float:
-        """Return a finite float scalar."""
-        if not isinstance(node, yaml.ScalarNode):
-            raise self.error(node, where, 'expected a number')
-        try:
-            value = float(node.value)
-        except ValueError:
-            raise self.error(node, where, f'not a number: {node.value!r}'
-                             ) from None
-        if not math.isfinite(value):
-            raise self.error(node, where, f'not finite: {node.value!r}')
-        return value
-
-    def vector(self, node: Any, where: str, lo: int, hi: int) -> List[float]:
-        """Return a list of ``lo``..``hi`` finite numbers."""
-        items = self.sequence(node, where)
-        if not lo <= len(items) <= hi:
-            raise self.error(node, where, f'expected {lo}' +
-                             (f'-{hi}' if hi > lo else '') +
-                             f' numbers, got {len(items)}')
-        return [self.number(v, f'{where}[{i}]') for i, v in enumerate(items)]
-
-    def text(self, node: Any, where: str) -> str:
-        """Return a string scalar."""
-        if not isinstance(node, yaml.ScalarNode):
-            raise self.error(node, where, 'expected a string')
-        return str(node.value)
-
-
-def _read_pacsim(path: str, text: str) -> TrackFile:
-    """Read a PacSim track YAML."""
-    doc = _Yaml(path, text)
-    top = doc.mapping(doc.root, '<top>')
-    if 'track' not in top:
-        raise doc.error(doc.root, 'track', 'missing (PacSim files have a '
-                        'top-level track mapping)')
-    tr = doc.mapping(top['track'], 'track')
-    xy, cls, lines, side, timing = [], [], [], [], []
-    notes: List[str] = []
-    skipped = 0
-    for key, sgn in (('left', 1), ('right', -1), ('unknown', 0),
-                     ('time_keeping', 0)):
-        if key not in tr:
-            if key in ('left', 'right'):
-                raise doc.error(top['track'], f'track.{key}', 'missing')
-            continue
-        for i, item in enumerate(doc.sequence(tr[key], f'track.{key}')):
-            where = f'track.{key}[{i}]'
-            entry = doc.mapping(item, where)
-            if 'position' not in entry:
-                raise doc.error(item, f'{where}.position', 'missing')
-            pos = doc.vector(entry['position'], f'{where}.position', 2, 3)
-            name = doc.text(entry['class'], f'{where}.class') \
-                if 'class' in entry else 'unknown'
-            if key == 'time_keeping' or name == 'timekeeping':
-                timing.append(pos[:2])
-                continue
-            if name == 'invisible':
-                skipped += 1
-                continue
-            if name not in PACSIM_CLASSES:
-                raise doc.error(entry.get('class', item), f'{where}.class',
-                                f'unknown class {name!r} (expected one of '
-                                f'{sorted(PACSIM_CLASSES)}, timekeeping, '
-                                'invisible)')
-            xy.append(pos[:2])
-            cls.append(PACSIM_CLASSES[name])
-            lines.append(item.start_mark.line + 1)
-            side.append(sgn)
-    if skipped:
-        notes.append(f'{path}: {skipped} invisible landmarks skipped (not '
-                     'cones)')
-    car_start = None
-    if 'start' in tr:
-        st = doc.mapping(tr['start'], 'track.start')
-        pos = doc.vector(st['position'], 'track.start.position', 2, 3) \
-            if 'position' in st else [0.0, 0.0]
-        ori = doc.vector(st['orientation'], 'track.start.orientation', 3, 3) \
-            if 'orientation' in st else [0.0, 0.0, 0.0]
-        car_start = Pose(x=pos[0], y=pos[1], yaw=ori[2])
-    closed = None
-    if 'lanesFirstWithLastConnected' in tr:
-        node = tr['lanesFirstWithLastConnected']
-        value = doc.text(node, 'track.lanesFirstWithLastConnected').lower()
-        if value not in ('true', 'false'):
-            raise doc.error(node, 'track.lanesFirstWithLastConnected',
-                            f'expected true or false, got {value!r}')
-        closed = value == 'true'
-    return TrackFile(path=path, fmt='pacsim',
-                     xy=np.array(xy, dtype=float).reshape(-1, 2),
-                     class_id=np.array(cls, dtype=np.uint8), lines=lines,
-                     side=np.array(side, dtype=np.int8), car_start=car_start,
-                     timing=np.array(timing, dtype=float).reshape(-1, 2),
-                     closed=closed, notes=notes)
-
-
-def _read_fssim(path: str, text: str) -> TrackFile:
-    """Read an AMZ fssim track YAML."""
-    doc = _Yaml(path, text)
-    top = doc.mapping(doc.root, '<top>')
-    for key in ('cones_left', 'cones_right'):
-        if key not in top:
-            raise doc.error(doc.root, key, 'missing')
-    xy, cls, lines, side = [], [], [], []
-    for key, colour, sgn in (('cones_left', CONE_BLUE, 1),
-                             ('cones_right', CONE_YELLOW, -1),
-                             ('cones_orange', CONE_ORANGE, 0),
-                             ('cones_orange_big', CONE_BIG_ORANGE, 0)):
-        if key not in top:
-            continue
-        for i, item in enumerate(doc.sequence(top[key], key)):
-            pos = doc.vector(item, f'{key}[{i}]', 2, 3)
-            xy.append(pos[:2])
-            cls.append(colour)
-            lines.append(item.start_mark.line + 1)
-            side.append(sgn)
-    timing = []
-    if 'tk_device' in top:
-        for i, item in enumerate(doc.sequence(top['tk_device'],
-                                              'tk_device')):
-            timing.append(doc.vector(item, f'tk_device[{i}]', 2, 3)[:2])
-    car_start = None
-    if 'starting_pose_front_wing' in top:
-        x, y, yaw = doc.vector(top['starting_pose_front_wing'],
-                               'starting_pose_front_wing', 3, 3)
-        car_start = Pose(x=x - FRONT_WING_OFFSET * math.cos(yaw),
-                         y=y - FRONT_WING_OFFSET * math.sin(yaw), yaw=yaw)
-    return TrackFile(path=path, fmt='fssim',
-                     xy=np.array(xy, dtype=float).reshape(-1, 2),
-                     class_id=np.array(cls, dtype=np.uint8), lines=lines,
-                     side=np.array(side, dtype=np.int8), car_start=car_start,
-                     timing=np.array(timing, dtype=float).reshape(-1, 2))
+    save_csv(path, track.car_start,
+             ((CONE_NAMES[int(c)], x, y) for (x, y), c in
+              zip(track.cones.xy, track.cones.class_id)))
 
 
 # ------------------------------------------------------------- reading
@@ -432,36 +94,33 @@ def read_track_file(path: str, fmt: str = 'auto',
     """
     Read a track file of any supported format (``fmt='auto'`` detects it).
 
-    Applies the axis ``convention`` (``unreal``: y and headings negated)
-    and merges near-duplicate cones (bases overlapping) into one at their
-    mean position, noting both lines. Raises ``ValueError`` (one line with
-    file, line and field) for a broken file, ``FileNotFoundError`` for a
-    missing one.
+    Applies the axis ``convention``, merges near-duplicate cones (bases
+    overlapping) into one at their mean position noting both lines, reads
+    numeric colour codes by where their cones stand and puts cones of
+    unknown colour on a boundary when the file has too few blue/yellow
+    cones. Raises ``ValueError`` (one line with file, line and field) for
+    a broken file, ``FileNotFoundError`` for a missing one.
     """
     if convention not in CONVENTIONS:
         raise ValueError(f'{path}: convention {convention!r} is not one of '
                          f'{list(CONVENTIONS)}')
-    if fmt in ('auto', '', None):
-        fmt = detect_format(path)
-    if fmt not in FORMATS:
-        raise ValueError(f'{path}: format {fmt!r} is not one of '
-                         f'{["auto", *FORMATS]}')
-    if fmt in ('eufs', 'fsds'):
-        tf = _read_csv(path, fmt)
-    else:
-        with open(path, 'r', encoding='utf-8') as stream:
-            text = stream.read()
-        tf = _read_pacsim(path, text) if fmt == 'pacsim' else \
-            _read_fssim(path, text)
+    tf = read_file(path, fmt)
     if len(tf.xy) == 0:
         raise ValueError(f'{path}: no cones')
     if convention == 'unreal':
         for arr in (tf.xy, tf.midpoints, tf.timing):
             arr[:, 1] *= -1.0
+        tf.side = -tf.side
         if tf.car_start is not None:
             p = tf.car_start
             tf.car_start = Pose(x=p.x, y=-p.y, z=p.z, yaw=-p.yaw)
+    elif convention == 'swapped':
+        # the colours are wrong, the file's sides (names, lists) are not
+        blue, yellow = tf.class_id == CONE_BLUE, tf.class_id == CONE_YELLOW
+        tf.class_id[blue], tf.class_id[yellow] = CONE_YELLOW, CONE_BLUE
     _merge_duplicates(tf)
+    _resolve_colours(tf)
+    _infer_start(tf)
     for note in tf.notes:
         LOG.debug(note)
     return tf
@@ -519,10 +178,333 @@ def _merge_duplicates(tf: TrackFile) -> None:
             sides = tf.side[members]
             tf.side[r] = int(sides[sides != 0][0]) if (sides != 0).any() \
                 else 0
+        known = tf.class_id[members] != CONE_UNKNOWN
+        if tf.class_id[r] == CONE_UNKNOWN and known.any():
+            tf.class_id[r] = tf.class_id[members[known][0]]
     tf.xy = tf.xy[keep]
     tf.class_id = tf.class_id[keep]
     tf.side = tf.side[keep]
+    if tf.codes is not None:
+        tf.codes = tf.codes[keep]
     tf.lines = [ln for ln, k in zip(tf.lines, keep) if k]
+
+
+def _resolve_colours(tf: TrackFile) -> None:
+    """
+    Read numeric colour codes and give cones of unknown colour a side.
+
+    Numeric codes (a cone-map message's enum, which differs between
+    teams) are read by where their cones stand when the track is walked
+    from the car start (:func:`boundary_sides`): a code whose cones are
+    at least 3/4 on the left is blue, on the right yellow; a code of at
+    most 8 cones is big orange when they stand at the start, else orange;
+    the rest stay unknown. When all cones carry one code it says nothing
+    (unknown colour). Then, if the file has fewer than two cones on
+    either boundary (by colour or by the file's left/right lists), the
+    unknown cones get the side :func:`boundary_sides` finds. In place.
+    """
+    start = tf.car_start if tf.car_start is not None else Pose()
+    coloured = ((tf.class_id == CONE_BLUE) | (tf.class_id == CONE_YELLOW)) & \
+        (tf.side != 0)
+    says = np.where(tf.class_id == CONE_BLUE, 1, -1)
+    clash = coloured & (tf.side != says)
+    if clash.any() and clash.sum() < 0.5 * coloured.sum():
+        # a few cones whose colour contradicts the file's side: the side
+        # is the slip (when most do, the colours are: mirrored)
+        tf.side[clash] = says[clash]
+        tf.notes.append(f'{tf.path}:{tf.lines[int(np.flatnonzero(clash)[0])]}'
+                        f': {int(clash.sum())} cones whose colour contradicts '
+                        "the file's left/right: the colour is kept")
+    if tf.codes is not None:
+        codes = tf.codes
+        coded = codes >= 0
+        found = np.unique(codes[coded])
+        if len(found) == 1:
+            tf.notes.append(f'{tf.path}: all {int(coded.sum())} coded cones '
+                            f'have colour code {int(found[0])}: read as '
+                            'unknown colour')
+        else:
+            side = boundary_sides(tf.xy, start)
+            origin = np.array([start.x, start.y])
+            names = []
+            for code in found:
+                m = coded & (codes == code)
+                s = side[m]
+                left, right = int((s > 0).sum()), int((s < 0).sum())
+                near = np.hypot(*(tf.xy[m] - origin).T).max() < 15.0
+                if left >= 3 and left >= 0.75 * (left + right):
+                    cls = CONE_BLUE
+                elif right >= 3 and right >= 0.75 * (left + right):
+                    cls = CONE_YELLOW
+                elif m.sum() <= 8:
+                    cls = CONE_BIG_ORANGE if near else CONE_ORANGE
+                else:
+                    cls = CONE_UNKNOWN
+                tf.class_id[m & (tf.class_id == CONE_UNKNOWN)] = cls
+                names.append(f'{int(code)} = {CONE_NAMES[cls]} '
+                             f'({int(m.sum())})')
+            tf.notes.append(f'{tf.path}: numeric colour codes read by where '
+                            f'their cones stand: {", ".join(names)}')
+    cls = tf.class_id
+    left = int(((tf.side > 0) | ((tf.side == 0) & (cls == CONE_BLUE))).sum())
+    right = int(((tf.side < 0) | ((tf.side == 0) & (cls == CONE_YELLOW))
+                 ).sum())
+    unknown = (cls == CONE_UNKNOWN) & (tf.side == 0)
+    if (left < 2 or right < 2) and unknown.sum() >= 4:
+        pts = tf.xy[unknown]
+        gap = float(np.median(cKDTree(pts).query(pts, k=2)[0][:, 1]))
+        if gap < MIN_CONE_GAP:
+            raise ValueError(
+                f'{tf.path}: {len(pts)} points of unknown colour only '
+                f'{gap:.2f} m apart (median): a path or centre line, not '
+                'cones')
+        side = boundary_sides(tf.xy, start)
+        tf.side[unknown] = side[unknown]
+        got = int((side[unknown] != 0).sum())
+        if min((side > 0).sum(), (side < 0).sum()) < 4:
+            raise ValueError(
+                f'{tf.path}: {int(unknown.sum())} cones of unknown colour do '
+                'not form a track: walking from the car start finds no left '
+                'and right boundary (one boundary only, or a path or '
+                'centre-line file?)')
+        tf.notes.append(f'{tf.path}: {int(unknown.sum())} cones of unknown '
+                        f'colour: {got} put on the left or right boundary by '
+                        'walking the track from the car start' +
+                        ('' if got >= 0.8 * unknown.sum() else
+                         ' (the rest is off the walked track)'))
+
+
+def _infer_start(tf: TrackFile) -> None:
+    """
+    Give a file without a start pose one, behind its start line.
+
+    FSDS maps and Unreal dumps have a fixed convention (the car at the
+    origin facing +x) and are left alone. Otherwise the car faces along
+    the track with its left boundary (blue, or the file's left side) on
+    its left (the three nearest left and right cones give the direction)
+    and stands ``START_BEHIND`` m behind the big orange cones that come
+    first in that direction; without big orange cones at the origin when
+    it is between the boundaries, else between the left and right cones
+    nearest to it. In place, with a note when that is not the origin
+    facing +x.
+    """
+    if tf.car_start is not None or tf.fmt in ('fsds', 'unreal_dir'):
+        return
+    cls = tf.class_id
+    left, right = _boundary_masks(cls, tf.side)
+    origin = np.zeros(2)
+    if left.sum() < 1 or right.sum() < 1:
+        tf.car_start = Pose()
+        return
+    lp, rp = tf.xy[left], tf.xy[right]
+
+    def heading_at(p: np.ndarray) -> np.ndarray:
+        li = np.argsort(np.hypot(*(lp - p).T))[:3]
+        ri = np.argsort(np.hypot(*(rp - p).T))[:3]
+        n = lp[li].mean(axis=0) - rp[ri].mean(axis=0)
+        norm = float(np.hypot(*n))
+        return np.array([n[1], -n[0]]) / norm if norm > 0.5 else \
+            np.array([1.0, 0.0])
+    big = tf.xy[cls == CONE_BIG_ORANGE]
+    if len(big) >= 2:
+        groups = _groups(big, 6.5)
+        h0 = heading_at(origin)
+        first = min(groups, key=lambda g: float((g - origin) @ h0))
+        h = heading_at(first)
+        anchor = first - START_BEHIND * h
+    else:
+        il = int(np.argmin(np.hypot(*lp.T)))
+        ir = int(np.argmin(np.hypot(*(rp - lp[il]).T)))
+        span = float(np.hypot(*(lp[il] - rp[ir])))
+        between = float(np.hypot(*lp[il]) + np.hypot(*rp[ir])) < span + 1.0
+        anchor = origin if between else (lp[il] + rp[ir]) / 2.0
+        h = heading_at(anchor)
+    yaw = math.atan2(h[1], h[0])
+    tf.car_start = Pose(x=float(anchor[0]), y=float(anchor[1]), yaw=yaw)
+    if np.hypot(*anchor) > 0.05 or abs(yaw) > 0.05:
+        tf.notes.append(f'{tf.path}: no start pose: the car starts at '
+                        f'({anchor[0]:.2f}, {anchor[1]:.2f}) facing '
+                        f'{math.degrees(yaw):.0f} deg, along the track with '
+                        'its left boundary on the left' +
+                        (', behind the big orange cones' if len(big) >= 2
+                         else ''))
+
+
+def _boundary_masks(cls: np.ndarray, side: np.ndarray
+                    ) -> Tuple[np.ndarray, np.ndarray]:
+    """
+    Return the masks of the left and right boundary cones of a file.
+
+    The file's side (PacSim lists, fssim names, flag columns) where it
+    gives one, else blue left and yellow right; orange cones are left out
+    whatever side the file gives them (files put start-gate cones on the
+    wrong side), the centre line takes them by where they stand.
+    """
+    orange = (cls == CONE_ORANGE) | (cls == CONE_BIG_ORANGE)
+    left = ((side > 0) & ~orange) | ((side == 0) & (cls == CONE_BLUE))
+    right = ((side < 0) & ~orange) | ((side == 0) & (cls == CONE_YELLOW))
+    return left, right
+
+
+def _groups(points: np.ndarray, radius: float) -> List[np.ndarray]:
+    """Return the centres of the groups of points closer than ``radius``."""
+    label = np.arange(len(points))
+    for a, b in sorted((int(p), int(q)) for p, q in
+                       cKDTree(points).query_pairs(radius)):
+        la, lb = label[a], label[b]
+        label[label == max(la, lb)] = min(la, lb)
+    return [points[label == k].mean(axis=0) for k in np.unique(label)]
+
+
+def boundary_sides(xy: np.ndarray, start: Pose) -> np.ndarray:
+    """
+    Return the side of each cone (+1 left, -1 right, 0 neither) by geometry.
+
+    See :func:`_walk`, which also says whether the walk closed its loop.
+    """
+    return _walk(xy, start)[0]
+
+
+def _walk(xy: np.ndarray, start: Pose) -> Tuple[np.ndarray, bool]:
+    """
+    Return the side of each cone (+1 left, -1 right, 0 neither) by geometry.
+
+    Walks the Delaunay triangulation of the cones along the track from
+    ``start``: the first edge is the nearest that spans the track ahead
+    (``SPAN`` long, crossing the line of travel, more across than along
+    it); from each edge (left cone, right cone) the triangle ahead has a
+    third cone, which replaces the edge's left cone when it stands left
+    of the way on, else its right one (in a corridor of cones every
+    triangle has one boundary edge and two spanning edges, so this walks
+    the strip of triangles between the boundaries, around hairpins too).
+    Where the strip ends (a gap, the end of the triangulation) the
+    nearest spanning edge up to 10 m ahead continues it. Every edge
+    walked votes its left cone left and its right cone right. Stops back
+    at the first edge (closed) or when nothing lies ahead; cones no edge
+    touched (clutter) get 0.
+    """
+    n = len(xy)
+    side = np.zeros(n, dtype=np.int8)
+    if n < 4:
+        return side, False
+    try:
+        tri = Delaunay(xy)
+    except Exception:               # collinear or too few distinct points
+        return side, False
+    faces: Dict[Tuple[int, int], List[int]] = {}
+    for t, simplex in enumerate(tri.simplices):
+        for i in range(3):
+            e = (int(min(simplex[i], simplex[(i + 1) % 3])),
+                 int(max(simplex[i], simplex[(i + 1) % 3])))
+            faces.setdefault(e, []).append(t)
+    edges = np.array(sorted(faces), dtype=int)
+    vec = xy[edges[:, 1]] - xy[edges[:, 0]]
+    length = np.hypot(*vec.T)
+    mid = xy[edges].mean(axis=1)
+    tree = cKDTree(mid)
+    seen = set()
+
+    def unit(v: np.ndarray) -> np.ndarray:
+        return v / max(float(np.hypot(*v)), 1e-9)
+
+    def acquire(p: np.ndarray, h: np.ndarray) -> Optional[Tuple[int, int]]:
+        """Return the nearest spanning edge ahead of ``p`` as (left, right)."""
+        cand = np.array(tree.query_ball_point(p, 10.0), dtype=int)
+        if cand.size == 0:
+            return None
+        d_vec = mid[cand] - p
+        d = np.hypot(*d_vec.T)
+        a, b = xy[edges[cand, 0]], xy[edges[cand, 1]]
+        ca = h[0] * (a - p)[:, 1] - h[1] * (a - p)[:, 0]
+        cb = h[0] * (b - p)[:, 1] - h[1] * (b - p)[:, 0]
+        good = ((d_vec @ h) > 0.2) & (ca * cb < 0.0) & \
+            (np.abs(vec[cand] @ h) < 0.9 * length[cand]) & \
+            (length[cand] >= SPAN[0]) & (length[cand] <= SPAN[1])
+        good &= np.array([(int(edges[c, 0]), int(edges[c, 1])) not in seen
+                          or (int(edges[c, 0]), int(edges[c, 1])) == closing
+                          for c in cand], dtype=bool)
+        if not good.any():
+            return None
+        cost = d + 3.0 * np.abs(ca + cb)
+        k = int(np.flatnonzero(good)[np.argmin(cost[good])])
+        c = cand[k]
+        return (int(edges[c, 0]), int(edges[c, 1])) if ca[k] > 0 else \
+            (int(edges[c, 1]), int(edges[c, 0]))
+
+    def options(cur: Tuple[int, int], h: np.ndarray,
+                prev: Tuple[int, int]) -> List[Tuple[int, int]]:
+        """Return the next edges through the triangle ahead, likeliest first."""
+        left, right = cur
+        m = (xy[left] + xy[right]) / 2.0
+        span = xy[left] - xy[right]
+        fwd = unit(np.array([span[1], -span[0]]))
+        key = (min(cur), max(cur))
+        # each boundary's own direction (the way on at the start)
+        d_left = unit(xy[left] - xy[prev[0]]) if prev[0] != left else h
+        d_right = unit(xy[right] - xy[prev[1]]) if prev[1] != right else h
+        for t in faces.get(key, []):
+            c = [int(v) for v in tri.simplices[t] if v not in key][0]
+            if float((xy[c] - m) @ fwd) <= 0.0:
+                continue                            # the triangle behind
+            # c is on the side whose boundary runs on to it
+            along = unit(xy[c] - xy[left]) @ d_left - \
+                unit(xy[c] - xy[right]) @ d_right
+            out = [(c, right), (left, c)] if along > 0 else \
+                [(left, c), (c, right)]
+            return [e for e in out if SPAN[0] <= float(np.hypot(
+                *(xy[e[0]] - xy[e[1]]))) <= SPAN[1] + 1.5]
+        return []
+
+    p = np.array([start.x, start.y], dtype=float)
+    h = np.array([math.cos(start.yaw), math.sin(start.yaw)])
+    closing: Tuple[int, int] = (-1, -1)     # the first edge, once walked
+    first = acquire(p, h)
+    if first is None:
+        return side, False
+    closing = (min(first), max(first))
+    path: List[Tuple[int, int]] = []
+    heads: List[np.ndarray] = []
+    spare: List[Tuple[int, Tuple[int, int]]] = []
+    cur: Optional[Tuple[int, int]] = first
+    closed = False
+    for _step in range(6 * n):
+        key = (min(cur), max(cur))
+        if key == closing and len(path) > 2:
+            closed = True
+            break
+        nxt = []
+        if key not in seen:
+            seen.add(key)
+            path.append(cur)
+            span = xy[cur[0]] - xy[cur[1]]
+            h = unit(h + unit(np.array([span[1], -span[0]])))
+            heads.append(h)
+            prev = path[-2] if len(path) > 1 else cur
+            nxt = options(cur, h, prev)
+        if nxt:
+            spare += [(len(path), e) for e in nxt[1:]]
+            cur = nxt[0]
+            continue
+        # dead end or back on the walked strip: a wrong side chosen a
+        # few steps back? take the other
+        if spare and len(path) - spare[-1][0] <= 3:
+            pos, cur = spare.pop()
+            for e in path[pos:]:
+                seen.discard((min(e), max(e)))
+            del path[pos:], heads[pos:]
+            h = heads[-1]
+            continue
+        last = path[-1]
+        cur = acquire((xy[last[0]] + xy[last[1]]) / 2.0, h)
+        if cur is None:
+            break
+    votes = np.zeros((n, 2), dtype=np.int32)
+    for left, right in path:
+        votes[left, 0] += 1
+        votes[right, 1] += 1
+    side[votes[:, 0] > votes[:, 1]] = 1
+    side[votes[:, 1] > votes[:, 0]] = -1
+    return side, closed
 
 
 # ------------------------------------------------------------ building
@@ -531,20 +513,26 @@ def build_track(tf: TrackFile, mission: str = '', width: float = 0.0
     """
     Build a :class:`Track` (centre line, width, timing lines) from a file.
 
-    The centre line comes from the ``midpoint`` rows when they form a
+    ``mission`` '' detects it (:func:`detect_mission`): ``skidpad`` places
+    the standard skidpad layout on the file's circles, anything else
+    builds the centre line from the ``midpoint`` rows when they form a
     line, else from the boundaries (cones the file puts left/right, or
-    blue/yellow by colour, chained from the car start); ``mission=
-    'skidpad'`` places the standard skidpad layout at ``car_start``.
-    Timing lines come from the timing sensors (pairs in file order: one
-    pair = start and finish, two = start, finish), else from the big
-    orange cones. ``width`` 0 means the median local width of the cones.
+    blue/yellow by colour, chained from the car start); an open straight
+    is an acceleration track. Timing lines come from the timing sensors
+    (pairs in file order: one pair = start and finish, two = start,
+    finish), else from the big orange cones. ``width`` 0 means the median
+    local width of the cones.
     """
     car_start = tf.car_start if tf.car_start is not None else Pose()
     cones = ConeArray(xy=tf.xy.copy(), class_id=tf.class_id.copy(),
                       knocked=np.zeros(len(tf.class_id), dtype=bool))
-    name = os.path.splitext(os.path.basename(tf.path))[0]
-    if mission == 'skidpad':
-        return _skidpad_at(name, cones, car_start)
+    name = os.path.splitext(os.path.basename(tf.path.rstrip('/')))[0]
+    fit = _skidpad_fit(tf.xy, tf.class_id, car_start)
+    if mission == 'skidpad' or mission == '' and fit is not None:
+        return _skidpad_at(name, cones, car_start, fit, tf)
+    if fit is not None:
+        tf.notes.append(f'{tf.path}: the cones form a skidpad but the '
+                        f'mission is {mission}')
     cl, closed = None, False
     if len(tf.midpoints) >= 4:
         got = _centerline_from_midpoints(tf.midpoints, car_start)
@@ -557,6 +545,19 @@ def build_track(tf: TrackFile, mission: str = '', width: float = 0.0
     if cl is None:
         cl, closed = _centerline_from_cones(cones, tf.side, car_start,
                                             tf.path)
+        if not closed and tf.closed is not False:
+            side, walked = _walk(tf.xy, car_start)
+            if walked:
+                cl2, closed = _centerline_from_cones(cones, side, car_start,
+                                                     tf.path)
+                if closed:
+                    cl = cl2
+                    tf.notes.append(
+                        f'{tf.path}: the cone colours do not chain into two '
+                        "boundaries; the centre line follows the cones' "
+                        'geometry (walked from the car start)')
+    if mission == '' and _is_straight(cl, closed):
+        mission = 'acceleration'
     probe = Track(name, cones, car_start, cl, closed, width=MIN_WIDTH)
     if width <= 0.0:
         w = local_widths(probe)
@@ -565,36 +566,98 @@ def build_track(tf: TrackFile, mission: str = '', width: float = 0.0
     tan = tangents(cl, closed)
     timing = _timing_from_sensors(tf.timing, cl, closed, tan, width)
     if timing is None:
-        timing = _timing_from_big_orange(cones, cl, closed, tan, width)
+        timing = _timing_from_big_orange(cones, cl, closed, tan, width,
+                                         car_start)
+    car_start = _behind_start_line(car_start, timing['start'], tf)
     return Track(name=name, cones=cones, car_start=car_start, centerline=cl,
                  closed=closed, width=width, timing_lines=timing,
                  mission=mission)
 
 
+def _behind_start_line(car_start: Pose, line: TimingLine, tf: TrackFile
+                       ) -> Pose:
+    """
+    Move the car back when its front would stand across the start line.
+
+    The referee times the front bumper across the start line; a car whose
+    front (``FRONT_WING_OFFSET`` ahead of the rear axle, ``car_start``) is
+    already past it never starts lap 1 (PacSim's acceleration file puts its
+    reference point 1.98 m behind the line). The car is moved back along
+    its heading to 0.5 m behind the line, with a note.
+    """
+    heading = np.array([math.cos(car_start.yaw), math.sin(car_start.yaw)])
+    centre = (line.a + line.b) / 2.0
+    ahead = float((centre - [car_start.x, car_start.y]) @ heading)
+    need = FRONT_WING_OFFSET + 0.5
+    if not 0.0 <= ahead < need or float(line.direction @ heading) < 0.5:
+        return car_start
+    back = need - ahead
+    tf.notes.append(f'{tf.path}: car start moved {back:.2f} m back: its '
+                    'front was across the start line')
+    return Pose(x=car_start.x - back * heading[0],
+                y=car_start.y - back * heading[1], z=car_start.z,
+                yaw=car_start.yaw)
+
+
+def detect_mission(tf: TrackFile) -> str:
+    """Return ``skidpad``, ``acceleration`` or '' (a track) for a file."""
+    return build_track(tf).mission
+
+
+def _is_straight(cl: np.ndarray, closed: bool) -> bool:
+    """Return True for an open centre line within 1.5 m of its chord, > 50 m."""
+    if closed or len(cl) < 2:
+        return False
+    chord = cl[-1] - cl[0]
+    length = float(np.hypot(*chord))
+    if length < 50.0:
+        return False
+    u = chord / length
+    off = (cl - cl[0]) @ np.array([-u[1], u[0]])
+    return float(np.abs(off).max()) < 1.5
+
+
 def load_track_file(path: str, fmt: str = 'auto', convention: str = 'rep103',
                     mission: str = '', width: float = 0.0,
-                    tolerance: float = 0.1) -> TrackLoad:
+                    tolerance: float = FILE_TOLERANCE) -> TrackLoad:
     """
     Read a track file, build the track and run the FS rule check.
 
+    ``tolerance`` (m) is the slack of the width and spacing rules:
+    ``FILE_TOLERANCE`` by default, as cone positions in files are surveyed
+    or mapped (a 5 m gap set on the ground measures 5.1-5.4 m in the
+    public competition maps).
+
     ``warnings`` holds the loader's notes (merged cones, skipped rows) and
-    the rule warnings, ``errors`` the rule errors (mirrored colours). A
-    broken file raises ``ValueError`` instead.
+    the rule warnings, ``errors`` the rule errors (mirrored colours, with
+    a hint at the convention that loads the file). A broken file raises
+    ``ValueError`` instead.
     """
     tf = read_track_file(path, fmt, convention)
     track = build_track(tf, mission, width)
-    errors, warnings = [], list(tf.notes)
+    errors, rules = [], []
     for finding in rule_findings(track, tolerance):
         msg = f'{path}: {finding.message}'
         if finding.severity == 'error':
-            if 'mirrored' in finding.message and convention == 'rep103':
-                msg += (' (a file written with y to the right, as old FSDS '
-                        'maps? try convention unreal)')
+            if 'mirrored' in finding.message:
+                msg += ' (' + _mirror_hint(tf.fmt, convention) + ')'
             errors.append(msg)
         else:
-            warnings.append(msg)
-    return TrackLoad(track=track, fmt=tf.fmt, warnings=warnings,
-                     errors=errors)
+            rules.append(msg)
+    return TrackLoad(track=track, fmt=tf.fmt, warnings=list(tf.notes) + rules,
+                     errors=errors, rule_warnings=rules)
+
+
+def _mirror_hint(fmt: str, convention: str) -> str:
+    """Return the hint for a mirrored file: which convention to try."""
+    if convention != 'rep103':
+        return f'read with convention {convention}; try convention rep103'
+    if fmt == 'sdf':
+        return ("fssim's SDF export puts blue cones on the right: try "
+                'convention swapped, or its tracks_yaml file')
+    return ('a file written with y to the right, as FSDS maps before '
+            'September 2022? try convention unreal (or swapped if only the '
+            'colours are exchanged)')
 
 
 def open_track(path: str, fmt: str = 'auto', convention: str = 'rep103',
@@ -630,16 +693,16 @@ def _chain(points: np.ndarray, start: np.ndarray, heading: np.ndarray,
     if cand.size == 0:
         cand = np.arange(n)
     first = cand[np.argmin(np.hypot(*rel[cand].T))]
-    tree = cKDTree(points)
+    k = min(n, 8)
+    near_d, near_i = cKDTree(points).query(points, k=k)
+    near_d, near_i = near_d.reshape(n, k), near_i.reshape(n, k)
     order = [int(first)]
     used = np.zeros(n, bool)
     used[first] = True
     direction = heading.copy()
     while True:
         cur = points[order[-1]]
-        k = min(n, 8)
-        dist, idx = tree.query(cur, k=k)
-        dist, idx = np.atleast_1d(dist), np.atleast_1d(idx)
+        dist, idx = near_d[order[-1]], near_i[order[-1]]
         ok = (~used[idx]) & (dist <= max_gap) & (dist > 0)
         if not ok.any():
             break
@@ -687,14 +750,15 @@ def _centerline_from_cones(cones: ConeArray, side: np.ndarray,
     Rebuild a centre line from the boundary cones.
 
     A first pass uses the cones the file puts left/right (or blue left and
-    yellow right); the other cones are then put on the side they lie on
-    and the centre line is rebuilt with them (braking zones, start lines).
+    yellow right); the other cones standing in a boundary line (within a
+    metre of the median boundary offset: braking zones; not clutter further
+    out, nor cones within 1.5 m of a boundary cone of their side, as gate
+    cones beside the line) are then put on their side and the centre line
+    is rebuilt with them.
     """
     heading = np.array([math.cos(car_start.yaw), math.sin(car_start.yaw)])
     origin = np.array([car_start.x, car_start.y])
-    cls = cones.class_id
-    left = (side > 0) | ((side == 0) & (cls == CONE_BLUE))
-    right = (side < 0) | ((side == 0) & (cls == CONE_YELLOW))
+    left, right = _boundary_masks(cones.class_id, side)
     if left.sum() < 2 or right.sum() < 2:
         # no colours: split all cones by the side of the start heading
         rel = cones.xy - origin
@@ -705,14 +769,22 @@ def _centerline_from_cones(cones: ConeArray, side: np.ndarray,
     other = ~(left | right)
     if other.any():
         probe = Track('', cones, car_start, cl, closed)
-        _s, lat, _d = lateral_position(probe, cones.xy[other])
-        idx = np.flatnonzero(other)
-        left = left.copy()
-        right = right.copy()
-        left[idx[lat > 0]] = True
-        right[idx[lat < 0]] = True
-        cl, closed = _centerline_pass(cones.xy[left], cones.xy[right],
-                                      origin, heading, path)
+        _s, lat, _d = lateral_position(probe, cones.xy)
+        half = float(np.median(np.abs(lat[left | right])))
+        # only cones in the boundary lines (braking zones, start gates);
+        # clutter further out would bend the centre line
+        near = other & (np.abs(lat) > 0.4 * half) & \
+            (np.abs(lat) < half + 1.0)
+        # not beside a boundary cone already there (a gate cone next to
+        # the line would make it zigzag)
+        for mask in (left, right):
+            d, _i = cKDTree(cones.xy[mask]).query(cones.xy)
+            near &= ~((d < 1.5) & ((lat > 0) == (mask is left)))
+        if near.any():
+            left = left | (near & (lat > 0))
+            right = right | (near & (lat < 0))
+            cl, closed = _centerline_pass(cones.xy[left], cones.xy[right],
+                                          origin, heading, path)
     return cl, closed
 
 
@@ -726,19 +798,54 @@ def _centerline_pass(left: np.ndarray, right: np.ndarray, origin: np.ndarray,
     ro = right[_chain(right, origin, heading, CHAIN_GAP)]
     closed = bool(len(lo) > 4 and len(ro) > 4
                   and np.hypot(*(lo[-1] - lo[0])) < CHAIN_GAP)
-    # centre points: each ordered left cone with the nearest point of the
-    # right boundary polyline (densified), then a smoothing spline
+    # centre points: each cone with the nearest point of the other
+    # boundary's polyline (densified), from both sides (from one side the
+    # midpoints of an outer corner's cones bunch at the inner corner),
+    # in order along the left boundary, no step backwards, then a
+    # smoothing spline
+    dense_left = resample(lo, closed, 0.1)
     dense_right = resample(ro, closed, 0.1)
+    left_tree = cKDTree(dense_left)
     _d, j = cKDTree(dense_right).query(lo)
-    mids = (lo + dense_right[j]) / 2.0
-    keep = np.concatenate([[True], np.hypot(*np.diff(mids, axis=0).T) > 0.3])
-    mids = mids[keep]
+    _d, i_lo = left_tree.query(lo)
+    _d, i_ro = left_tree.query(ro)
+    mids = np.vstack([(lo + dense_right[j]) / 2.0,
+                      (ro + dense_left[i_ro]) / 2.0])
+    order = np.argsort(np.concatenate([i_lo, i_ro]), kind='stable')
+    mids = _forward_only(mids[order], 0.3, closed)
     closed = closed and len(mids) > 4
     if not closed:
         # extend back to the car start
         first = np.array([origin - 2.0 * heading])
         mids = np.vstack([first, mids])
     return _smooth(mids, closed), closed
+
+
+def _forward_only(pts: np.ndarray, min_step: float, closed: bool
+                  ) -> np.ndarray:
+    """
+    Drop points closer than ``min_step`` to the last kept, then turn-backs.
+
+    A turn-back is a point where the line turns by more than 120 degrees
+    (a midpoint out of order); removed until none is left.
+    """
+    out = [pts[0]]
+    for p in pts[1:]:
+        if np.hypot(*(p - out[-1])) >= min_step:
+            out.append(p)
+    q = np.array(out)
+    for _ in range(len(q)):
+        if len(q) < 4:
+            break
+        prev = q - (np.roll(q, 1, axis=0) if closed else np.vstack([q[:1], q[:-1]]))
+        nxt = (np.roll(q, -1, axis=0) if closed else np.vstack([q[1:], q[-1:]])) - q
+        norm = np.hypot(*prev.T) * np.hypot(*nxt.T)
+        cos = np.einsum('ij,ij->i', prev, nxt) / np.maximum(norm, 1e-12)
+        bad = (cos < -0.5) & (norm > 0)
+        if not bad.any():
+            break
+        q = q[~bad]
+    return q
 
 
 def _smooth(pts: np.ndarray, closed: bool) -> np.ndarray:
@@ -784,12 +891,23 @@ def _timing_from_sensors(points: np.ndarray, cl: np.ndarray, closed: bool,
 
 
 def _timing_from_big_orange(cones: ConeArray, cl: np.ndarray, closed: bool,
-                            tan: np.ndarray, width: float
+                            tan: np.ndarray, width: float, car_start: Pose
                             ) -> Dict[str, TimingLine]:
-    """Return timing lines at the big orange cone groups (first, last)."""
+    """
+    Return timing lines at the big orange cone groups (first, last).
+
+    Without big orange cones the start line is ``START_BEHIND`` m along the
+    centre line ahead of the car start (not where the centre line begins,
+    which can be under the car: its first lap would not be timed).
+    """
     big = cones.xy[cones.class_id == CONE_BIG_ORANGE]
     if len(big) == 0:
-        line = timing_line('start', cl[0], tan[0], width / 2.0 + 0.5)
+        s = arc_length(cl, closed)[:len(cl)]
+        i0 = int(np.argmin(np.hypot(*(cl - [car_start.x, car_start.y]).T)))
+        ahead = (s - s[i0]) % s[-1] if closed else s - s[i0]
+        ok = np.flatnonzero(ahead >= START_BEHIND)
+        i = int(ok[np.argmin(ahead[ok])]) if ok.size else len(cl) - 1
+        line = timing_line('start', cl[i], tan[i], width / 2.0 + 0.5)
         return {'start': line, 'finish': line}
     pairs = cKDTree(big).query_pairs(width + 2.0, output_type='ndarray')
     label = np.arange(len(big))
@@ -807,31 +925,138 @@ def _timing_from_big_orange(cones: ConeArray, cl: np.ndarray, closed: bool,
     return {'start': start, 'finish': finish}
 
 
-def _skidpad_at(name: str, cones: ConeArray, car_start: Pose) -> Track:
+def _skidpad_fit(xy: np.ndarray, cls: np.ndarray, start: Pose
+                 ) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+    """
+    Return (crossing, driving direction) when the cones form a skidpad.
+
+    Every blue/yellow/unknown cone votes (0.25 m grid) for the centres of
+    circles of the skidpad's inner and outer radii through it; the two
+    best peaks 18.25 m (+- 1 m) apart are the circle centres when at
+    least 60 % of those cones (and 16) stand within 0.4 m of a ring. The
+    crossing is between the centres, the direction across their line
+    pointing away from the car start. None otherwise.
+    """
+    ring = np.flatnonzero((cls == CONE_BLUE) | (cls == CONE_YELLOW)
+                          | (cls == CONE_UNKNOWN))
+    if not 16 <= len(ring) <= 200:
+        return None
+    pts = xy[ring]
+    span = pts.max(axis=0) - pts.min(axis=0)
+    if span.max() > 2.0 * SKIDPAD_OUTER_DIAMETER + 10.0:
+        return None                         # more than two circles' size
+    radii = (SKIDPAD_RADII[0], SKIDPAD_RADII[1])
+    ang = np.linspace(0.0, 2 * math.pi, 96, endpoint=False)
+    circ = np.column_stack([np.cos(ang), np.sin(ang)])
+    votes = np.vstack([(p + r * circ) for p in pts for r in radii])
+    lo = votes.min(axis=0)
+    cell = 0.25
+    ij = np.floor((votes - lo) / cell).astype(int)
+    shape = ij.max(axis=0) + 1
+    if shape[0] * shape[1] > 4_000_000:
+        return None
+    grid = np.zeros(shape, dtype=np.int32)
+    np.add.at(grid, (ij[:, 0], ij[:, 1]), 1)
+    # smooth 3x3 so a centre between cells still peaks
+    pad = np.pad(grid, 1)
+    sm = sum(pad[1 + di:1 + di + shape[0], 1 + dj:1 + dj + shape[1]]
+             for di in (-1, 0, 1) for dj in (-1, 0, 1))
+    order = np.argsort(sm, axis=None)[::-1][:400]
+    peaks = np.column_stack(np.unravel_index(order, shape)) * cell + lo + \
+        cell / 2.0
+    first = peaks[0]
+    dist = np.hypot(*(peaks - first).T)
+    other = np.flatnonzero(np.abs(dist - SKIDPAD_CENTRE_DISTANCE) < 1.0)
+    if other.size == 0:
+        return None
+    second = peaks[other[0]]
+    first, second = _ring_centre(pts, first), _ring_centre(pts, second)
+    d = np.minimum(np.hypot(*(pts - first).T), np.hypot(*(pts - second).T))
+    on_ring = (np.abs(d - radii[0]) < 0.4) | (np.abs(d - radii[1]) < 0.4)
+    if on_ring.sum() < max(16, 0.6 * len(pts)):
+        return None
+    crossing = (first + second) / 2.0
+    axis = (second - first) / np.hypot(*(second - first))
+    direction = np.array([-axis[1], axis[0]])
+    origin = np.array([start.x, start.y])
+    toward = crossing - origin
+    if np.hypot(*toward) > 3.0:
+        if float(toward @ direction) < 0.0:
+            direction = -direction
+    elif float(direction @ [math.cos(start.yaw), math.sin(start.yaw)]) < 0:
+        direction = -direction
+    return crossing, direction
+
+
+def _ring_centre(pts: np.ndarray, centre: np.ndarray) -> np.ndarray:
+    """Refine a skidpad circle centre: fixed-radius fit to its ring cones."""
+    c = centre.astype(float).copy()
+    for _ in range(200):
+        rel = pts - c
+        dist = np.hypot(*rel.T)
+        radius = np.where(np.abs(dist - SKIDPAD_RADII[0]) <
+                          np.abs(dist - SKIDPAD_RADII[1]), SKIDPAD_RADII[0],
+                          SKIDPAD_RADII[1])
+        near = (np.abs(dist - radius) < 0.6) & (dist > 1e-6)
+        if near.sum() < 3:
+            break
+        new = np.mean(pts[near] - radius[near, None] * rel[near]
+                      / dist[near, None], axis=0)
+        done = float(np.hypot(*(new - c))) < 1e-12
+        c = new
+        if done:
+            break
+    return c
+
+
+#: Skidpad ring radii (inner, outer) in metres.
+SKIDPAD_RADII = (SKIDPAD_INNER_DIAMETER / 2.0, SKIDPAD_OUTER_DIAMETER / 2.0)
+
+
+def _skidpad_at(name: str, cones: ConeArray, car_start: Pose,
+                fit: Optional[Tuple[np.ndarray, np.ndarray]],
+                tf: TrackFile) -> Track:
     """
     Return the standard skidpad centre line and gate placed on the file.
 
-    The layout is turned to the start heading; its crossing lies on the
-    car's line at the mean along-track position of the blue and yellow
-    cones (the circles are symmetric about it), or 13 m ahead of the car
-    (our own layout) when there are fewer than 8 of them.
+    With a fit (:func:`_skidpad_fit`) the layout's crossing is put on the
+    file's and turned to its driving direction; the car starts where our
+    layout starts (the route mode drives the standard route from there),
+    with a note when the file says otherwise. Without one (``mission:
+    skidpad`` on cones that do not form
+    the circles) the layout is turned to the start heading, its crossing
+    13 m ahead of the car (our own layout), with a note.
     """
     ref = skidpad_track()
-    c, s = math.cos(car_start.yaw), math.sin(car_start.yaw)
-    rot = np.array([[c, -s], [s, c]])
-    heading = rot[:, 0]
-    origin = np.array([car_start.x, car_start.y])
-    ring = (cones.class_id == CONE_BLUE) | (cones.class_id == CONE_YELLOW)
-    along = float(np.mean((cones.xy[ring] - origin) @ heading)) \
-        if ring.sum() >= 8 else -float(ref.car_start.x)
-    off = origin + along * heading
+    if fit is None:
+        tf.notes.append(f'{tf.path}: the cones do not form the skidpad '
+                        'circles: the standard layout is placed ahead of '
+                        'the car start')
+        heading = np.array([math.cos(car_start.yaw), math.sin(car_start.yaw)])
+        off = np.array([car_start.x, car_start.y]) - \
+            float(ref.car_start.x) * heading
+    else:
+        off, heading = fit
+    rot = np.array([[heading[0], -heading[1]], [heading[1], heading[0]]])
 
-    def tf(p: np.ndarray) -> np.ndarray:
+    def place(p: np.ndarray) -> np.ndarray:
         return p @ rot.T + off
-    lines = {k: TimingLine(v.name, tf(v.a), tf(v.b), rot @ v.direction)
+    if fit is not None:
+        # the route mode drives the standard route from the standard start
+        # (SKIDPAD_START_AFTER_ENTRY into the entry lane): put the car there
+        x, y = place(np.array([ref.car_start.x, 0.0]))
+        yaw = math.atan2(heading[1], heading[0])
+        moved = math.hypot(x - car_start.x, y - car_start.y)
+        if tf.car_start is not None and (
+                moved > 0.5 or math.cos(car_start.yaw - yaw) < 0.99):
+            tf.notes.append(f'{tf.path}: car start moved {moved:.2f} m to '
+                            'the standard skidpad start (the route mode '
+                            'drives the standard route from there)')
+        car_start = Pose(x=float(x), y=float(y), yaw=yaw)
+    lines = {k: TimingLine(v.name, place(v.a), place(v.b), rot @ v.direction)
              for k, v in ref.timing_lines.items()}
     return Track(name=name, cones=cones, car_start=car_start,
-                 centerline=tf(ref.centerline), closed=False,
+                 centerline=place(ref.centerline), closed=False,
                  width=ref.width, timing_lines=lines, mission='skidpad')
 
 

@@ -36,6 +36,12 @@ MIN_LAP = 200.0
 MAX_LAP = 500.0
 #: A stretch whose curvature radius exceeds this counts as straight (m).
 STRAIGHT_RADIUS = 100.0
+#: The end (m) of an open track's centre line where cones close the lane.
+END_ZONE = 3.0
+#: Half the chord (m) over which the hairpin check measures curvature.
+HAIRPIN_BASE = 2.0
+#: Below this median width (m) no car fits between the boundaries: error.
+MIN_DRIVABLE_WIDTH = 1.5
 
 # Skidpad geometry (FS rules): diameters and centre distance, metres.
 
@@ -90,10 +96,19 @@ def _segments_intersect(p: np.ndarray, closed: bool) -> bool:
     a = p if closed else p[:-1]
     m = len(a)
     d = q - a
-    i, j = np.triu_indices(m, k=2)
+    if m < 3:
+        return False
+    # only segments whose midpoints are within one segment length can meet
+    seg = float(np.hypot(*d.T).max())
+    pairs = cKDTree((a + q) / 2.0).query_pairs(
+        seg * 1.01, output_type='ndarray')
+    if pairs.size == 0:
+        return False
+    i, j = np.sort(pairs, axis=1).T
+    keep = j - i >= 2
     if closed:
-        keep = ~((i == 0) & (j == m - 1))
-        i, j = i[keep], j[keep]
+        keep &= ~((i == 0) & (j == m - 1))
+    i, j = i[keep], j[keep]
 
     def orient(o: np.ndarray, u: np.ndarray, w: np.ndarray) -> np.ndarray:
         return u[:, 0] * (w[:, 1] - o[:, 1]) - u[:, 1] * (w[:, 0] - o[:, 0])
@@ -379,16 +394,23 @@ class RuleFinding:
     message: str
 
 
-def boundary_mask(track: Track, lat: np.ndarray) -> np.ndarray:
+def boundary_mask(track: Track, lat: np.ndarray,
+                  s: Optional[np.ndarray] = None) -> np.ndarray:
     """
     Return a mask of the cones near enough to the centre line to bound it.
 
     Cones more than one track width (at least 3 m) beside the centre line
     are clutter around the track (PacSim ``unknown`` landmarks, other
     layouts on the same ground) and are left out of the width and spacing
-    rules.
+    rules; so are, on an open track, the cones within ``END_ZONE`` of the
+    end of its centre line (given their arc positions ``s``): the row of
+    cones across the lane that closes an acceleration braking zone or a
+    skidpad exit.
     """
-    return np.abs(lat) <= max(float(track.width), MIN_WIDTH)
+    near = np.abs(lat) <= max(float(track.width), MIN_WIDTH)
+    if s is not None and not track.closed:
+        near &= s < track.length - END_ZONE
+    return near
 
 
 def local_widths(track: Track) -> np.ndarray:
@@ -407,7 +429,7 @@ def local_widths(track: Track) -> np.ndarray:
     if len(xy) < 2 or len(track.centerline) < 2:
         return out
     s, lat, _dist = lateral_position(track, xy)
-    near = boundary_mask(track, lat)
+    near = boundary_mask(track, lat, s)
     total = track.length
     win = MAX_CONE_SPACING + 1.0
     for sgn in (1.0, -1.0):
@@ -485,7 +507,7 @@ def rule_findings(track: Track, tolerance: float = 0.1
             warn('centre line intersects itself')
         fine = resample(cl, track.closed, 0.5)
         kappa = path_curvature(fine, track.closed)
-        outer_d = 2.0 * (1.0 / max(kappa.max(), 1e-9) + track.width / 2.0)
+        outer_d = _hairpin_outer_diameter(track, fine)
         if outer_d < MIN_HAIRPIN_OUTER_DIAMETER:
             warn(f'hairpin outer diameter {outer_d:.2f} m < '
                  f'{MIN_HAIRPIN_OUTER_DIAMETER} m')
@@ -493,7 +515,11 @@ def rule_findings(track: Track, tolerance: float = 0.1
         longest = _longest_run(straight, track.closed) * 0.5
         if longest > MAX_STRAIGHT:
             warn(f'straight of {longest:.1f} m > {MAX_STRAIGHT} m')
-    if track.width < MIN_WIDTH - tolerance:
+    if track.width < MIN_DRIVABLE_WIDTH:
+        out.append(RuleFinding(
+            'error', f'track width {track.width} m: the left and right '
+            'boundaries nearly coincide (not drivable)'))
+    elif track.width < MIN_WIDTH - tolerance:
         warn(f'track width {track.width} m < {MIN_WIDTH} m')
     s, lat, _dist = lateral_position(track, cones.xy)
     widths = local_widths(track)
@@ -505,6 +531,8 @@ def rule_findings(track: Track, tolerance: float = 0.1
              f'{cones.xy[i].round(2).tolist()})')
     blue = cones.class_id == CONE_BLUE
     yellow = cones.class_id == CONE_YELLOW
+    if track.mission == 'skidpad' and 'start' in track.timing_lines:
+        lat = _skidpad_ring_lat(track)
     blue_wrong = np.flatnonzero(blue & (lat < 0))
     yellow_wrong = np.flatnonzero(yellow & (lat > 0))
     wrong = blue_wrong.size + yellow_wrong.size
@@ -547,6 +575,55 @@ def rule_findings(track: Track, tolerance: float = 0.1
     for text in overlapping_cones(cones):
         warn(text)
     return out
+
+
+def _skidpad_ring_lat(track: Track) -> np.ndarray:
+    """
+    Return each cone's lateral offset from the skidpad's circle laps.
+
+    The skidpad route passes the crossing five times and the outer ring
+    cones next to the entry stand beside the entry lane too; the colours
+    belong to the circles, so they are judged against the route without
+    its straight parts (within 0.5 m of the axis through the crossing).
+    """
+    gate = track.timing_lines['start']
+    centre = (gate.a + gate.b) / 2.0
+    d = gate.direction / max(float(np.hypot(*gate.direction)), 1e-9)
+    rel = track.centerline - centre
+    off = rel[:, 0] * d[1] - rel[:, 1] * d[0]
+    rings = track.centerline[np.abs(off) > 0.5]
+    if len(rings) < 3:
+        return lateral_position(track, track.cones.xy)[1]
+    probe = Track(track.name, track.cones, track.car_start, rings, False,
+                  track.width)
+    return lateral_position(probe, track.cones.xy)[1]
+
+
+def _hairpin_outer_diameter(track: Track, fine: np.ndarray) -> float:
+    """
+    Return the outside diameter (m) of the tightest turn of a track.
+
+    The centre-line radius at the tightest point, over chords of
+    +-``HAIRPIN_BASE`` m (a hairpin's arc is longer; cone-by-cone wiggles
+    of a centre line built from cones are not turns), plus the offset of
+    the outer boundary's cones there (hairpins are often wider than the
+    median width).
+    """
+    kappa = path_curvature(fine, track.closed, HAIRPIN_BASE)
+    i = int(np.argmax(kappa))
+    radius = 1.0 / max(float(kappa[i]), 1e-9)
+    n = len(fine)
+    k = max(1, int(round(HAIRPIN_BASE / 0.5)))
+    j0, j2 = (i - k) % n if track.closed else max(i - k, 0), \
+        (i + k) % n if track.closed else min(i + k, n - 1)
+    a, b = fine[i] - fine[j0], fine[j2] - fine[i]
+    turn = 1.0 if a[0] * b[1] - a[1] * b[0] > 0.0 else -1.0
+    _s, lat, _d = lateral_position(track, track.cones.xy)
+    near = (np.hypot(*(track.cones.xy - fine[i]).T) < 2.0 * HAIRPIN_BASE) & \
+        (lat * turn < 0.0) & (np.abs(lat) < track.width)
+    offset = float(np.median(np.abs(lat[near]))) if near.any() else \
+        track.width / 2.0
+    return 2.0 * (radius + offset)
 
 
 def _longest_run(mask: np.ndarray, closed: bool) -> int:
@@ -595,7 +672,7 @@ def make_track(spec: Dict, source: str = '') -> Track:
             [os.path.join(os.path.dirname(source), f) if source else f,
              config_path('tracks', f), f]
         for cand in cands:
-            if os.path.isfile(cand):
+            if os.path.isfile(cand) or os.path.isdir(cand):   # or Unreal dumps
                 return open_track(cand, fmt=str(spec.get('format', 'auto')),
                                   convention=str(spec.get('convention',
                                                           'rep103')),

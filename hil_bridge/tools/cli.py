@@ -8,10 +8,10 @@ Subcommands::
     carla-hil run --profile all|sim_pc|onboard --backend builtin|carla
                   --scenario NAME [--duration S] [--real-time]
                   [--record BAG_DIR [--record-topics PATTERN ...]
-                   [--record-exclude PATTERN ...]]
+                   [--record-exclude PATTERN ...] [--record-version V]]
                   [--out RUN_DIR | --no-report] [--set NODE.PARAM=VALUE ...]
-    carla-hil play BAG [--rate R] [--no-clock]
-    carla-hil report BAG --out DIR
+    carla-hil play BAG [--rate R] [--no-clock] [--role NAME] [--all]
+    carla-hil report BAG --out DIR [--role NAME]
     carla-hil scenarios list
     carla-hil scenarios run SUITE [--jobs N] [--out DIR]
     carla-hil track check|convert|plot FILE [--format F] [--convention C]
@@ -43,7 +43,9 @@ other machine(s) (``dds_environment``); every child dies with the runner,
 even on ``kill -9`` (PR_SET_PDEATHSIG, :mod:`hil_bridge.tools.supervisor`);
 the Fast DDS shared-memory files of earlier runs that died are removed at
 the start and the end of a run (:mod:`hil_bridge.interface.dds_shm`; files
-held by live processes are never touched).
+held by live processes are never touched), and a watcher process removes
+those of the runner and its children if the runner is killed
+(``kill -9``: nothing of the run is left).
 """
 
 import argparse
@@ -58,7 +60,8 @@ import time
 from typing import Any, Dict, List, Optional
 
 from hil_bridge.interface import graph
-from hil_bridge.interface.config import dds_environment, node_params, parse_peers
+from hil_bridge.interface.config import (check_peers_resolve, dds_environment,
+                                         node_params, parse_peers)
 from hil_bridge.interface.params import coerce_text
 from hil_bridge.tools.supervisor import ProcessSpec, Supervisor
 
@@ -428,8 +431,10 @@ def _default_run_dir(scenario: str) -> str:
 
 
 def _recorder_spec(name: str, bag: str, topics: List[str],
-                   exclude: List[str], namespace: str) -> ProcessSpec:
-    argv = [sys.executable, '-m', 'hil_bridge.tools.recorder', bag]
+                   exclude: List[str], namespace: str,
+                   version: str = 'auto') -> ProcessSpec:
+    argv = [sys.executable, '-m', 'hil_bridge.tools.recorder', bag,
+            '--bag-version', version]
     if topics:
         argv += ['--topics', *topics]
     for pattern in exclude:
@@ -474,9 +479,17 @@ def check_config(args: argparse.Namespace) -> None:
                              f'{", ".join(_scenario_names())}')
         return  # a name the CARLA backend resolves itself
     try:
-        load_scenario(args.scenario)
+        scenario = load_scenario(args.scenario)
     except (ValueError, FileNotFoundError) as err:
         raise SystemExit(str(err).split('\n')[0]) from None
+    # the sensor rig the bridge will load (--set hil_bridge.rig wins): a bad
+    # one stopped the bridge only after every node had started
+    from hil_bridge.interface.rig import load_rig
+    rig = str(effective_param('hil_bridge', 'rig', _parse_sets(args.set)) or scenario.rig)
+    try:
+        load_rig(rig)
+    except (ValueError, FileNotFoundError) as err:
+        raise SystemExit(f'rig {rig!r}: ' + str(err).split('\n')[0]) from None
 
 
 def _scenario_names() -> List[str]:
@@ -489,10 +502,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run a profile of the graph; return the exit code."""
     try:
         peers = parse_peers(args.peers)
+        check_peers_resolve(peers)
     except ValueError as err:
         print(f'carla-hil run: {err}', file=sys.stderr)
         return EXIT_CONFIG
     os.environ.update(dds_environment(peers))
+    try:
+        from hil_bridge.tools.bag_metadata import version_for
+        version_for(args.record_version)
+    except ValueError as err:
+        print(f'carla-hil run: --record-version: {err}', file=sys.stderr)
+        return EXIT_CONFIG
     try:
         check_config(args)
         return _run(args)
@@ -539,7 +559,7 @@ def _run(args: argparse.Namespace) -> int:
         if name == 'report_recorder':
             exclude, topics = list(REPORT_EXCLUDE), []
         recorders.append(_recorder_spec(name, bag, topics, exclude,
-                                        args.namespace))
+                                        args.namespace, args.record_version))
     if run_dir:
         os.makedirs(run_dir, exist_ok=True)
     live = args.progress == 'live' or (args.progress == 'auto'
@@ -558,6 +578,7 @@ def _run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     monitor = None
     _clean_shm(out, 'of earlier runs that died')
+    cleaner = _start_cleaner()
     try:
         for spec in recorders:  # first, so they hold frame 0
             sup.start(spec)
@@ -583,6 +604,7 @@ def _run(args: argparse.Namespace) -> int:
         if monitor is not None:
             monitor.close()
         _clean_shm(out, 'of nodes that had to be killed')
+        _stop_cleaner(cleaner)
         out.close()
         for sig, handler in old.items():
             signal.signal(sig, handler)
@@ -605,6 +627,33 @@ def _clean_shm(out: '_Output', whose: str) -> None:
     if report.removed:
         out.write(f'[carla-hil] removed {len(report.removed)} Fast DDS shared-memory files '
                   f'({report.freed_bytes / 1e6:.0f} MB) {whose}')
+
+
+def _start_cleaner() -> Any:
+    """
+    Start the watcher that removes this runner's shared memory if it is killed.
+
+    The runner's own participant (the progress line) and those of children
+    killed while they started cannot be removed by them after ``kill -9``
+    (:func:`hil_bridge.interface.dds_shm.clean_after`); None where it
+    cannot start.
+    """
+    from hil_bridge.interface.dds_shm import start_cleaner
+    try:
+        return start_cleaner()
+    except OSError:
+        return None
+
+
+def _stop_cleaner(cleaner: Any) -> None:
+    """End the watcher of a runner that ends normally (it cleaned up itself)."""
+    if cleaner is None:
+        return
+    cleaner.terminate()
+    try:
+        cleaner.wait(timeout=5.0)
+    except Exception:  # noqa: B902 - subprocess.TimeoutExpired: leave it, it ends alone
+        pass
 
 
 def _start_monitor(args: argparse.Namespace, out: _Output) -> Any:
@@ -743,6 +792,10 @@ def make_parser() -> argparse.ArgumentParser:
                      'instead of lockstep as fast as possible')
     run.add_argument('--record', default='',
                      help='rosbag2 bag directory to write (all topics)')
+    run.add_argument('--record-version', default='auto', metavar='V',
+                     help='metadata.yaml version of the bags: 5 (Humble '
+                     'reads it), 9 (Jazzy, Kilted), a distro name, or auto '
+                     '(from ROS_DISTRO: 5 on Humble, else 9)')
     run.add_argument('--record-topics', nargs='+', default=[],
                      metavar='PATTERN', help='record only these topics')
     run.add_argument('--record-exclude', action='append', default=[],
@@ -783,11 +836,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = make_parser()
     args, rest = parser.parse_known_args(argv)
-    if args.func is None:
-        return _delegate(args.module, rest)
-    if rest:
-        parser.error(f'unrecognised arguments: {" ".join(rest)}')
-    return args.func(args)
+    try:
+        if args.func is None:
+            return _delegate(args.module, rest)
+        if rest:
+            parser.error(f'unrecognised arguments: {" ".join(rest)}')
+        return args.func(args)
+    except KeyboardInterrupt:  # Ctrl-C before a command took the signal (imports)
+        print(f'[carla-hil] {args.command}: interrupted', file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == '__main__':

@@ -153,3 +153,18 @@ def full_definition(full_type: str) -> str:
         parts.append(f'{SEPARATOR}\nMSG: {dep}\n'
                      f'{msg_text(dep).rstrip(chr(10))}')
     return '\n'.join(parts) + '\n'
+
+
+def stamped_first(full_type: str) -> bool:
+    """Return True if a type's first field is a header or a time stamp."""
+    try:
+        text = msg_text(full_type)
+    except (FileNotFoundError, ValueError):
+        return False
+    for line in text.splitlines():
+        line = line.split('#', 1)[0].strip()
+        if not line:
+            continue
+        first = line.split()[0]
+        return first in ('std_msgs/Header', 'Header', 'builtin_interfaces/Time')
+    return False

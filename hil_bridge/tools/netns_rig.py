@@ -309,13 +309,24 @@ class NetnsRig:
             raise ValueError(f'host {host!r} unknown; one of {list(HOSTS)}')
         return self.ns[host]
 
-    def env(self, host: str, base: Optional[Dict[str, str]] = None
-            ) -> Dict[str, str]:
-        """Return ``base`` (default os.environ) plus the rig's DDS settings."""
+    def env(self, host: str, base: Optional[Dict[str, str]] = None,
+            dds: bool = True) -> Dict[str, str]:
+        """
+        Return ``base`` (default os.environ) plus the rig's DDS settings.
+
+        ``dds`` False: no DDS settings at all (none of the caller's either:
+        profile, discovery range, static peers), for processes that set
+        their own, e.g. ``carla-hil run --peers``.
+        """
         env = dict(os.environ if base is None else base)
         for name in PROFILE_VARIABLES:  # no profile of the caller's survives
             env.pop(name, None)
-        env.update(dds_env())
+        if dds:
+            env.update(dds_env())
+        else:
+            for name in ('ROS_AUTOMATIC_DISCOVERY_RANGE', 'ROS_STATIC_PEERS',
+                         'ROS_LOCALHOST_ONLY'):
+                env.pop(name, None)
         env['CARLA_HIL_HOST'] = host
         return env
 
@@ -329,11 +340,11 @@ class NetnsRig:
 
     def popen(self, host: str, argv: Sequence[str],
               env: Optional[Dict[str, str]] = None, cpus: str = '',
-              **kwargs: object) -> subprocess.Popen:
-        """Start ``argv`` inside ``host`` in its own session; return it."""
+              dds: bool = True, **kwargs: object) -> subprocess.Popen:
+        """Start ``argv`` inside ``host`` in its own session; return it (``dds``: see env)."""
         kwargs.setdefault('start_new_session', True)
         return subprocess.Popen(self.argv(host, argv, cpus),
-                                env=self.env(host, env), **kwargs)
+                                env=self.env(host, env, dds), **kwargs)
 
     def run(self, host: str, argv: Sequence[str],
             env: Optional[Dict[str, str]] = None, timeout: float = 60.0

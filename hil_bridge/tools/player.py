@@ -1,7 +1,7 @@
 # Copyright 2026 carla_hil developers
 # SPDX-License-Identifier: Apache-2.0
 """
-Replay a recording (``carla-hil play BAG``): a rosbag2 bag or an MCAP file.
+Replay a recording (``carla-hil play BAG``): any rosbag2 bag or storage file.
 
 Messages are published serialized, paced by ``--rate`` (1.0 = as
 recorded, 0 = as fast as possible), ``/clock`` included, so the onboard
@@ -10,6 +10,17 @@ By default only what the simulator PC publishes is replayed (the contract
 topics whose publisher is ``hil_bridge``, plus other actors' odometry),
 so the onboard nodes recompute everything downstream; ``--all`` replays
 every recorded topic.
+
+The bag is read by :mod:`hil_bridge.tools.bag_io`: MCAP or sqlite3,
+split, zstd-compressed, metadata versions 1-9, a bag without
+``metadata.yaml`` or cut short (a warning says so). A bag that cannot be
+read, or holds no message, ends the player with one line naming the file
+and exit code 2. Topics it cannot replay (a message type not installed
+here, a serialization other than CDR, a contract topic name with another
+type) are named in one warning line and left out; topics outside the
+simulator PC's set are listed in one line (``--all`` replays them). The
+vehicle role is taken from the topic names (``/carla/<role>/...``) when
+the bag has none of the default role's and ``--role`` is not given.
 
 Each topic is offered with the QoS its recorded publishers offered (the
 bag's ``offered_qos_profiles``, as rosbag2's player does; keep last 100):
@@ -55,19 +66,23 @@ lagged), and a paced replay without ``--start-on`` loses those frames.
 """
 
 import argparse
+from dataclasses import dataclass, field
 import fnmatch
 import heapq
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from hil_bridge.bridge.recorder_link import RecorderLink
 from hil_bridge.interface import contract, recorder_status
 from hil_bridge.tools import bag_metadata as bm
-from hil_bridge.tools.mcap_io import channels, iter_raw
-from hil_bridge.tools.msg_definitions import msg_text
+from hil_bridge.tools.bag_io import Bag, BagError, BagMessage, guarded, open_bag, TopicInfo
+from hil_bridge.tools.msg_definitions import stamped_first
 from hil_bridge.tools.recorder import cdr_stamp_ns, msg_class
+
+#: Exit code after SIGINT / SIGTERM (README, exit codes).
+EXIT_INTERRUPTED = 130
 
 #: look-ahead (s of sim time) within which messages are put in stamp order
 REORDER_WINDOW = 1.0
@@ -98,13 +113,10 @@ def contract_qos_kind(topic: str, role: str) -> str:
     return 'state'
 
 
-def playback_qos(topic: str, metadata: Dict[str, str], role: str) -> Any:
+def playback_qos(topic: str, offers: Sequence[Dict[str, Any]],
+                 role: str) -> Any:
     """Return the QoS to offer for a recorded topic (see module doc)."""
     from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-    try:
-        offers = bm.parse_qos(metadata.get('offered_qos_profiles', ''))
-    except ValueError:
-        offers = []
     policies = bm.playback_policies(offers) if offers else None
     if policies is None:
         return contract.qos_profile(contract_qos_kind(topic, role))
@@ -117,50 +129,94 @@ def playback_qos(topic: str, metadata: Dict[str, str], role: str) -> Any:
         if durability == 'transient_local' else DurabilityPolicy.VOLATILE)
 
 
-def stamped_first(full_type: str) -> bool:
-    """Return True if a type's first field is a header or a time stamp."""
-    try:
-        text = msg_text(full_type)
-    except (FileNotFoundError, ValueError):
-        return False
-    for line in text.splitlines():
-        line = line.split('#', 1)[0].strip()
-        if not line:
-            continue
-        first = line.split()[0]
-        return first in ('std_msgs/Header', 'Header', 'builtin_interfaces/Time')
-    return False
-
-
-def ordered(messages: Iterator[Tuple[Any, Any, Any]],
+def ordered(messages: Iterable[BagMessage],
             window_ns: int = int(REORDER_WINDOW * 1e9)
-            ) -> Iterator[Tuple[int, Any, Any, Any]]:
+            ) -> Iterator[Tuple[int, BagMessage]]:
     """
-    Yield (time ns, schema, channel, message) in replay order.
+    Yield (time ns, message) in replay order.
 
     ``messages`` in log-time order; the time is the stamp for stamped
     types (``/clock`` before the other messages of its stamp), else the
-    log time. Messages are held back for ``window_ns`` of log time.
+    log time. Messages are held back for ``window_ns`` of log time. A
+    stamp more than ``window_ns`` from the log time is not used (the log
+    time is): a bag recorded without sim time logs wall time while the
+    stamps are sim time, and a zero stamp would otherwise be replayed
+    first and stretch the schedule to the next message's sim time.
     """
-    heap: List[Tuple[int, int, int, Any, Any, Any]] = []
+    heap: List[Tuple[int, int, int, BagMessage]] = []
     stamped: Dict[str, bool] = {}
     seq = 0
-    for schema, channel, message in messages:
-        name = schema.name if schema is not None else ''
+    for message in messages:
+        name = message.msg_type
         if name not in stamped:
             stamped[name] = stamped_first(name)
         t = cdr_stamp_ns(message.data) if stamped[name] else None
-        if t is None:
+        if t is None or abs(t - message.log_time) > window_ns:
             t = message.log_time
-        rank = 0 if channel.topic == '/clock' else 1
-        heapq.heappush(heap, (t, rank, seq, schema, channel, message))
+        rank = 0 if message.topic == '/clock' else 1
+        heapq.heappush(heap, (t, rank, seq, message))
         seq += 1
         while heap and heap[0][0] < message.log_time - window_ns:
-            t0, _r, _s, sch, ch, msg = heapq.heappop(heap)
-            yield t0, sch, ch, msg
+            t0, _r, _s, msg = heapq.heappop(heap)
+            yield t0, msg
     while heap:
-        t0, _r, _s, sch, ch, msg = heapq.heappop(heap)
-        yield t0, sch, ch, msg
+        t0, _r, _s, msg = heapq.heappop(heap)
+        yield t0, msg
+
+
+def contract_type(topic: str, role: str) -> Optional[str]:
+    """Return the contract's message type of a topic name (None if none)."""
+    for row in contract.topics().values():
+        if fnmatch.fnmatch(topic, row.name.format(role=role, actor='*')):
+            return row.msg_type
+    return None
+
+
+@dataclass
+class Plan:
+    """What a replay publishes: topic -> info, and what it leaves out."""
+
+    topics: Dict[str, TopicInfo] = field(default_factory=dict)
+    #: topic -> why it cannot be replayed (a warning)
+    unusable: Dict[str, str] = field(default_factory=dict)
+    #: topics outside the replayed set (not the simulator PC's)
+    skipped: List[str] = field(default_factory=list)
+
+
+def plan(bag: Bag, role: str, replay_all: bool = False,
+         clock: bool = True) -> Plan:
+    """Return which topics of ``bag`` a replay publishes (module doc)."""
+    patterns = None if replay_all else sim_pc_topics(role)
+    out = Plan()
+    for name, info in sorted(bag.topics.items()):
+        if name == '/clock' and not clock:
+            continue
+        if patterns is not None and not any(fnmatch.fnmatch(name, p)
+                                            for p in patterns):
+            out.skipped.append(name)
+            continue
+        want = contract_type(name, role)
+        if info.serialization_format != 'cdr':
+            out.unusable[name] = (f'serialization '
+                                  f'{info.serialization_format!r}, not cdr')
+        elif want is not None and info.msg_type != want:
+            out.unusable[name] = f'{info.msg_type or "no type"}, the ' \
+                f'contract has {want}'
+        else:
+            try:
+                msg_class(info.msg_type)
+            except (ImportError, AttributeError, ValueError):
+                out.unusable[name] = f'{info.msg_type or "no type"} not ' \
+                    'installed'
+                continue
+            out.topics[name] = info
+    return out
+
+
+def _listing(names: Sequence[str], limit: int = 8) -> str:
+    shown = ', '.join(names[:limit])
+    return shown + (f' and {len(names) - limit} more' if len(names) > limit
+                    else '')
 
 
 def _wait_for_subscribers(pubs: Dict[str, Any], wait: float,
@@ -245,7 +301,7 @@ class Lockstep:
         return ok
 
 
-def play(path: str, rate: float = 1.0, replay_all: bool = False,
+def play(path: Any, rate: float = 1.0, replay_all: bool = False,
          clock: bool = True, role: str = contract.DEFAULT_ROLE,
          context: Optional[object] = None, wait: float = 10.0,
          settle: float = 1.0, lockstep: Sequence[str] = (),
@@ -254,7 +310,8 @@ def play(path: str, rate: float = 1.0, replay_all: bool = False,
     """
     Publish the recording once; return counts (sent, late, timeouts).
 
-    Publishers are created up front (for finished files) and playback
+    ``path``: a bag path or an open :class:`Bag`. Publishers are created
+    up front for the topics :func:`plan` chooses and playback
     starts when the subscriber counts settle (see module doc).
     ``lockstep``: contract keys to wait for after each frame
     (``RECORDER_IF_RUNNING``: recorder_status if a recorder publishes it
@@ -264,12 +321,13 @@ def play(path: str, rate: float = 1.0, replay_all: bool = False,
     """
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
+    from rclpy.signals import SignalHandlerOptions
     own = context is None
-    if own:
-        rclpy.init()
+    if own:  # signals are the caller's (main: Ctrl-C ends playback cleanly)
+        rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
+    bag = path if isinstance(path, Bag) else open_bag(path)
+    chosen = plan(bag, role, replay_all, clock)
     node = rclpy.create_node('bag_player', context=context)
-    patterns = None if replay_all else sim_pc_topics(role)
-    meta = {topic: (type_name, md) for topic, type_name, md in channels(path)}
     pubs: Dict[str, object] = {}
     every_frame = bool(lockstep)
     asked = list(lockstep if every_frame else start_on)
@@ -287,51 +345,36 @@ def play(path: str, rate: float = 1.0, replay_all: bool = False,
             executor.spin_once(timeout_sec=0.05)
     thread = threading.Thread(target=spin, daemon=True)
     thread.start()
-
-    def wanted(topic: str) -> bool:
-        if topic == '/clock' and not clock:
-            return False
-        return patterns is None or any(fnmatch.fnmatch(topic, p)
-                                       for p in patterns)
-
-    def publisher(topic: str, type_name: str) -> object:
-        if topic not in pubs:
-            md = meta.get(topic, ('', {}))[1]
+    try:  # from here on, the spin thread and the node are cleaned up
+        for topic, info in chosen.topics.items():
             pubs[topic] = node.create_publisher(
-                msg_class(type_name), topic, playback_qos(topic, md, role))
-        return pubs[topic]
+                msg_class(info.msg_type), topic,
+                playback_qos(topic, info.offered_qos, role))
+        if pubs:
+            _wait_for_subscribers(pubs, wait, settle)
+        if RECORDER_IF_RUNNING in asked and link is not None and \
+                not node.count_publishers(link.topic):
+            gate.keys.remove('recorder_status')  # no recorder runs
+            link = None
+        if link is not None:
+            pending = link.wait_matched(pubs, lambda: True, STARTUP_TIMEOUT)
+            if pending:
+                print('[play] the recorder has not matched ' + ', '.join(pending),
+                      file=sys.stderr, flush=True)
+        sent = late = resent = 0
+        worst = 0.0
+        started = every_frame or gate is None  # the start-on handshake done
+        first: List[Tuple[Any, bytes]] = []  # the first frame, for re-sends
 
-    for topic, (type_name, _md) in meta.items():
-        if wanted(topic):
-            publisher(topic, type_name)
-    if pubs:
-        _wait_for_subscribers(pubs, wait, settle)
-    if RECORDER_IF_RUNNING in asked and link is not None and \
-            not node.count_publishers(link.topic):
-        gate.keys.remove('recorder_status')  # no recorder runs
-        link = None
-    if link is not None:
-        pending = link.wait_matched(pubs, lambda: True, STARTUP_TIMEOUT)
-        if pending:
-            print('[play] the recorder has not matched ' + ', '.join(pending),
-                  file=sys.stderr, flush=True)
-    sent = late = resent = 0
-    worst = 0.0
-    started = every_frame or gate is None  # the start-on handshake done
-    first: List[Tuple[Any, bytes]] = []  # the first frame, for re-sends
-
-    def resend() -> None:
-        nonlocal resent
-        for pub, data in first:
-            pub.publish(data)
-            resent += 1
-    try:
+        def resend() -> None:
+            nonlocal resent
+            for pub, data in first:
+                pub.publish(data)
+                resent += 1
         t_first, w_first = None, time.monotonic()
         frame_t: Optional[int] = None
-        for t, schema, channel, message in ordered(iter_raw(path)):
-            if not wanted(channel.topic):
-                continue
-            pub = publisher(channel.topic, schema.name)
+        for t, message in ordered(bag.messages(list(pubs))):
+            pub = pubs[message.topic]
             if gate is not None and frame_t is not None and t > frame_t \
                     and (every_frame or not started):
                 # the previous frame is done (the first one re-sent until
@@ -380,18 +423,34 @@ def play(path: str, rate: float = 1.0, replay_all: bool = False,
             'start_timeouts': gate.timeouts if gate is not None and not every_frame else 0}
 
 
+def _seconds(text: str) -> float:
+    """Argparse type: a finite number >= 0 (a rate or seconds)."""
+    import math
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not a number') from None
+    if not (math.isfinite(value) and value >= 0.0):
+        raise argparse.ArgumentTypeError(f'{text!r}: expected a finite number >= 0')
+    return value
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of ``carla-hil play``."""
     parser = argparse.ArgumentParser(prog='carla-hil play',
                                      description=__doc__.split('\n')[1])
-    parser.add_argument('bag', help='bag directory or MCAP file')
-    parser.add_argument('--rate', type=float, default=1.0)
+    parser.add_argument('bag', help='bag directory, or one .mcap or .db3 '
+                        'file')
+    parser.add_argument('--rate', type=_seconds, default=1.0,
+                        help='playback speed (0: as fast as possible)')
     parser.add_argument('--all', action='store_true', dest='replay_all')
     parser.add_argument('--no-clock', action='store_true')
-    parser.add_argument('--role', default=contract.DEFAULT_ROLE)
-    parser.add_argument('--wait', type=float, default=10.0,
+    parser.add_argument('--role', default=None,
+                        help='vehicle role (default: ego_vehicle, or the '
+                        'only one in the topic names of the bag)')
+    parser.add_argument('--wait', type=_seconds, default=10.0,
                         help='longest wait for subscribers first (s)')
-    parser.add_argument('--settle', type=float, default=1.0,
+    parser.add_argument('--settle', type=_seconds, default=1.0,
                         help='start once subscriber counts are stable this '
                         'long (s)')
     parser.add_argument('--lockstep', action='store_true',
@@ -399,25 +458,65 @@ def main(argv: Optional[List[str]] = None) -> int:
                         'frame before the next (rate ignored)')
     parser.add_argument('--lockstep-topics', nargs='+', default=None,
                         metavar='KEY', help='contract keys to wait for')
-    parser.add_argument('--lockstep-timeout', type=float, default=5.0)
+    parser.add_argument('--lockstep-timeout', type=_seconds, default=5.0)
     parser.add_argument('--start-on', nargs='+', default=(), metavar='KEY',
                         help='paced playback: re-send the first frame until '
                         'these contract keys answered it, then play at --rate')
     args = parser.parse_args(argv)
-    try:
-        bm.mcap_path(args.bag)
-    except (FileNotFoundError, ValueError) as err:
-        print(f'[play] {err}', file=sys.stderr)
-        return 2
+    return guarded('play', args.bag, lambda: _main(args))
+
+
+def _warn(text: str) -> None:
+    print(f'[play] WARNING: {text}', file=sys.stderr, flush=True)
+
+
+def _main(args: argparse.Namespace) -> int:
+    bag = open_bag(args.bag)
+    for text in bag.warnings:
+        _warn(text)
+    if not bag.topics or bag.message_count == 0:
+        raise BagError(f'{args.bag}: the bag holds no messages')
+    role, note = bag.role(contract.DEFAULT_ROLE, args.role)
+    if note:
+        print(f'[play] {note}', flush=True)
+    chosen = plan(bag, role, args.replay_all, not args.no_clock)
+    if chosen.unusable:
+        _warn('not replayed, cannot be published here: ' + _listing(
+            [f'{t} ({why})' for t, why in chosen.unusable.items()]))
+    if chosen.skipped:
+        print(f'[play] not replayed (not published by the simulator PC; '
+              f'--all replays them): {_listing(chosen.skipped)}', flush=True)
+    if not chosen.topics:
+        roles = ', '.join(bag.roles()) or 'none'
+        raise BagError(f'{args.bag}: nothing to replay: none of its '
+                       f'{len(bag.topics)} topics is one the simulator PC '
+                       f'publishes for role {role} (roles in the bag: '
+                       f'{roles}); use --role or --all')
+    seen = len(bag.warnings)
     keys: List[str] = []
     if args.lockstep:
         keys = args.lockstep_topics or ['cmd_vel', 'brake_request']
         if args.lockstep_topics is None:
             keys.append(RECORDER_IF_RUNNING)
-    stats = play(args.bag, args.rate, args.replay_all, not args.no_clock,
-                 args.role, wait=args.wait, settle=args.settle,
-                 lockstep=keys, lockstep_timeout=args.lockstep_timeout,
-                 start_on=args.start_on)
+    from hil_bridge.interface.dds_shm import start_cleaner
+    from hil_bridge.interface.node_main import StopRequest
+
+    def interrupt() -> None:  # in the signal handler: unwinds the playback loop
+        raise KeyboardInterrupt
+    cleaner = start_cleaner()  # removes our shared memory if we are killed
+    stop = StopRequest(exit_code=EXIT_INTERRUPTED, on_request=interrupt)
+    try:
+        stats = play(bag, args.rate, args.replay_all, not args.no_clock,
+                     role, wait=args.wait, settle=args.settle,
+                     lockstep=keys, lockstep_timeout=args.lockstep_timeout,
+                     start_on=args.start_on)
+    except KeyboardInterrupt:
+        print('[play] interrupted (Ctrl-C / SIGTERM)', file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+    finally:
+        stop.restore()
+        stop.done()
+        cleaner.terminate()
     keys = stats['lockstep_keys']
     where = ''.join(f' (t={t:.2f} s: no {", ".join(k)})'
                     for t, k in stats['timed_out'][:3])
@@ -431,6 +530,9 @@ def main(argv: Optional[List[str]] = None) -> int:
            if keys else
            f'rate {args.rate:g}{start}, {stats["late"]} sent more than {LATE:g} s '
            f'late (worst {stats["worst_late_s"]:.3f} s)')
+    for text in bag.warnings[seen:]:  # found while reading
+        _warn(text)
+    bag.close()
     print(f'[play] published {stats["sent"]} messages from {args.bag} '
           f'({how})')
     return 0 if stats['sent'] else 1

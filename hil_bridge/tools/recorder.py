@@ -4,11 +4,14 @@
 Record the graph's topics into a rosbag2 bag (MCAP storage).
 
 ``python -m hil_bridge.tools.recorder BAG_DIR [--topics PATTERN ...]
-[--exclude PATTERN ...] [--role NAME] [--ros-args ...]`` writes
-``BAG_DIR/metadata.yaml`` and ``BAG_DIR/<name>_0.mcap`` as
-``ros2 bag record -s mcap`` does (see :mod:`hil_bridge.tools.bag_metadata`):
+[--exclude PATTERN ...] [--role NAME] [--bag-version V] [--ros-args ...]``
+writes ``BAG_DIR/metadata.yaml`` and ``BAG_DIR/<name>_0.mcap`` as
+``ros2 bag record -s mcap`` does (:mod:`hil_bridge.tools.bag_writer`):
 ``ros2msg`` schemas, ``cdr`` messages as received (no decode), the
-publishers' offered QoS and the RIHS01 type hash per topic. Log times are
+publishers' offered QoS and the RIHS01 type hash per topic. ``--bag-version``
+(default ``auto``: 5 when ``ROS_DISTRO`` is humble, else 9; or a number
+5-9, or a distro name) chooses the metadata version: Humble's rosbag2
+reads 5 (QoS as text with rmw integers), not 9. Log times are
 the node's clock at receipt (sim time with use_sim_time), as rosbag2's;
 the publish time is the wall clock at receipt (rosbag2 stores the
 sender's wall time there, which rclpy does not hand to raw callbacks; on
@@ -36,14 +39,17 @@ reports what it records and which subscriptions have matched
 (:mod:`hil_bridge.interface.recorder_status`), so the bridge sends
 nothing before the recorder can take it. On SIGINT/SIGTERM it keeps
 taking what DDS still holds for it until nothing came for
-``DRAIN_QUIET`` s, then prints one line ``RECORDER_RESULT {json}`` with
-the messages per topic.
+``DRAIN_QUIET`` s (at most ``DRAIN_LIMIT`` s; a second signal ends the
+drain at once), closes the bag and prints one line ``RECORDER_RESULT
+{json}`` with the messages per topic. Unlike a node it is not ended hard
+one second after the signal (that cut bags short while messages still
+came): only when draining and closing take longer than ``DRAIN_LIMIT +
+CLOSE_LIMIT``.
 """
 
 import argparse
 import importlib
 import json
-import os
 import queue
 import struct
 import sys
@@ -54,8 +60,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from hil_bridge.interface import contract, recorder_status
 from hil_bridge.interface.node_main import make_executor, STOP_POLL, StopRequest
 from hil_bridge.tools import bag_metadata as bm
-from hil_bridge.tools.msg_definitions import full_definition, type_hash
-from mcap.writer import CompressionType, Writer
+from hil_bridge.tools.bag_writer import BagWriter
 import rclpy
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException
@@ -84,6 +89,8 @@ REPORT_PERIOD = 0.1
 DRAIN_QUIET = 0.3
 #: ... but at most this long (wall s)
 DRAIN_LIMIT = 10.0
+#: longest time to close the bag after the drain before a hard exit (wall s)
+CLOSE_LIMIT = 30.0
 
 
 def msg_class(full_type: str) -> Any:
@@ -156,35 +163,22 @@ class BagRecorder(Node):
 
     def __init__(self, bag_dir: str, topics: Sequence[str] = (),
                  exclude: Sequence[str] = (),
-                 role: str = contract.DEFAULT_ROLE) -> None:
+                 role: str = contract.DEFAULT_ROLE,
+                 version: int = bm.VERSION) -> None:
         """Create ``bag_dir`` (must not hold files) and subscribe."""
         super().__init__('hil_recorder')
-        if os.path.isdir(bag_dir) and os.listdir(bag_dir):
-            raise FileExistsError(f'{bag_dir}: bag directory exists and is '
-                                  'not empty')
-        os.makedirs(bag_dir, exist_ok=True)
+        self._bag = BagWriter(bag_dir, version)
         self.bag_dir = bag_dir
-        self.file_name = bm.file_name_for(bag_dir)
         self._topics, self._exclude = list(topics), list(exclude)
-        self._stream = open(os.path.join(bag_dir, self.file_name), 'wb')
-        # LZ4 chunks: cheap enough for two cameras; rosbag2 reads them
-        self._writer = Writer(self._stream, chunk_size=4 * 1024 * 1024,
-                              compression=CompressionType.LZ4)
-        self._writer.start(profile='ros2', library='carla_hil recorder')
         self._lock = threading.Lock()
         self._ack_lock = threading.Lock()
         self._types: Dict[str, str] = {}
-        self._schemas: Dict[str, int] = {}
-        self._channels: Dict[str, int] = {}
-        self._records: Dict[str, bm.TopicRecord] = {}
         self._subs: Dict[str, Any] = {}
         self._ignored: set = set()
         self.received: Dict[str, int] = {}
         self.lost: Dict[str, int] = {}
         self.refused = 0
         self._backlog = 0
-        self._first_ns: Optional[int] = None
-        self._last_ns = 0
         self._closing = False
         self._pending_ack: Optional[int] = None
         self._acked = False
@@ -339,44 +333,16 @@ class BagRecorder(Node):
         return [bm.qos_entry(offer.reliability.name.lower(),
                              offer.durability.name.lower())]
 
-    def _channel(self, topic: str) -> int:
-        """Return the channel of a topic, registering it on first use."""
-        cid = self._channels.get(topic)
-        if cid is not None:
-            return cid
-        full_type = self._types[topic]
-        if full_type not in self._schemas:
-            self._schemas[full_type] = self._writer.register_schema(
-                name=full_type, encoding='ros2msg',
-                data=full_definition(full_type).encode())
-        offers = self._offers(topic)
-        record = bm.TopicRecord(name=topic, msg_type=full_type,
-                                offered_qos_profiles=offers,
-                                type_description_hash=type_hash(full_type))
-        cid = self._writer.register_channel(
-            topic=topic, message_encoding='cdr',
-            schema_id=self._schemas[full_type],
-            metadata={'offered_qos_profiles': bm.qos_string(offers),
-                      'topic_type_hash': record.type_description_hash})
-        self._channels[topic] = cid
-        self._records[topic] = record
-        return cid
-
     def _write_loop(self) -> None:
         while True:
             item = self._queue.get()
             if item is None:
                 return
             topic, now, wall, data = item
-            cid = self._channel(topic)
-            self._writer.add_message(channel_id=cid, log_time=now,
-                                     publish_time=wall, data=data,
-                                     sequence=0)
-            self._records[topic].message_count += 1
-            if self._first_ns is None:
-                self._first_ns = now
-            self._first_ns = min(self._first_ns, now)
-            self._last_ns = max(self._last_ns, now)
+            if not self._bag.has_topic(topic):  # offers known by now
+                self._bag.add_topic(topic, self._types[topic],
+                                    self._offers(topic))
+            self._bag.write(topic, now, wall, data)
             with self._lock:
                 self._backlog -= len(data)
                 drained = self._backlog <= ACK_BACKLOG_BYTES
@@ -388,18 +354,10 @@ class BagRecorder(Node):
         self._closing = True
         self._queue.put(None)
         self._thread.join()
-        records = [self._records[t] for t in sorted(self._records)]
-        info = bm.bag_info(records, self.file_name, self._first_ns or 0,
-                           self._last_ns,
-                           ros_distro=os.environ.get('ROS_DISTRO', ''))
-        self._writer.add_metadata('rosbag2',
-                                  {'serialized_metadata': bm.dump_info(info)})
-        self._writer.finish()
-        self._stream.close()
-        bm.write_metadata(self.bag_dir, info)
-        return {'bag': self.bag_dir,
+        info = self._bag.close()
+        return {'bag': self.bag_dir, 'version': info['version'],
                 'messages': {t: r.message_count for t, r in
-                             self._records.items()},
+                             self._bag.records.items()},
                 'lost': {t: n for t, n in self.lost.items() if n},
                 'refused': self.refused}
 
@@ -415,6 +373,9 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument('--exclude', action='append', default=[],
                         metavar='PATTERN', help='leave these topics out')
     parser.add_argument('--role', default=contract.DEFAULT_ROLE)
+    parser.add_argument('--bag-version', default='auto', metavar='V',
+                        help='metadata.yaml version: 5-9, a distro (humble '
+                        '= 5, jazzy/kilted = 9) or auto (from ROS_DISTRO)')
     return parser
 
 
@@ -424,19 +385,25 @@ def main(args: Optional[List[str]] = None) -> int:
     ros_args = argv[argv.index('--ros-args'):] if '--ros-args' in argv \
         else []
     plain = argv[:argv.index('--ros-args')] if ros_args else argv
-    opts = make_parser().parse_args(plain)
+    parser = make_parser()
+    opts = parser.parse_args(plain)
+    try:
+        version = bm.version_for(opts.bag_version)
+    except ValueError as err:
+        parser.error(str(err))
     rclpy.init(args=['recorder'] + ros_args,
                signal_handler_options=SignalHandlerOptions.NO)
-    stop = StopRequest()
+    stop = StopRequest(deadline=DRAIN_LIMIT + CLOSE_LIMIT)
     try:
-        node = BagRecorder(opts.bag, opts.topics, opts.exclude, opts.role)
+        node = BagRecorder(opts.bag, opts.topics, opts.exclude, opts.role,
+                           version)
     except (OSError, ValueError) as err:
         print(f'[recorder] error: {err}', file=sys.stderr, flush=True)
         stop.restore()
         rclpy.try_shutdown()
         return 2
     print(f'{READY_TEXT} {node.planned} contract topics subscribed, '
-          f'writing {opts.bag}', flush=True)
+          f'writing {opts.bag} (metadata version {version})', flush=True)
     summary: Dict[str, Any] = {}
     executor = make_executor()
     executor.add_node(node)
@@ -445,7 +412,7 @@ def main(args: Optional[List[str]] = None) -> int:
             executor.spin_once(timeout_sec=STOP_POLL)
         # drain: what DDS holds for us was sent before the stop
         limit = time.monotonic() + DRAIN_LIMIT
-        while rclpy.ok() and time.monotonic() < limit and \
+        while rclpy.ok() and time.monotonic() < limit and stop.count < 2 and \
                 time.monotonic() - node.last_receipt < DRAIN_QUIET:
             executor.spin_once(timeout_sec=0.05)
     except (KeyboardInterrupt, ExternalShutdownException):
@@ -462,6 +429,7 @@ def main(args: Optional[List[str]] = None) -> int:
         print(RESULT_PREFIX + json.dumps(summary), flush=True)
         node.destroy_node()
         rclpy.try_shutdown()
+        stop.done()
     return 0
 
 

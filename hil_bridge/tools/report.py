@@ -44,8 +44,9 @@ from hil_bridge.interface import contract
 from hil_bridge.interface.codecs import clouds, stamps
 from hil_bridge.interface.cones import CONE_NAMES
 from hil_bridge.interface.frames import quaternion_yaw, se2, transform_xy
-from hil_bridge.tools.mcap_io import iter_raw
-from hil_bridge.tools.recorder import msg_class
+from hil_bridge.tools.bag_io import Bag, BagError, guarded, open_bag
+from hil_bridge.tools.msg_definitions import stamped_first
+from hil_bridge.tools.recorder import cdr_stamp_ns, msg_class
 import numpy as np
 
 #: matplotlib colour per cone class id
@@ -98,13 +99,35 @@ def _values(status: Any) -> Dict[str, str]:
     return {kv.key: kv.value for kv in status.values}
 
 
-def load_run(path: str, role: str = contract.DEFAULT_ROLE) -> Dict[str, Any]:
-    """Decode the topics a report needs from a bag into arrays."""
+def load_run(path: Any, role: str = contract.DEFAULT_ROLE) -> Dict[str, Any]:
+    """
+    Decode the topics a report needs from a bag into arrays.
+
+    ``path``: a bag path or an open :class:`Bag`. A topic the report uses
+    but recorded with another type than the contract's, or whose messages
+    do not decode, is left out and named in ``warnings``; every topic is
+    counted. ``stamps``: per topic the distinct stamps (ns) of its
+    messages (header stamp, /clock's clock).
+    """
     from rclpy.serialization import deserialize_message
+    bag = path if isinstance(path, Bag) else open_bag(path)
     keys = ('odometry', 'ground_truth_cones', 'cones', 'cones_lidar',
             'cones_vision', 'referee_events', 'applied_control',
             'aeb_status', 'cmd_vel', 'brake_request', 'clock', 'lidar')
     by_topic = {contract.topic(k).resolve(role): k for k in keys}
+    warnings: List[str] = []
+    for topic, key in list(by_topic.items()):
+        info = bag.topics.get(topic)
+        want = contract.topic(key).msg_type
+        if info is not None and info.msg_type != want:
+            warnings.append(f'{topic} not used: {info.msg_type}, the report '
+                            f'reads {want}')
+            del by_topic[topic]
+    classes = {k: msg_class(contract.topic(k).msg_type)
+               for k in by_topic.values()}
+    stamped = {t: stamped_first(i.msg_type) for t, i in bag.topics.items()}
+    seen: Dict[str, set] = {t: set() for t in bag.topics}
+    undecodable: Dict[str, int] = {}
     odo, ctrl, cmd, aeb, brake, events = [], [], [], [], [], []
     det: Dict[str, List] = {k: [] for k in SOURCES}
     clock: List[float] = []
@@ -112,18 +135,25 @@ def load_run(path: str, role: str = contract.DEFAULT_ROLE) -> Dict[str, Any]:
                                             'clock': {}}
     gt = None
     counts: Dict[str, int] = {}
-    for schema, channel, message in iter_raw(path):
-        counts[channel.topic] = counts.get(channel.topic, 0) + 1
-        key = by_topic.get(channel.topic)
+    for message in bag.messages():
+        topic = message.topic
+        counts[topic] = counts.get(topic, 0) + 1
+        stamp_ns = cdr_stamp_ns(message.data) if stamped.get(topic) \
+            else None
+        if stamp_ns is not None:
+            seen.setdefault(topic, set()).add(stamp_ns)
+        key = by_topic.get(topic)
         if key is None:
             continue
         if key == 'lidar':  # only its receipt time, not the cloud
-            from hil_bridge.tools.recorder import cdr_stamp_ns
-            stamp = cdr_stamp_ns(message.data)
-            if stamp is not None:
-                wall_in['lidar'].setdefault(stamp, message.publish_time)
+            if stamp_ns is not None:
+                wall_in['lidar'].setdefault(stamp_ns, message.publish_time)
             continue
-        msg = deserialize_message(message.data, msg_class(schema.name))
+        try:
+            msg = deserialize_message(message.data, classes[key])
+        except Exception:  # noqa: B902 - rclpy raises several types
+            undecodable[topic] = undecodable.get(topic, 0) + 1
+            continue
         if key == 'clock':
             clock.append(stamps.sec_from_stamp(msg.clock))
             stamp = msg.clock.sec * 10**9 + msg.clock.nanosec
@@ -160,8 +190,14 @@ def load_run(path: str, role: str = contract.DEFAULT_ROLE) -> Dict[str, Any]:
                 vals = _values(st)
                 events.append({'t': _float(vals.get('sim_time'), t),
                                'kind': st.name.split('/', 1)[-1], **vals})
+    warnings.extend(f'{t}: {n} messages do not decode as '
+                    f'{bag.topics[t].msg_type}: left out'
+                    for t, n in undecodable.items())
+    warnings.extend(w for w in bag.warnings if w not in warnings)
     odo_arr = np.array(sorted(odo)).reshape(-1, 6)
-    return {'odometry': odo_arr,
+    return {'odometry': odo_arr, 'warnings': warnings, 'stamps': seen,
+            'ours': bag.library.startswith('carla_hil'),
+            'types': {t: i.msg_type for t, i in bag.topics.items()},
             'control': np.array(sorted(ctrl)).reshape(-1, 4),
             'cmd_vel': np.array(sorted(cmd)).reshape(-1, 3),
             'brake_request': np.array(sorted(brake)).reshape(-1, 2),
@@ -412,12 +448,13 @@ def drops(run: Dict[str, Any], recording: Optional[Dict[str, Any]]
     Return messages per topic against what was expected.
 
     With the runner's recording rows (the bridge's published counts) those
-    are the expectation; else a bridge topic is expected once per
-    ``/clock`` frame.
+    are the expectation; else, in a bag of this project's recorder, a
+    bridge topic is expected once per ``/clock`` frame; in other bags
+    nothing is expected (their publishers' rates are not known).
     """
     if recording and recording.get('rows'):
         return [dict(r) for r in recording['rows']]
-    frames = len(run['clock'])
+    frames = len(run['clock']) if run.get('ours', True) else 0
     bridge = {contract.topic(k).resolve() for k, row in
               contract.topics().items() if row.publisher == 'hil_bridge'
               and '{actor}' not in row.name and row.qos != 'latched'
@@ -479,10 +516,14 @@ def metrics(run: Dict[str, Any], result: Optional[Dict[str, Any]] = None,
         'referee_result': result,
         'messages': drops(run, recording),
     }
+    frames = run.get('stamps', {}).get('/clock') or set()
     for row in out['messages']:
-        rec = row.get('recorded')
-        row['per_frame'] = rec / len(clock) if rec is not None and len(clock) \
-            and row['topic'] not in _ONCE else None
+        row['type'] = run.get('types', {}).get(row['topic'], '')
+        have = run.get('stamps', {}).get(row['topic'])
+        row['per_frame'] = len(have & frames) / len(frames) \
+            if row.get('recorded') is not None and frames and have and \
+            row['topic'] not in _ONCE else None
+    out['warnings'] = list(run.get('warnings', []))
     return _round(out)
 
 
@@ -507,14 +548,44 @@ def _lap_marks(run: Dict[str, Any]) -> List[Tuple[float, int]]:
     return out
 
 
+def detected_cones(run: Dict[str, Any], source: str = 'fused'
+                   ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """
+    Return where a source saw cones, against the ground truth.
+
+    (detections in map (M, 2), their classes (M,), per truth cone whether
+    a detection came within MATCH_RADIUS at least once (K,), per detection
+    whether no truth cone is within MATCH_RADIUS (M,)). Detections are
+    taken to ``map`` through the odometry at their stamp.
+    """
+    seen = []
+    for t, xyz, cls in run['detections'][source]:
+        pose = _pose_at(run['odometry'], t)
+        if pose is not None and len(xyz):
+            seen.append((to_map(xyz, pose), np.asarray(cls)))
+    mxy = np.vstack([s[0] for s in seen]) if seen else np.zeros((0, 2))
+    mcls = np.concatenate([s[1] for s in seen]) if seen else np.zeros(0)
+    gt = run['ground_truth']
+    if gt is None or not len(gt[0]):
+        return mxy, mcls, np.zeros(0, bool), np.zeros(len(mxy), bool)
+    from scipy.spatial import cKDTree
+    gxy = np.asarray(gt[0])[:, :2]
+    if not len(mxy):
+        return mxy, mcls, np.zeros(len(gxy), bool), np.zeros(0, bool)
+    near, _ = cKDTree(mxy).query(gxy)
+    gdist, _ = cKDTree(gxy).query(mxy)
+    return mxy, mcls, near <= MATCH_RADIUS, gdist > MATCH_RADIUS
+
+
 def plot_track(run: Dict[str, Any], path: str) -> None:
     """
     Write the track PNG (axes fitted to the track, legend outside).
 
-    Truth cones are hollow triangles in their colour; fused detections
-    (every fifth message, in ``map`` through the odometry) are small dots
-    in their detected colour, so a detected cone shows a filled cluster
-    and a cone never seen stays hollow.
+    Truth cones are triangles in their colour, filled when a fused
+    detection (in ``map`` through the odometry) came within MATCH_RADIUS
+    of them at least once, hollow when never; fused detections with no
+    truth cone within MATCH_RADIUS are grey crosses. Without ground truth
+    the detections are dots in their detected colour.
     """
     plt = _plt()
     odo, gt = run['odometry'], run['ground_truth']
@@ -535,32 +606,36 @@ def plot_track(run: Dict[str, Any], path: str) -> None:
     fig_w, fig_h = box_w + 2.2, box_h + 2.0
     fig = plt.figure(figsize=(fig_w, fig_h))
     ax = fig.add_axes([0.9 / fig_w, 1.5 / fig_h, box_w / fig_w, box_h / fig_h])
+    mxy, mcls, hit, false = detected_cones(run)
     if gt is not None and len(gt[0]):
         xyz, cls = np.asarray(gt[0]), np.asarray(gt[1])
         for c, colour in CONE_COLOURS.items():
-            sel = cls == c
-            if sel.any():
+            for found in (True, False):
+                sel = (cls == c) & (hit == found)
+                if not sel.any():
+                    continue
+                label = f'{_cone_label(c)} cone' + (
+                    '' if found else ', never detected')
                 ax.scatter(xyz[sel, 0], xyz[sel, 1], s=70 if c == 4 else 45,
-                           marker='^', facecolors='none', edgecolors=colour,
-                           linewidths=1.3, label=f'{_cone_label(c)} cone (truth)',
-                           zorder=3)
-    seen = []
-    for t, xyz, cls in run['detections']['fused'][::5]:
-        pose = _pose_at(odo, t)
-        if pose is not None and len(xyz):
-            seen.append((to_map(xyz, pose), cls))
-    if seen:
-        mxy = np.vstack([s[0] for s in seen])
-        cls = np.concatenate([s[1] for s in seen])
-        ax.scatter(mxy[:, 0], mxy[:, 1], s=8, alpha=0.3, marker='o',
+                           marker='^', linewidths=1.3, label=label, zorder=3,
+                           facecolors=colour if found else 'white',
+                           edgecolors=colour)
+        if false.any():
+            ax.scatter(mxy[false, 0], mxy[false, 1], s=14, marker='x',
+                       c='0.35', linewidths=0.8, alpha=0.6, zorder=4,
+                       label=f'fused detection with no truth cone within '
+                       f'{MATCH_RADIUS:g} m')
+    elif len(mxy):
+        ax.scatter(mxy[:, 0], mxy[:, 1], s=8, alpha=0.4, marker='o',
                    linewidths=0,
-                   c=[CONE_COLOURS.get(int(k), '#777777') for k in cls],
+                   c=[CONE_COLOURS.get(int(k), '#777777') for k in mcls],
                    label='fused detection (its colour; grey = unknown)',
                    zorder=4)
     if len(odo):
         sc = ax.scatter(odo[:, 1], odo[:, 2], c=odo[:, 4] * 3.6, s=1.5,
-                        cmap='viridis', label='driven line (colour = speed)',
-                        zorder=2)
+                        cmap='viridis', zorder=2)
+        ax.scatter([], [], s=6, color=plt.get_cmap('viridis')(0.6),
+                   label='driven line (colour = speed)')
         cax = fig.add_axes([(box_w + 1.15) / fig_w, 1.5 / fig_h,
                             0.15 / fig_w, box_h / fig_h])
         fig.colorbar(sc, cax=cax, label='speed (km/h)')
@@ -589,6 +664,8 @@ def plot_track(run: Dict[str, Any], path: str) -> None:
     else:
         ax.set_aspect('equal', adjustable='box')
         note = ''
+    if not len(odo) and (gt is None or not len(gt[0])):
+        _no_data(ax, 'no odometry and no ground-truth cones recorded')
     ax.set_xlabel('x (m, map)')
     ax.set_ylabel('y (m, map)')
     ax.set_title('Track, driven line and detections' + note)
@@ -599,33 +676,33 @@ def plot_track(run: Dict[str, Any], path: str) -> None:
     plt.close(fig)
 
 
+def _no_data(ax: Any, text: str) -> None:
+    """Say in an empty panel why it is empty (no meaningless y ticks)."""
+    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha='center',
+            va='center', color='0.3')
+    ax.set_yticks([])
+
+
 def plot_timeline(run: Dict[str, Any], path: str) -> None:
     """Write the timeline PNG: speed, yaw rate/steer, CTE, AEB/TTC."""
     plt = _plt()
     fig, axes = plt.subplots(4, 1, figsize=(12, 10.5), sharex=True)
-    odo, ctrl, cmd = run['odometry'], run['control'], run['cmd_vel']
+    odo, cmd = run['odometry'], run['cmd_vel']
     ax = axes[0]
     if len(odo):
         ax.plot(odo[:, 0], odo[:, 4] * 3.6, lw=1.0, label='speed')
     if len(cmd):
         ax.plot(cmd[:, 0], cmd[:, 1] * 3.6, '--', lw=0.8,
                 label='target speed (cmd_vel)')
+    if len(odo) or len(cmd):
+        low = min([0.0] + [float(a[:, k].min()) * 3.6 for a, k in
+                           ((odo, 4), (cmd, 1)) if len(a)])
+        ax.set_ylim(bottom=low)  # from 0: a flat trace is not magnified
+    else:
+        _no_data(ax, 'no odometry or cmd_vel recorded')
     ax.set_ylabel('speed (km/h)')
     ax.set_title('Speed', fontsize=9, loc='left')
-    ax = axes[1]
-    if len(cmd):
-        ax.plot(cmd[:, 0], cmd[:, 2], lw=0.8, label='commanded yaw rate')
-    if len(odo):
-        ax.plot(odo[:, 0], odo[:, 5], lw=0.8, label='actual yaw rate')
-    ax.set_ylabel('yaw rate (rad/s)')
-    ax.set_title('Yaw rate (left axis) and steering (right axis)', fontsize=9,
-                 loc='left')
-    if len(ctrl):
-        ax2 = ax.twinx()
-        ax2.plot(ctrl[:, 0], ctrl[:, 3], color='tab:gray', lw=0.6,
-                 label='applied steer (CARLA, > 0 right)')
-        ax2.set_ylabel('steer (-1..1)')
-        ax2.legend(loc='upper right', fontsize=7)
+    _plot_yaw(run, axes[1])
     ax = axes[2]
     lines = _centre(run)
     if lines and len(odo):
@@ -633,8 +710,8 @@ def plot_timeline(run: Dict[str, Any], path: str) -> None:
                 label='cross-track error (+ = towards the blue/left cones)')
         ax.axhline(0.0, color='k', lw=0.6)
     else:
-        ax.text(0.5, 0.5, 'no blue/yellow ground-truth cones: no centre line',
-                transform=ax.transAxes, ha='center', va='center')
+        _no_data(ax, 'no odometry recorded' if lines else
+                 'no blue/yellow ground-truth cones: no centre line')
     ax.set_ylabel('offset (m)')
     ax.set_title('Distance to the centre line of the truth cones', fontsize=9,
                  loc='left')
@@ -645,8 +722,9 @@ def plot_timeline(run: Dict[str, Any], path: str) -> None:
         ax.grid(alpha=0.3)
         for t, _lap in marks:
             ax.axvline(t, color='0.4', lw=0.6, ls=':')
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(loc='upper left', fontsize=7)
+        if ax.get_legend_handles_labels()[0] and ax.get_legend() is None:
+            ax.legend(loc='upper left' if ax is axes[3] else 'best',
+                      fontsize=7)
     top = axes[0]
     for t, lap in marks:
         top.annotate(f'L{lap}', (t, 1.0), xycoords=('data', 'axes fraction'),
@@ -655,6 +733,42 @@ def plot_timeline(run: Dict[str, Any], path: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
+
+
+def _plot_yaw(run: Dict[str, Any], ax: Any) -> None:
+    """
+    Commanded and actual yaw rate; the applied steering on a right axis.
+
+    CARLA's steer is positive to the right; it is drawn negated (+ = left,
+    as the yaw rate) and both axes are symmetric about 0, so the zero
+    lines coincide and a left turn goes up on both.
+    """
+    odo, ctrl, cmd = run['odometry'], run['control'], run['cmd_vel']
+    if len(cmd):
+        ax.plot(cmd[:, 0], cmd[:, 2], lw=0.8, label='commanded yaw rate')
+    if len(odo):
+        ax.plot(odo[:, 0], odo[:, 5], lw=0.8, label='actual yaw rate')
+    ax.set_ylabel('yaw rate (rad/s, + = left)')
+    title = 'Yaw rate'
+    if not len(cmd) and not len(odo):
+        _no_data(ax, 'no odometry or cmd_vel recorded')
+    else:
+        peak = max(float(np.abs(a[:, k]).max()) for a, k in
+                   ((cmd, 2), (odo, 5)) if len(a))
+        ax.set_ylim(-1.1 * peak - 0.01, 1.1 * peak + 0.01)
+    if len(ctrl):
+        title += ' (left axis) and applied steering (right axis)'
+        ax2 = ax.twinx()
+        line = ax2.plot(ctrl[:, 0], -ctrl[:, 3], color='tab:gray', lw=0.6,
+                        label='applied steering, + = left (CARLA steer '
+                        'negated)')
+        peak = float(np.abs(ctrl[:, 3]).max())
+        ax2.set_ylim(-1.1 * peak - 0.01, 1.1 * peak + 0.01)
+        ax2.set_ylabel('steering (-1..1, + = left)')
+        handles, labels = ax.get_legend_handles_labels()
+        ax.legend(handles + line, labels + [line[0].get_label()],
+                  loc='best', fontsize=7)
+    ax.set_title(title, fontsize=9, loc='left')
 
 
 #: background colour per AEB state (aeb_control.staging.Stage, lower case)
@@ -669,8 +783,7 @@ def _plot_aeb(run: Dict[str, Any], ax: Any) -> None:
                  loc='left')
     ax.set_ylabel('TTC (s)')
     if not run['aeb']:
-        ax.text(0.5, 0.5, 'no AEB status recorded', transform=ax.transAxes,
-                ha='center', va='center')
+        _no_data(ax, 'no AEB status recorded')
         return
     t = np.array([a[0] for a in run['aeb']])
     ttc = np.array([a[2] for a in run['aeb']])
@@ -697,8 +810,24 @@ def _plot_aeb(run: Dict[str, Any], ax: Any) -> None:
                 va='center')
 
 
-def plot_detection(figures: Dict[str, Any], path: str) -> None:
-    """Write the detection PNG: recall and range error by true range."""
+def detection_gap(run: Dict[str, Any]) -> str:
+    """Return why detection cannot be scored ('' when it can)."""
+    gt = run['ground_truth']
+    if gt is None or not len(gt[0]):
+        return 'no ground-truth cones recorded'
+    if not any(run['detections'].values()):
+        return 'no cone detections recorded'
+    if not len(run['odometry']):
+        return 'no odometry recorded'
+    return ''
+
+
+def plot_detection(figures: Dict[str, Any], path: str, gap: str = '') -> None:
+    """
+    Write the detection PNG: recall and range error by true range.
+
+    ``gap``: why there is nothing to score, said in the empty panels.
+    """
     plt = _plt()
     fig, (ax, ax_err) = plt.subplots(1, 2, figsize=(9, 3.4))
     styles = {'lidar': ('s-', 8), 'vision': ('^-', 7), 'fused': ('o--', 5)}
@@ -725,9 +854,12 @@ def plot_detection(figures: Dict[str, Any], path: str) -> None:
     ax_err.set_title(f'Range error (nearest truth within {ASSOC_RADIUS:g} m)',
                      fontsize=9)
     for a in (ax, ax_err):
+        a.set_xlim(0.0, RANGE_BINS[-1])
         a.grid(alpha=0.3)
         if a.get_legend_handles_labels()[0]:
             a.legend(fontsize=8)
+        else:
+            _no_data(a, gap or 'nothing to score')
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -776,14 +908,22 @@ def render_html(figures: Dict[str, Any], images: Dict[str, str],
     res = figures.get('referee_result') or {}
     cte = figures['cross_track_error_m']
     lat = figures['loop_latency']
-    summary = [
+    referee = [
         ('mission', f'{res.get("mission", "-")} ({res.get("scenario", "-")})'),
-        ('status', f'{res.get("status", "-")} {res.get("reason", "")}'),
+        ('status', f'{res.get("status", "-")}' +
+         (f' ({res["reason"]})' if res.get('reason') else '')),
         ('laps', f'{res.get("laps", "-")} of {res.get("laps_required", "-")}'),
         ('best lap', _cell(res.get('best_lap'), '{:.2f} s')),
         ('cones hit', _cell(res.get('cones_hit'))),
         ('off course', _cell(res.get('off_courses'))),
         ('penalties', _cell(res.get('penalty_time'), '{:.1f} s')),
+    ] if res else [('referee', 'no result in the bag (not a carla_hil run)')]
+    latency = (f'median {_cell(lat.get("median_ms"), "{:.1f}")} ms, p95 '
+               f'{_cell(lat.get("p95_ms"), "{:.1f}")} ms, max '
+               f'{_cell(lat.get("max_ms"), "{:.1f}")} ms ({lat["samples"]} '
+               'frames)') if lat.get('samples') else \
+        '- (no cmd_vel stamped with a recorded frame)'
+    summary = referee + [
         ('sim time', f'{_cell(figures["sim_start_s"])} - '
                      f'{_cell(figures["sim_end_s"])} s '
                      f'({figures["frames"]} frames)'),
@@ -797,10 +937,7 @@ def render_html(figures: Dict[str, Any], images: Dict[str, str],
                 f'min TTC {_cell(figures["aeb_min_ttc_s"], "{:.2f} s")}; '
                 f'{figures["aeb_brake_requests"]} brake requests'),
         ('recording (bridge topics)', _recording_line(figures['messages'])),
-        ('loop latency frame -> cmd_vel (wall)',
-         f'median {_cell(lat.get("median_ms"), "{:.1f}")} ms, p95 '
-         f'{_cell(lat.get("p95_ms"), "{:.1f}")} ms, max '
-         f'{_cell(lat.get("max_ms"), "{:.1f}")} ms ({lat["samples"]} frames)'),
+        ('loop latency frame -> cmd_vel (wall)', latency),
     ]
     laps = _table(['lap', 'time (s)', 'total (s)', 'splits (s)',
                    'to reference', 'cones hit'], [
@@ -826,15 +963,19 @@ def render_html(figures: Dict[str, Any], images: Dict[str, str],
                   'detections', 'false', 'colour ok', 'range error (m)',
                   'bias (m)'], det_rows) \
         if det_rows else '<p>no detections or no ground truth recorded</p>'
-    msg_rows = [(html.escape(r['topic']), _cell(r.get('published')),
+    msg_rows = [(html.escape(r['topic']), html.escape(r.get('type') or '-'),
+                 _cell(r.get('published')),
                  'excluded' if r.get('recorded') is None and
                  r.get('published') is not None else _cell(r.get('recorded')),
                  _cell(r.get('missing')),
                  _cell(None if r.get('per_frame') is None
                        else 100 * r['per_frame'], '{:.1f} %'))
                 for r in figures['messages']]
-    msgs = _table(['topic', 'published (bridge)', 'recorded', 'missing',
-                   'recorded per frame'], msg_rows)
+    msgs = _table(['topic', 'type', 'published (bridge)', 'recorded',
+                   'missing', 'frames covered'], msg_rows)
+    notes = ''.join(f'<li>{html.escape(w)}</li>'
+                    for w in figures.get('warnings') or [])
+    notes = f'<h3>Warnings</h3><ul>{notes}</ul>' if notes else ''
     style = ('body{font-family:sans-serif;max-width:1250px;margin:auto;'
              'font-size:13px}table{border-collapse:collapse;margin:6px 0}'
              'td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}'
@@ -844,8 +985,11 @@ def render_html(figures: Dict[str, Any], images: Dict[str, str],
     return f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>carla_hil run report</title>
 <style>{style}</style></head><body>
-<h2>carla_hil run report: {html.escape(str(res.get("mission", "")))}</h2>
+<h2>carla_hil run report: {html.escape(str(res.get("mission") or
+                                          os.path.basename(
+                                              os.path.normpath(source))))}</h2>
 <p>source: {html.escape(source)}</p>
+{notes}
 <div class="cols"><div><h3>Result</h3>
 {_table(['', ''], summary)}
 <h3>Laps and splits (thirds of the lap by distance)</h3>
@@ -856,9 +1000,10 @@ def render_html(figures: Dict[str, Any], images: Dict[str, str],
 {_img(images['track'])}
 {_img(images['timeline'])}
 <h3>Messages per topic</h3>
-<p>missing = what the bridge published minus what is in the bag; recorded
-per frame = messages per simulator frame ({figures["frames"]} frames):
-100 % for a node that answers every frame.</p>
+<p>missing = what the bridge published minus what is in the bag; frames
+covered = share of the {figures["frames"]} simulator frames (/clock) with a
+message stamped with that frame: 100 % for a node that answers every
+frame.</p>
 {msgs}
 </body></html>
 """
@@ -866,15 +1011,42 @@ per frame = messages per simulator frame ({figures["frames"]} frames):
 
 def write_report(bag: str, out_dir: str,
                  result: Optional[Dict[str, Any]] = None,
-                 recording: Optional[Dict[str, Any]] = None) -> str:
-    """Write the report files into ``out_dir``; return report.html's path."""
+                 recording: Optional[Dict[str, Any]] = None,
+                 role: Optional[str] = None,
+                 warn: Optional[Any] = None) -> str:
+    """
+    Write the report files into ``out_dir``; return report.html's path.
+
+    Any rosbag2 bag (:mod:`hil_bridge.tools.bag_io`); raises
+    :class:`BagError` for one that cannot be read or holds no message.
+    ``role``: the vehicle role (default: ego_vehicle, or the only one in
+    the topic names); ``warn(text)`` is called with each warning (topics
+    the report cannot use, faults of the bag), which the page lists too.
+    """
+    opened = open_bag(bag)
+    if not opened.topics or opened.message_count == 0:
+        raise BagError(f'{bag}: the bag holds no messages')
+    role, note = opened.role(contract.DEFAULT_ROLE, role)
     os.makedirs(out_dir, exist_ok=True)
     if result is None or recording is None:
         saved = _saved_run(bag)
         result = result if result is not None else saved.get('result')
         recording = recording if recording is not None else \
             saved.get('recording')
-    run = load_run(bag)
+    run = load_run(opened, role)
+    opened.close()
+    if note:
+        run['warnings'].insert(0, note)
+    if not len(run['odometry']):
+        others = [r for r in opened.roles() if r != role]
+        run['warnings'].append(
+            f'no {contract.topic("odometry").resolve(role)} '
+            '(nav_msgs/msg/Odometry): no driven line, speed or laps' +
+            (f' (other roles in the bag: {", ".join(others)}; --role to '
+             'choose)' if others else ''))
+    for text in run['warnings']:
+        if warn is not None:
+            warn(text)
     if result is None:  # no runner summary: the referee's mission end
         ends = [e for e in run['events'] if e['kind'] == 'mission_end']
         if ends:
@@ -890,7 +1062,7 @@ def write_report(bag: str, out_dir: str,
               for name in ('track', 'timeline', 'detection')}
     plot_track(run, images['track'])
     plot_timeline(run, images['timeline'])
-    plot_detection(figures, images['detection'])
+    plot_detection(figures, images['detection'], detection_gap(run))
     path = os.path.join(out_dir, 'report.html')
     with open(path, 'w', encoding='utf-8') as f:
         f.write(render_html(figures, images, bag))
@@ -922,16 +1094,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of ``carla-hil report``."""
     parser = argparse.ArgumentParser(prog='carla-hil report',
                                      description=__doc__.split('\n')[1])
-    parser.add_argument('bag', help='bag directory or MCAP file')
+    parser.add_argument('bag', help='bag directory, or one .mcap or .db3 '
+                        'file')
     parser.add_argument('--out', required=True, help='output directory')
+    parser.add_argument('--role', default=None,
+                        help='vehicle role (default: ego_vehicle, or the '
+                        'only one in the topic names of the bag)')
     args = parser.parse_args(argv)
-    try:
-        path = write_report(args.bag, args.out)
-    except (OSError, ValueError) as err:
-        print(f'[report] {args.bag}: {err}', file=sys.stderr)
-        return 2
-    print(f'[report] {path}')
-    return 0
+
+    def warn(text: str) -> None:
+        print(f'[report] WARNING: {text}', file=sys.stderr, flush=True)
+
+    def work() -> int:
+        path = write_report(args.bag, args.out, role=args.role, warn=warn)
+        print(f'[report] {path}')
+        return 0
+    return guarded('report', args.bag, work)
 
 
 if __name__ == '__main__':

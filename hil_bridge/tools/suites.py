@@ -321,8 +321,23 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """Entry point of ``carla-hil scenarios``; exit 0 when every run passed."""
+    """
+    Entry point of ``carla-hil scenarios``; exit 0 when every run passed.
+
+    1: a run failed; 2: bad configuration (an unknown suite or scenario, a
+    bad option value: one line); 130: interrupted.
+    """
     args = make_parser().parse_args(argv)
+    try:
+        return _main(args)
+    except SystemExit as err:  # our own one-line configuration errors
+        if isinstance(err.code, str):
+            print(f'carla-hil scenarios: {err.code}', file=sys.stderr)
+            return 2
+        raise
+
+
+def _main(args: argparse.Namespace) -> int:
     if args.cmd == 'list':
         print('scenarios: ' + ', '.join(scenario_names()))
         for name in suites():

@@ -6,7 +6,10 @@
 * ``check``: load the file (any format of
   :mod:`hil_bridge.sim.track_files`), print the FS rules report (errors,
   warnings, merged cones); exit 1 on errors (mirrored colours), 0 else
-  (``--strict``: also 1 on warnings);
+  (``--strict``: also 1 on warnings). Several files or a directory
+  (walked for track files) give a table, one row per file, and a summary
+  line; ``--convention auto`` finds the convention that loads each;
+  ``--markdown``; exit 2 when a file does not load;
 * ``convert``: write our eufs-style CSV (``--out``, default the file's
   name with ``.csv`` in the current directory);
 * ``plot``: a PNG (``--out``, default ``<name>.png``) with the cones by
@@ -157,27 +160,182 @@ def _draw(ax: Any, track: Any, legend: bool) -> None:
               label='car start' if legend else None)
 
 
+#: File name endings a directory walk reads as track files.
+TRACK_EXTENSIONS = ('.csv', '.yaml', '.yml', '.json', '.sdf', '.world',
+                    '.xml')
+
+
+def track_paths(paths: List[str]) -> List[str]:
+    """
+    Return the track files among ``paths`` (directories walked, sorted).
+
+    A directory of Unreal transform dumps (``blue.txt``, ...) is one
+    track; otherwise a directory contributes its files ending in
+    ``TRACK_EXTENSIONS``, recursively (hidden entries skipped).
+    """
+    from hil_bridge.sim.track_readers import _unreal_files
+    out: List[str] = []
+    for path in paths:
+        if not os.path.isdir(path):
+            out.append(path)
+            continue
+        for root, dirs, files in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if not d.startswith('.'))
+            if _unreal_files(root):
+                out.append(root)
+                dirs[:] = []
+                continue
+            out += [os.path.join(root, f) for f in sorted(files)
+                    if f.lower().endswith(TRACK_EXTENSIONS)
+                    and not f.startswith('.')]
+    return out
+
+
+#: Conventions ``--convention auto`` tries in turn (table mode).
+AUTO_CONVENTIONS = ('rep103', 'unreal', 'swapped')
+
+
+def table_rows(paths: List[str], fmt: str, convention: str, mission: str,
+               tolerance: float) -> List[dict]:
+    """
+    Load every track file and return one row (dict) per file.
+
+    ``convention`` ``auto`` tries ``AUTO_CONVENTIONS`` in turn and keeps
+    the first that loads without rule errors. Keys: ``file``, ``status``
+    (``ok``, ``error`` (rule errors), ``broken`` (does not load)),
+    ``format``, ``cones``, ``length``, ``loop``, ``mission``, ``width``,
+    ``convention``, ``notes`` (loader warnings), ``findings`` (rule
+    warnings), ``errors`` and ``first`` (the first error or warning).
+    """
+    from hil_bridge.sim.track_files import load_track_file
+    rows = []
+    for path in paths:
+        row = {'file': path}
+        tries = AUTO_CONVENTIONS if convention == 'auto' else (convention,)
+        loaded, used = None, tries[0]
+        try:
+            for k in range(len(tries)):
+                conv = tries[k]
+                got = load_track_file(path, fmt, conv, mission,
+                                      tolerance=tolerance)
+                if loaded is None or not got.errors:
+                    loaded, used = got, conv
+                if not got.errors:
+                    break
+                if conv == 'rep103' and got.fmt == 'sdf':
+                    tries = ('rep103', 'swapped', 'unreal')   # fssim's SDF
+        except (OSError, ValueError) as exc:
+            row.update(status='broken', first=_relative(str(exc), path))
+            rows.append(row)
+            continue
+        t = loaded.track
+        first = (loaded.errors or loaded.rule_warnings or loaded.warnings
+                 or [''])[0]
+        row.update(status='error' if loaded.errors else 'ok', format=loaded.fmt,
+                   cones=len(t.cones), length=t.length,
+                   loop='closed' if t.closed else 'open',
+                   mission=t.mission or 'track', width=t.width,
+                   convention=used,
+                   notes=len(loaded.warnings) - len(loaded.rule_warnings),
+                   findings=len(loaded.rule_warnings),
+                   errors=len(loaded.errors),
+                   first=_relative(first, path))
+        rows.append(row)
+    return rows
+
+
+def _relative(text: str, path: str) -> str:
+    """Return a message without its leading file name (``line N:`` kept)."""
+    if text.startswith(path):
+        text = text[len(path):]
+        head, sep, rest = text[1:].partition(':')
+        text = f'line {head}:{rest}' if text.startswith(':') and sep and \
+            head.isdigit() else text.lstrip(': ')
+    return text
+
+
+def format_table(rows: List[dict], markdown: bool = False,
+                 width: int = 60) -> List[str]:
+    """Return the lines of the table of :func:`table_rows` (and a summary)."""
+    head = ['file', 'status', 'format', 'cones', 'length m', 'loop',
+            'mission', 'width m', 'convention', 'notes', 'findings',
+            'errors', 'first finding']
+    body = []
+    for r in rows:
+        if r['status'] == 'broken':
+            body.append([r['file'], 'broken'] + [''] * 10 +
+                        [_short(r['first'], width)])
+            continue
+        body.append([r['file'], r['status'], r['format'], str(r['cones']),
+                     f'{r["length"]:.0f}', r['loop'], r['mission'],
+                     f'{r["width"]:.2f}', r['convention'], str(r['notes']),
+                     str(r['findings']), str(r['errors']),
+                     _short(r['first'], width)])
+    if markdown:
+        lines = ['| ' + ' | '.join(head) + ' |',
+                 '|' + '|'.join(' --- ' for _ in head) + '|']
+        lines += ['| ' + ' | '.join(c.replace('|', '/') for c in b) + ' |'
+                  for b in body]
+    else:
+        cols = list(zip(*([head] + body))) if body else [[h] for h in head]
+        w = [max(len(c) for c in col) for col in cols]
+        lines = ['  '.join(c.ljust(n) for c, n in zip(row, w)).rstrip()
+                 for row in [head] + body]
+    n = len(rows)
+    count = {k: sum(r['status'] == k for r in rows)
+             for k in ('ok', 'error', 'broken')}
+    clean = sum(r['status'] == 'ok' and r['findings'] == 0 for r in rows)
+    lines.append(f'{n} files: {count["ok"]} load, {count["error"]} with rule '
+                 f'errors, {count["broken"]} do not load; {clean} load '
+                 'without rule findings')
+    return lines
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of ``carla-hil track``."""
-    from hil_bridge.sim.track_files import (CONVENTIONS, describe, FORMATS,
+    from hil_bridge.sim.track_files import (CONVENTIONS, describe, FILE_TOLERANCE, FORMATS,
                                             load_track_file, save_track_csv)
     parser = argparse.ArgumentParser(prog='carla-hil track',
                                      description=__doc__.split('\n')[1])
     parser.add_argument('action', choices=['check', 'convert', 'plot'])
-    parser.add_argument('file')
+    parser.add_argument('file', nargs='+',
+                        help='track file; check also takes several files '
+                        'and directories (a table, one row per file)')
     parser.add_argument('--format', default='auto',
                         choices=['auto', *FORMATS])
     parser.add_argument('--convention', default='rep103',
-                        choices=list(CONVENTIONS))
+                        choices=list(CONVENTIONS) + ['auto'],
+                        help='auto (table): the first of '
+                        f'{", ".join(AUTO_CONVENTIONS)} without rule errors')
+    parser.add_argument('--table', action='store_true',
+                        help='check: a table even for one file')
+    parser.add_argument('--markdown', action='store_true',
+                        help='check: the table as Markdown')
     parser.add_argument('--mission', default='',
                         help="'' (from the file), trackdrive, autocross, "
                         'acceleration or skidpad')
     parser.add_argument('--out', default='', help='output file')
-    parser.add_argument('--tolerance', type=float, default=0.1,
-                        help='slack of the width/spacing rules (m)')
+    parser.add_argument('--tolerance', type=float, default=FILE_TOLERANCE,
+                        help='slack of the width/spacing rules (m; default '
+                        f'{FILE_TOLERANCE}: positions in files are surveyed)')
     parser.add_argument('--strict', action='store_true',
                         help='check: exit 1 on warnings too')
     args = parser.parse_args(argv)
+    if args.action == 'check' and (args.table or len(args.file) > 1 or
+                                   os.path.isdir(args.file[0]) and
+                                   not _is_track_dir(args.file[0])):
+        rows = table_rows(track_paths(args.file), args.format,
+                          args.convention, args.mission, args.tolerance)
+        print('\n'.join(format_table(rows, args.markdown)))
+        if any(r['status'] == 'broken' for r in rows):
+            return 2
+        return 1 if any(r['status'] == 'error' or args.strict and
+                        r.get('findings') for r in rows) else 0
+    if len(args.file) > 1:
+        parser.error(f'{args.action} takes one file')
+    args.file = args.file[0]
+    if args.convention == 'auto':
+        parser.error('--convention auto is for check tables')
     try:
         loaded = load_track_file(args.file, args.format, args.convention,
                                  args.mission, tolerance=args.tolerance)
@@ -207,6 +365,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     plot_track(loaded.track, out, findings=loaded.errors + loaded.warnings)
     print(f'wrote {out}')
     return 1 if loaded.errors else 0
+
+
+def _is_track_dir(path: str) -> bool:
+    """Return True for a directory that is one track (Unreal dumps)."""
+    from hil_bridge.sim.track_readers import _unreal_files
+    return bool(_unreal_files(path))
 
 
 if __name__ == '__main__':

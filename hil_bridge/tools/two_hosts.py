@@ -85,10 +85,16 @@ class TwoHostRun:
     """Processes on both hosts of a rig, logs in ``work_dir``."""
 
     def __init__(self, rig: NetnsRig, work_dir: str,
-                 env: Optional[Dict[str, str]] = None) -> None:
-        """Prepare a run in ``rig``; nothing starts before ``start_*``."""
+                 env: Optional[Dict[str, str]] = None, dds: bool = True) -> None:
+        """
+        Prepare a run in ``rig``; nothing starts before ``start_*``.
+
+        ``dds`` False: the processes get none of the rig's DDS settings
+        (``carla-hil run --peers`` makes its own).
+        """
         self.rig = rig
         self.work_dir = work_dir
+        self.dds = dds
         self.env = dict(os.environ if env is None else env)
         self.procs: Dict[str, subprocess.Popen] = {}
         self.argvs: Dict[str, List[str]] = {}
@@ -108,7 +114,7 @@ class TwoHostRun:
             raise RuntimeError(f'process {name} is already running')
         log = open(self.log_path(name), 'a', encoding='utf-8')
         self._logs[name] = log
-        proc = self.rig.popen(host, argv, env=self.env, cpus=cpus,
+        proc = self.rig.popen(host, argv, env=self.env, cpus=cpus, dds=self.dds,
                               stdout=log, stderr=subprocess.STDOUT,
                               stdin=subprocess.DEVNULL)
         self.procs[name] = proc
@@ -118,11 +124,12 @@ class TwoHostRun:
 
     def start_sim_pc(self, scenario: str, duration: float = 0.0,
                      sets: Sequence[str] = (), observe: bool = True,
-                     cpus: str = '') -> None:
+                     cpus: str = '', extra: Sequence[str] = ()) -> None:
         """
         Start ``carla-hil run --profile sim_pc`` (+ observer) in simpc.
 
-        ``cpus`` pins both to those cores (taskset list; '' = any).
+        ``cpus`` pins both to those cores (taskset list; '' = any);
+        ``extra``: more arguments of ``carla-hil run`` (``--peers``).
         """
         if observe:
             self.start('observer', 'simpc', [
@@ -135,16 +142,16 @@ class TwoHostRun:
             argv += ['--duration', str(duration)]
         for item in sets:
             argv += ['--set', item]
-        self.start('sim_pc', 'simpc', argv, cpus=cpus)
+        self.start('sim_pc', 'simpc', argv + list(extra), cpus=cpus)
 
     def start_onboard_cli(self, sets: Sequence[str] = (),
-                          cpus: str = '') -> None:
-        """Start ``carla-hil run --profile onboard`` in onboard."""
+                          cpus: str = '', extra: Sequence[str] = ()) -> None:
+        """Start ``carla-hil run --profile onboard`` in onboard (``extra``: more args)."""
         argv = [sys.executable, '-m', 'hil_bridge.tools.cli', 'run', '--profile',
                 'onboard', '--progress-every', '1000']
         for item in sets:
             argv += ['--set', item]
-        self.start('onboard', 'onboard', argv, cpus=cpus)
+        self.start('onboard', 'onboard', argv + list(extra), cpus=cpus)
 
     def start_onboard_nodes(self, sets: Sequence[str] = (),
                             only: Sequence[str] = (), cpus: str = '') -> None:

@@ -10,6 +10,7 @@ track and the awkward cases the loader must handle. Run from the
 repository root: ``python test/data/tracks/make_tracks.py``.
 """
 
+import json
 import math
 import os
 from typing import List, Tuple
@@ -142,6 +143,224 @@ def main() -> None:
     _fssim('fssim_acceleration.yaml', acc_cones,
            front_wing=(-3.0 + 2.3, 0.0, 0.0),
            tk=[(0.0, 3.0), (0.0, -3.0), (75.0, 3.0), (75.0, -3.0)])
+    real_world(cones, acc_cones)
+
+
+def real_world(cones: List[Cone], acc: List[Cone]) -> None:
+    """
+    Write files with what public track files really contain.
+
+    Each reproduces features met in public eufs_sim, FSDS, PacSim, fssim
+    and team files (docs/track_formats.md): our own layouts, their
+    spellings.
+    """
+    # eufs_sim CSV as edited by hand: BOM, CRLF, comments, blank lines,
+    # trailing blanks, a header name with a trailing blank, tags in other
+    # case, a typo in an unused column, eufs noise objects
+    lines = ['# oval, edited by hand', 'tag,x,y,direction,x_variance,'
+             'y_variance ,xy_covariance', '',
+             _row('car_start', -6.0, 0.0, 0.0, 0.0) + '  ']
+    for k, (t, x, y) in enumerate(cones):
+        tag = t.upper() if k % 3 == 0 else t.title() if k % 3 == 1 else t
+        row = _row(tag, x, y)
+        lines.append(row[:-1] + '0s' if k == 5 else row)
+        if k == 20:
+            lines += ['', '// a comment of another style']
+    lines += [_row('active_noise', 10.0, 40.0),
+              _row('inactive_noise', -10.0, 40.0)]
+    with open(os.path.join(HERE, 'eufs_messy.csv'), 'w', encoding='utf-8',
+              newline='') as f:
+        f.write('\ufeff' + '\r\n'.join(lines) + '\r\n')
+    # a team's CSV (columns cone_type,X,Y,Z,std..,right,left): no start
+    # pose, the car at the origin facing +y, the start gate 5 m ahead and
+    # wider than the lane, gate cones flagged on the wrong side, one blue
+    # cone flagged right by mistake
+    rows = ['cone_type,X,Y,Z,std_X,std_Y,std_Z,right,left']
+    for k, (t, x, y) in enumerate(cones):
+        if t == 'big_orange':
+            x = 0.4 if x > 0 else -0.4
+            y = 2.2 if y > 0 else -2.2
+        rx, ry = round(-y, 3), round(x + 5.0, 3)
+        left = t == 'blue' or t == 'big_orange' and ry > 5.0
+        if k == 7:
+            left = not left
+        rows.append(f'{t},{rx},{ry},0.0,0.0,0.0,0.0,{int(not left)},'
+                    f'{int(left)}')
+    _csv('team_flags.csv', rows, header=False)
+    # eufs_sim's first CSVs: no header, a comment, tags left/right/big/
+    # normal; an acceleration track whose braking zone ends in a row of
+    # cones across the lane
+    old = {'blue': 'left', 'yellow': 'right', 'big_orange': 'big',
+           'orange': 'normal'}
+    rows = ['# acceleration, old tags'] + \
+        [f'{old[t]},{x},{y}' for t, x, y in acc] + \
+        [f'normal,155.0,{y}' for y in (-0.75, 0.0, 0.75)]
+    _csv('eufs_old_tags.csv', rows, header=False)
+    # cones of unknown colour: x,y rows (a survey without colours)
+    rows = ['# cone positions, no colours'] + \
+        [f'{x},{y}' for t, x, y in cones]
+    _csv('plain_xy.csv', rows, header=False)
+    # not cones: a centre line 1 m apart, a midpoint file, one boundary
+    _csv('path_xy.csv', ['x,y'] + [f'{k}.0,0.0' for k in range(60)],
+         header=False)
+    _csv('midpoints_only.csv', ['mid_x,mid_y'] + [f'{x},{y}' for x, y in
+                                                  midpoints()], header=False)
+    _csv('blue_only.csv', [f'{x},{y}' for t, x, y in cones if t == 'blue'],
+         header=False)
+    _conemap('conemap_oval.yaml', cones, {'blue': 0, 'yellow': 1,
+                                          'big_orange': 2})
+    _conemap('conemap_uncoloured.yaml', cones, {'blue': 1, 'yellow': 1,
+                                                'big_orange': 1})
+    _sdf_fssim('fssim_oval.sdf', cones)
+    _sdf_world('eufs_oval.world', cones)
+    with open(os.path.join(HERE, 'include_only.world'), 'w',
+              encoding='utf-8') as f:
+        f.write('<?xml version="1.0"?>\n<sdf version="1.6">\n  <world '
+                'name="default">\n    <include>\n      <uri>model://'
+                'small_track</uri>\n    </include>\n  </world>\n</sdf>\n')
+    _json_screen('screen_oval.json', cones)
+    _json_columns('columns_oval.json', cones)
+    _unreal_dir('unreal_acceleration', acc)
+    _skidpad_file('eufs_skidpad.csv')
+    # a map whose colours were not recognised along the back straight:
+    # the colours do not chain round the loop, the geometry does
+    grey = [('unknown' if y > 20.0 and abs(x) < 30.0 else t, x, y)
+            for t, x, y in cones]
+    _csv('eufs_grey_stretch.csv', [_row('car_start', -6.0, 0.0, 0.0, 0.0)]
+         + [_row(*c) for c in grey])
+
+
+def _conemap(name: str, cones: List[Cone], codes: dict) -> None:
+    """Write a cone-array message as rostopic echo prints it."""
+    out = ['header: ', '  seq: 12', '  stamp: ', '    secs: 0',
+           '    nsecs:         0', '  frame_id: "world"', 'cones: ']
+    for t, x, y in cones:
+        out += ['  - ', '    location: ', f'      x: {x}', f'      y: {y}',
+                '      z: 0.0', '    covariance: [0.15, 0.0, 0.0, 0.15]',
+                f'    color: {codes[t]}']
+    out.append('---')
+    with open(os.path.join(HERE, name), 'w', encoding='utf-8') as f:
+        f.write('\n'.join(out) + '\n')
+
+
+def _sdf_fssim(name: str, cones: List[Cone]) -> None:
+    """Write an SDF as fssim exports it: the right boundary cone_blue."""
+    model = {'blue': ('cone_yellow', 'cone_left'),
+             'yellow': ('cone_blue', 'cone_right'),
+             'big_orange': ('cone_orange_big', 'cone_orange_big')}
+    out = ["<?xml version='1.0' encoding='UTF-8'?>", '<sdf version="1.4">',
+           '  <model name="some track">']
+    for t, x, y in cones:
+        uri, label = model[t]
+        out += ['    <include>',
+                f'      <uri>model://fssim_gazebo/models/{uri}</uri>',
+                f'      <pose>{x} {y} 0 0 0 0</pose>',
+                f'      <name>{label}</name>', '    </include>']
+    for k, y in enumerate((3.0, -3.0)):
+        out += ['    <include>',
+                '      <uri>model://fssim_gazebo/models/time_keeping</uri>',
+                f'      <pose>0.0 {y} 0 0 0 0</pose>',
+                f'      <name>tk_device_{k}</name>', '    </include>']
+    out += ['  </model>', '</sdf>']
+    with open(os.path.join(HERE, name), 'w', encoding='utf-8') as f:
+        f.write('\n'.join(out) + '\n')
+
+
+def _sdf_world(name: str, cones: List[Cone]) -> None:
+    """
+    Write a Gazebo world: the track model (posed) with mesh links.
+
+    Also a saved state copy, a barrel and the ground.
+    """
+    mesh = {'blue': 'cone_blue.dae', 'yellow': 'cone_yellow.dae',
+            'big_orange': 'cone_big.dae'}
+    out = ["<?xml version='1.0'?>", "<sdf version='1.6'>",
+           "  <world name='default'>", '    <include>',
+           '      <uri>model://ground_plane</uri>', '    </include>',
+           "    <model name='small_track'>",
+           '      <pose>10 5 0 0 0 0</pose>']
+    for k, (t, x, y) in enumerate(cones):
+        out += [f"      <link name='link_{k}'>",
+                f"        <pose frame=''>{x} {y} 0.08 0 -0 0</pose>",
+                "        <visual name='visual'><geometry><mesh>",
+                f'          <uri>model://eufs_description/meshes/{mesh[t]}'
+                '</uri>', '        </mesh></geometry></visual>',
+                '      </link>']
+    out += ['    </model>', "    <model name='construction_barrel'>",
+            '      <pose>40 40 0 0 0 0</pose>', "      <link name='link'>",
+            '        <visual name="v"><geometry><mesh><uri>model://'
+            'construction_barrel/meshes/construction_barrel.dae</uri>'
+            '</mesh></geometry></visual>', '      </link>', '    </model>',
+            "    <state world_name='default'>",
+            "      <model name='small_track'><pose>0 0 0 0 0 0</pose>",
+            "        <link name='link_0'><pose>1 2 0 0 0 0</pose></link>",
+            '      </model>', '    </state>', '  </world>', '</sdf>']
+    with open(os.path.join(HERE, name), 'w', encoding='utf-8') as f:
+        f.write('\n'.join(out) + '\n')
+
+
+def _json_screen(name: str, cones: List[Cone]) -> None:
+    """Write a 2D editor's JSON in screen axes (y down): lists of {x, y}."""
+    keys = {'blue': 'blue_cones', 'yellow': 'yellow_cones',
+            'big_orange': 'big_cones'}
+    names = ('blue_cones', 'yellow_cones', 'orange_cones', 'big_cones')
+    lists: dict = {k: [] for k in names}
+    for t, x, y in cones:
+        lists[keys[t]].append({'x': x, 'y': -y})
+    lists['cars'] = [{'pos': {'x': -6.0, 'y': 0.0}, 'orientation': 0.0}]
+    with open(os.path.join(HERE, name), 'w', encoding='utf-8') as f:
+        json.dump(lists, f, indent=1)
+
+
+def _json_columns(name: str, cones: List[Cone]) -> None:
+    """Write a layout tool's JSON: x, y and color columns."""
+    colour = {'blue': 'blue', 'yellow': 'yellow', 'big_orange': 'orange_big'}
+    data = {'x': [x for _t, x, _y in cones], 'y': [y for _t, _x, y in cones],
+            'color': [colour[t] for t, _x, _y in cones]}
+    with open(os.path.join(HERE, name), 'w', encoding='utf-8') as f:
+        json.dump(data, f)
+
+
+def _unreal_dir(name: str, cones: List[Cone]) -> None:
+    """Write Unreal editor transform dumps: cm, y to the right, an origin."""
+    path = os.path.join(HERE, name)
+    os.makedirs(path, exist_ok=True)
+    ox, oy = 4300.0, 8600.0
+    files = {'blue': 'blue.txt', 'yellow': 'yellow.txt',
+             'big_orange': 'bigoranges.txt', 'orange': 'miniorange.txt'}
+    for tag, fname in files.items():
+        items = [f'(Translation=(X={ox + 100 * x:.6f},Y={oy - 100 * y:.6f},'
+                 'Z=100.000000))' for t, x, y in cones if t == tag]
+        with open(os.path.join(path, fname), 'w', encoding='utf-8') as f:
+            f.write('(' + ','.join(items) + ')\n')
+    with open(os.path.join(path, 'origin.txt'), 'w', encoding='utf-8') as f:
+        f.write(f'(X={ox - 300:.6f},Y={oy:.6f},Z=100.000000)\n')
+
+
+def _skidpad_file(name: str) -> None:
+    """
+    Write a skidpad (FS layout) with its crossing at (20, 5), along +y.
+
+    The car start is 4 m short of the standard start; no mission in the
+    file: the loader must find the circles.
+    """
+    ri, ro, d = 15.25 / 2, 21.25 / 2, 18.25 / 2
+    pts = []
+    for side, cy in (('right', -d), ('left', d)):
+        for k in range(16):
+            a = 2 * math.pi * k / 16
+            pts.append(('yellow' if side == 'right' else 'blue',
+                        ri * math.cos(a), cy + ri * math.sin(a)))
+            b = a + math.pi / 16
+            x, y = ro * math.cos(b), cy + ro * math.sin(b)
+            if math.hypot(x, y - (-cy)) > ro + 0.5:
+                pts.append(('blue' if side == 'right' else 'yellow', x, y))
+    for x in range(-15, -10, 2):
+        pts += [('orange', float(x), 1.5), ('orange', float(x), -1.5)]
+    rows = [_row('car_start', 20.0, 5.0 - 17.0, math.pi / 2, 0.0)]
+    for t, x, y in pts:
+        rows.append(_row(t, round(20.0 - y, 3), round(5.0 + x, 3)))
+    _csv(name, rows)
 
 
 def _side(c: Cone) -> str:
