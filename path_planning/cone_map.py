@@ -269,7 +269,7 @@ class ConeMap:
             drop[list(final)] = False
         chain = [i for i in np.flatnonzero(drop) if i in st.left or i in st.right]
         if chain and st.gates:
-            bad = set(int(i) for i in chain)
+            bad = {int(i) for i in chain}
             first = next((k for k, (nl, nr) in enumerate(st.gates)
                           if bad & set(st.left[:nl]) or bad & set(st.right[:nr])), None)
             if first is not None and first > 0:

@@ -44,13 +44,12 @@ solved again (warm-started). The result says whether the line is clear
 from dataclasses import dataclass, field
 import math
 import time
-from typing import Any, Optional, Tuple
+from typing import Optional, Tuple
 
 from hil_bridge.interface.speed_profile import resample_polyline
 import numpy as np
 from path_planning.line_qp import LineQP
 from path_planning.raceline import box_intrusion
-from scipy import sparse
 from scipy.ndimage import maximum_filter1d
 
 
@@ -160,7 +159,7 @@ class LaneLine:
 
     @property
     def length(self) -> float:
-        """Return the line's length (m)."""
+        """Length of the line along its points (m)."""
         if self.xy.shape[0] < 2:
             return 0.0
         return float(np.hypot(*np.diff(self.xy, axis=0).T).sum())

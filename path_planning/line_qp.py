@@ -146,5 +146,3 @@ def _first(values: np.ndarray, width: int = 3) -> np.ndarray:
     out = np.zeros((values.size, width))
     out[:, 0] = values
     return out
-
-

@@ -11,7 +11,8 @@ from hil_bridge.interface.vehicle_profile import load_vehicle_profile
 from hil_bridge.sim.reference_lap import profile_lap_time
 import numpy as np
 from path_planning.qp import BandedQP, stencil
-from path_planning.raceline import box_intrusion, compute_raceline, RacelineParams, signed_curvature
+from path_planning.raceline import (box_intrusion, compute_raceline, RacelineParams,
+                                    signed_curvature)
 from path_planning.track_map import build_track_map, TrackMap, TrackMapParams
 import pytest
 from scipy import sparse
