@@ -134,6 +134,26 @@ PARAMS = [
     ParamSpec('lane_a_lat_max', 'lane mode: lateral acceleration limit (m/s^2)', lo=0.1,
               hi=30.0),
     ParamSpec('lane_accel', 'lane mode: target speed ramp up (m/s^2)', lo=0.1, hi=30.0),
+    ParamSpec('lane_line', "lane mode: least-curvature line through the lane seen "
+              "(false: follow the lane centre)"),
+    ParamSpec('lane_margin', "lane mode: gap (m) kept between the car's box and a cone",
+              lo=0.0, hi=2.0),
+    ParamSpec('lane_curvature_fraction', "lane mode: the line's curvature limit as a "
+              "fraction of the steering's", lo=0.1, hi=1.0),
+    ParamSpec('lane_horizon', 'lane mode: lane (m) the line is planned over at most',
+              lo=2.0, hi=200.0),
+    ParamSpec('lane_smoothness', "lane mode: weight (m^2) of the curvature's rate of "
+              'change', lo=0.0, hi=100.0),
+    ParamSpec('lane_kappa_rate', 'lane mode: curvature change (1/(m s)) the speed allows',
+              lo=0.01, hi=10.0),
+    ParamSpec('lane_stitch', 'lane mode: the next line starts on the last one when the '
+              'car is this near (m)', lo=0.0, hi=5.0),
+    ParamSpec('lane_track_length', 'lane mode: feedback length (m) of the line '
+              'following at standstill', lo=0.1, hi=20.0),
+    ParamSpec('lane_tight_fraction', "lane mode: a turn this tight (of the steering's "
+              'curvature) is taken at lane_tight_speed at most', lo=0.1, hi=1.0),
+    ParamSpec('lane_tight_speed', 'lane mode: top speed (m/s) in a tight turn', lo=0.1,
+              hi=40.0),
     ParamSpec('max_speed', 'top target speed (m/s)', lo=0.1, hi=40.0),
     ParamSpec('min_speed', 'lowest target while driving (m/s)', lo=0.0,
               hi=10.0),
