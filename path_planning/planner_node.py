@@ -134,8 +134,8 @@ PARAMS = [
     ParamSpec('lane_a_lat_max', 'lane mode: lateral acceleration limit (m/s^2)', lo=0.1,
               hi=30.0),
     ParamSpec('lane_accel', 'lane mode: target speed ramp up (m/s^2)', lo=0.1, hi=30.0),
-    ParamSpec('lane_line', "lane mode: least-curvature line through the lane seen "
-              "(false: follow the lane centre)"),
+    ParamSpec('lane_line', 'lane mode: least-curvature line through the lane seen '
+              '(false: follow the lane centre)'),
     ParamSpec('lane_margin', "lane mode: gap (m) kept between the car's box and a cone",
               lo=0.0, hi=2.0),
     ParamSpec('lane_curvature_fraction', "lane mode: the line's curvature limit as a "
