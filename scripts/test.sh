@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# The whole test suite on both pinned ROS 2 distros (what .ci/run calls):
-#   bash scripts/test.sh                       # Kilted, then Jazzy (--distro all)
-#   bash scripts/test.sh --distro kilted|jazzy [PYTEST_ARGS...]
+# The test suite on both pinned ROS 2 distros (what .ci/run calls):
+#   bash scripts/test.sh                       # Jazzy whole, then Kilted (--distro all)
+#   bash scripts/test.sh --distro kilted|jazzy [PYTEST_ARGS...]   # whole suite
+# --distro all runs the whole suite on Jazzy (the distro users run) and on
+# Kilted the modules that reach a ROS package or start a process
+# (CARLA_HIL_TESTS=ros, test/distro_scope.py): the others run the same
+# pinned non-ROS packages on both. CARLA_HIL_TESTS=all|ros set by the
+# caller applies to every distro.
 # Per distro: set-up of its venv, colcon build, colcon test, colcon
 # test-result --verbose. Exit code non-zero when any distro failed; both run.
 set -euo pipefail
@@ -19,12 +24,13 @@ case "$distro" in
     fi
     status=0
     summary=()
-    for d in kilted jazzy; do
+    for d in jazzy kilted; do
       start=$SECONDS
-      echo "[test] === distro $d ==="
+      scope="${CARLA_HIL_TESTS:-$([ "$d" = jazzy ] && echo all || echo ros)}"
+      echo "[test] === distro $d (tests: $scope) ==="
       rc=0
-      bash "$root/scripts/test.sh" --distro "$d" "$@" || rc=$?
-      summary+=("$d: exit code $rc, $((SECONDS - start)) s (set-up, build and tests)")
+      CARLA_HIL_TESTS="$scope" bash "$root/scripts/test.sh" --distro "$d" "$@" || rc=$?
+      summary+=("$d ($scope): exit code $rc, $((SECONDS - start)) s (set-up, build and tests)")
       [ "$rc" -eq 0 ] || status=1
     done
     echo "[test] === summary ==="

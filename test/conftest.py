@@ -74,3 +74,25 @@ def rclpy_context(ros_domain: int):
         yield context
     finally:
         rclpy.shutdown(context=context)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
+    """
+    With ``CARLA_HIL_TESTS=ros`` keep only the tests that depend on the distro.
+
+    ``scripts/test.sh`` runs the whole suite on one distro and, on the
+    other, the modules that reach a ROS package or start a process
+    (``test/distro_scope.py``); the rest runs the same code on both.
+    """
+    scope = os.environ.get('CARLA_HIL_TESTS', 'all')
+    if scope == 'all':
+        return
+    if scope != 'ros':
+        raise pytest.UsageError(f"CARLA_HIL_TESTS must be 'all' or 'ros', got {scope!r}")
+    from distro_scope import distro_independent
+    keep, drop = [], []
+    for item in items:
+        (drop if distro_independent(Path(str(item.fspath))) else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
