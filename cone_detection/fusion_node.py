@@ -164,6 +164,10 @@ class ConeFusionNode(Node):
             ConeMap(ConeMapParams(merge_radius=float(v['map_merge_radius']),
                                   min_observations=int(v['map_min_observations'])))
             if v['map_enabled'] else None)
+        #: stamp (s) of the newest cones the map was updated with: another
+        #: message of that stamp (a re-sent lockstep frame, a second cloud)
+        #: is not counted as more sightings or misses
+        self._map_t = -math.inf
 
     def _decode(self, msg: Any, what: str) -> Optional[ConeSet]:
         if msg.header.frame_id and msg.header.frame_id != self.vehicle_frame:
@@ -279,7 +283,9 @@ class ConeFusionNode(Node):
             pose = self.poses.at(t)
             if pose is not None:
                 m = self.map
-                m.update(cones.xyz, cones.class_id, pose, cones.confidence)
+                if t > self._map_t + STAMP_EPS:
+                    m.update(cones.xyz, cones.class_id, pose, cones.confidence)
+                    self._map_t = t
                 xy, cls, count = m.cones_in_vehicle(
                     pose, max_range=float(self.v['map_publish_range']))
                 conf = np.minimum(1.0, count / (2.0 * m.params.min_observations))

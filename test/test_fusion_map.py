@@ -255,3 +255,34 @@ def test_fusion_node_waits_for_the_vision_of_its_stamp(rclpy_context) -> None:
         assert node.vision_timeouts == 0
     finally:
         node.destroy_node()
+
+
+def test_fusion_node_map_counts_a_stamp_once(rclpy_context) -> None:
+    """
+    Messages of one stamp (a re-sent lockstep frame, an empty second cloud) update the map once.
+
+    Each update counts sightings and misses: three empty clouds of the
+    stamp just mapped made the two cones 'missed' three times, and the
+    unconfirmed cones were forgotten (Jazzy CI, test_fusion_fuzz).
+    """
+    from cone_detection.fusion_node import ConeFusionNode
+    from inprocess import NodeUnderTest
+    h = NodeUnderTest(ConeFusionNode, rclpy_context, {'map_enabled': True,
+                                                      'use_vision': False})
+    node = h.node
+    two = ConeSet(np.array([[5.0, 1.5, 0.0], [5.0, -1.5, 0.0]]), np.zeros(2, np.uint8),
+                  np.full(2, 0.7))
+    none = ConeSet(np.zeros((0, 3)), np.zeros(0, np.uint8), np.zeros(0))
+    try:
+        for k in range(4):
+            t = 10.0 + 0.05 * k
+            h.at(t)
+            node._on_odom(_odom(t, 0.1 * k, 0.0, 0.0))
+            node._on_lidar(_cloud(two, t))
+            for _ in range(3):
+                node._on_lidar(_cloud(none, t))       # the same stamp again
+            assert node.map.count.tolist() == [k + 1, k + 1]
+        assert len(node.map.cones_in_vehicle(_ego(0), max_range=25.0)[0]) == 2
+        assert len(h.topic('/perception/cones')) == 16    # every message answered
+    finally:
+        node.destroy_node()
