@@ -189,3 +189,37 @@ def test_hard_generator_and_track_seed_override() -> None:
     assert a.track.mission == 'trackdrive' and a.laps == 2
     assert T.check_track_rules(b.track) == []
     assert a.node_params['hil_bridge']['wait_for_control'] is True
+
+
+def _vision_consistent(rig: str, node_params: dict) -> bool:
+    """Return True when fusion waits for vision only where the rig has its cameras."""
+    from hil_bridge.interface.config import node_params as defaults
+    from hil_bridge.interface.rig import load_rig
+    cameras = node_params.get('vision_cone_detector', {}).get(
+        'cameras', defaults('vision_cone_detector')['cameras'])
+    use_vision = node_params.get('cone_fusion', {}).get(
+        'use_vision', defaults('cone_fusion')['use_vision'])
+    rig = node_params.get('hil_bridge', {}).get('rig', rig)
+    have = {s.sensor_id for s in load_rig(rig)}
+    return not use_vision or set(cameras) <= have
+
+
+@pytest.mark.parametrize('path', sorted((Path(config_dir()) / 'scenarios').glob('*.yaml')),
+                         ids=lambda p: p.stem)
+def test_fusion_waits_for_vision_only_with_its_cameras(path: Path) -> None:
+    """
+    A scenario whose rig lacks the vision node's cameras turns fusion's vision off.
+
+    Else fusion waits ``wait_for_vision`` (1 s wall) for a detection that
+    never comes on every lockstep frame of its first 2 s: CCRs 30 took
+    59 s for 8.4 s of sim time, 40 lockstep timeouts.
+    """
+    sc = load_scenario(path.stem)
+    assert _vision_consistent(sc.rig, sc.node_params), path.name
+
+
+def test_ncap_cases_fuse_without_vision() -> None:
+    """The Euro NCAP matrix's node parameters (car_rig) turn fusion's vision off."""
+    from aeb_control.tools.ncap import NCAP_NODE_PARAMS
+    assert _vision_consistent('car_rig.yaml', NCAP_NODE_PARAMS)
+    assert not _vision_consistent('car_rig.yaml', {})

@@ -361,7 +361,9 @@ NCAP_NODE_PARAMS: Dict[str, Dict[str, Any]] = {
     'lidar_cone_detector': {'rig': 'car_rig.yaml', 'mode': 'cloud'},
     'aeb_controller': {'rig': 'car_rig.yaml',
                        'vehicle_profile': 'passenger_car'},
-    'cone_drive_planner': {'vehicle_profile': 'passenger_car'}}
+    'cone_drive_planner': {'vehicle_profile': 'passenger_car'},
+    # car_rig has no rgb_left/rgb_right: fusion must not wait for vision
+    'cone_fusion': {'use_vision': False}}
 
 
 def family_node_params(case: Case) -> Dict[str, Dict[str, Any]]:
