@@ -196,6 +196,8 @@ def track_path(path: np.ndarray, speed: float, pursuit: Any, step: float = 0.1,
     """
     from hil_bridge.interface.speed_profile import resample_polyline
     path = np.asarray(path, dtype=np.float64)
+    if path.ndim != 2 or path.shape[0] < 2 or not np.any(np.diff(path, axis=0)):
+        return 0.0, 0.0, 0.0, 0.0              # no path to follow (a point, or none)
     pts = resample_polyline(path, False, step)
     if pts.shape[0] < 3:
         return 0.0, 0.0, 0.0, 0.0

@@ -220,8 +220,8 @@ def _smooth_open(xy: np.ndarray, n: int) -> np.ndarray:
 
 def _reference(centre: np.ndarray, p: LaneLineParams) -> Optional[np.ndarray]:
     """Return the smoothed lane centre from the car's foot point on, ``step`` apart."""
-    if centre.shape[0] < 2:
-        return None
+    if centre.shape[0] < 2 or not np.any(np.diff(centre, axis=0)):
+        return None                              # a point, not a lane
     pts = resample_polyline(centre, False, 0.25)
     d = np.hypot(pts[:, 0], pts[:, 1])
     j = int(np.argmin(d))

@@ -145,6 +145,25 @@ def test_a_straight_lane_gives_a_straight_line_from_the_car() -> None:
     assert not _plan(centre[:12], left[:2], right[:2]).ok
 
 
+def test_a_lane_of_one_point_gives_no_line_and_no_steering() -> None:
+    """
+    A walked centre of coincident points is no lane: no line, zero steering, no exception.
+
+    (A public PacSim track, FSS22_V1, crashed the planner with
+    ``resample_polyline: the path has zero length``.)
+    """
+    from path_planning.lane import track_path
+    from path_planning.pure_pursuit import PursuitParams
+    x = np.arange(-4.0, 30.0, 0.5)
+    left, right = _boundaries(np.column_stack([x, np.zeros_like(x)]), 3.0)
+    same = np.tile([[3.0, 0.0]], (5, 1))
+    line = plan_lane_line(same, left, right, np.vstack([left, right]),
+                          np.concatenate([np.ones(len(left)), -np.ones(len(right))]), _params())
+    assert not line.ok
+    assert track_path(same, 3.0, PursuitParams()) == (0.0, 0.0, 0.0, 0.0)
+    assert track_path(same[:1], 3.0, PursuitParams()) == (0.0, 0.0, 0.0, 0.0)
+
+
 @pytest.mark.parametrize('seed,colours', [(17, True), (9, False)])
 def test_lane_mode_drives_9m_hairpins_clean(seed: int, colours: bool) -> None:
     """Layouts the lane-centre follower hit hairpin cones on: 0 cones, twice the same."""
