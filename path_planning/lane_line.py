@@ -49,7 +49,8 @@ from typing import Optional, Tuple
 from hil_bridge.interface.speed_profile import resample_polyline
 import numpy as np
 from path_planning.line_qp import LineQP
-from path_planning.raceline import box_intrusion
+from path_planning.raceline import (box_intrusion, polyline_normals, ray_distance,
+                                    signed_curvature)
 from scipy.ndimage import maximum_filter1d
 
 
@@ -163,46 +164,6 @@ class LaneLine:
         if self.xy.shape[0] < 2:
             return 0.0
         return float(np.hypot(*np.diff(self.xy, axis=0).T).sum())
-
-
-def open_normals(xy: np.ndarray) -> np.ndarray:
-    """Return unit left normals (N, 2) of an open polyline (central differences)."""
-    t = np.gradient(xy, axis=0)
-    t /= np.maximum(np.hypot(t[:, 0], t[:, 1]), 1e-12)[:, None]
-    return np.column_stack([-t[:, 1], t[:, 0]])
-
-
-def open_curvature(xy: np.ndarray) -> np.ndarray:
-    """Return the signed Menger curvature (1/m, + left) of an open polyline (ends: 0)."""
-    k = np.zeros(len(xy))
-    if len(xy) < 3:
-        return k
-    a, b = xy[1:-1] - xy[:-2], xy[2:] - xy[1:-1]
-    c = xy[2:] - xy[:-2]
-    cross = a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
-    den = np.hypot(*a.T) * np.hypot(*b.T) * np.hypot(*c.T)
-    k[1:-1] = np.where(den > 1e-12, 2.0 * cross / np.maximum(den, 1e-12), 0.0)
-    return k
-
-
-def ray_hits(origin: np.ndarray, direction: np.ndarray, poly: np.ndarray,
-             max_dist: float) -> np.ndarray:
-    """
-    Return where rays first meet an open polyline (N,) (m, inf if not).
-
-    ``origin`` / ``direction`` (N, 2), unit directions; ``poly`` (M, 2).
-    """
-    if poly.shape[0] < 2:
-        return np.full(origin.shape[0], np.inf)
-    a = poly[:-1]
-    e = poly[1:] - a
-    rel = a[None, :, :] - origin[:, None, :]
-    den = direction[:, None, 0] * e[None, :, 1] - direction[:, None, 1] * e[None, :, 0]
-    safe = np.where(np.abs(den) > 1e-12, den, np.inf)
-    t = (rel[..., 0] * e[None, :, 1] - rel[..., 1] * e[None, :, 0]) / safe
-    u = (rel[..., 0] * direction[:, None, 1] - rel[..., 1] * direction[:, None, 0]) / safe
-    hit = (t > 0.0) & (t <= max_dist) & (u >= 0.0) & (u <= 1.0)
-    return np.min(np.where(hit, t, np.inf), axis=1)
 
 
 def _smooth_open(xy: np.ndarray, n: int) -> np.ndarray:
@@ -322,9 +283,9 @@ def plan_lane_line(centre: np.ndarray, left: np.ndarray, right: np.ndarray,
     ref = _reference(np.asarray(centre, dtype=np.float64), p)
     if ref is None:
         return LaneLine(empty, np.zeros(0), False, 'lane too short')
-    nrm = open_normals(ref)
-    d_l = ray_hits(ref, nrm, left, p.max_search)
-    d_r = ray_hits(ref, -nrm, right, p.max_search)
+    nrm = polyline_normals(ref, closed=False)
+    d_l = ray_distance(ref, nrm, left, p.max_search, closed=False)
+    d_r = ray_distance(ref, -nrm, right, p.max_search, closed=False)
     both = np.isfinite(d_l) & np.isfinite(d_r)
     if not both.any():
         return LaneLine(empty, np.zeros(0), False, 'no boundary beside the lane')
@@ -339,7 +300,7 @@ def plan_lane_line(centre: np.ndarray, left: np.ndarray, right: np.ndarray,
     ref, nrm, d_l, d_r = ref[:last], nrm[:last], d_l[:last], d_r[:last]
     n = len(ref)
     h = p.step
-    k0 = open_curvature(ref)
+    k0 = signed_curvature(ref, closed=False)
     k0[0], k0[-1] = k0[1], k0[-2]
     # start: the car's offset and heading
     relax = min(int(round(START_RELAX / p.step)) + 2, len(ref))
@@ -376,8 +337,10 @@ def plan_lane_line(centre: np.ndarray, left: np.ndarray, right: np.ndarray,
     if previous is not None and previous.shape[0] >= 2 and p.keep_weight > 0.0:
         # the last line's offsets along the normals, over its first keep_length m
         near = np.arange(n) * h <= p.keep_length
-        hit_l = ray_hits(ref[near], nrm[near], previous, p.max_search)
-        hit_r = ray_hits(ref[near], -nrm[near], previous, p.max_search)
+        hit_l = ray_distance(ref[near], nrm[near], previous, p.max_search,
+                             closed=False)
+        hit_r = ray_distance(ref[near], -nrm[near], previous, p.max_search,
+                             closed=False)
         off = np.where(hit_l <= hit_r, hit_l, -hit_r)
         prev = np.full(n, np.nan)
         prev[near] = np.where(np.isfinite(off), off, np.nan)
@@ -417,7 +380,7 @@ def plan_lane_line(centre: np.ndarray, left: np.ndarray, right: np.ndarray,
                                     mode='nearest')
         extra_r += maximum_filter1d(np.where(in_r > 1e-3, in_r + 0.02, 0.0), spread,
                                     mode='nearest')
-    kappa = open_curvature(line)
+    kappa = signed_curvature(line, closed=False)
     kappa[0] = kappa[1] if n > 1 else 0.0
     kappa[-1] = kappa[-2] if n > 1 else 0.0
     return LaneLine(xy=line, kappa=kappa, ok=True, clearance=clearance,

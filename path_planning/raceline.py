@@ -135,15 +135,31 @@ def _smooth_closed(xy: np.ndarray, n: int) -> np.ndarray:
                             np.convolve(ext[:, 1], k, 'valid')])
 
 
-def closed_normals(xy: np.ndarray) -> np.ndarray:
-    """Return unit left normals (N, 2) of a closed polyline (central differences)."""
-    t = np.roll(xy, -1, axis=0) - np.roll(xy, 1, axis=0)
+def polyline_normals(xy: np.ndarray, closed: bool = True) -> np.ndarray:
+    """
+    Return unit left normals (N, 2) of a polyline (central differences).
+
+    ``closed``: the last point joins the first; open: one-sided at the ends.
+    """
+    if closed:
+        t = np.roll(xy, -1, axis=0) - np.roll(xy, 1, axis=0)
+    else:
+        t = np.gradient(xy, axis=0)
     t /= np.maximum(np.hypot(t[:, 0], t[:, 1]), 1e-12)[:, None]
     return np.column_stack([-t[:, 1], t[:, 0]])
 
 
-def signed_curvature(xy: np.ndarray) -> np.ndarray:
-    """Return the signed Menger curvature (1/m, + left) of a closed polyline."""
+def signed_curvature(xy: np.ndarray, closed: bool = True) -> np.ndarray:
+    """
+    Return the signed Menger curvature (1/m, + left) at each point of a polyline.
+
+    ``closed``: the last point joins the first; open: 0 at both ends.
+    """
+    if not closed:
+        k = np.zeros(len(xy))
+        if len(xy) >= 3:
+            k[1:-1] = signed_curvature(xy, closed=True)[1:-1]
+        return k
     p0, p2 = np.roll(xy, 1, axis=0), np.roll(xy, -1, axis=0)
     a, b, c = xy - p0, p2 - xy, p2 - p0
     cross = a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
@@ -152,15 +168,19 @@ def signed_curvature(xy: np.ndarray) -> np.ndarray:
 
 
 def ray_distance(origin: np.ndarray, direction: np.ndarray, poly: np.ndarray,
-                 max_dist: float) -> np.ndarray:
+                 max_dist: float, closed: bool = True) -> np.ndarray:
     """
-    Return where rays first meet a closed polyline (N,) (m, inf if not).
+    Return where rays first meet a polyline (N,) (m, inf if not).
 
     ``origin`` / ``direction`` (N, 2) with unit directions; ``poly``
-    (M, 2) closed.
+    (M, 2), ``closed`` (the last point joins the first) or open.
     """
-    a = poly
-    e = np.roll(poly, -1, axis=0) - a
+    if closed:
+        a, e = poly, np.roll(poly, -1, axis=0) - poly
+    elif poly.shape[0] < 2:
+        return np.full(origin.shape[0], np.inf)
+    else:
+        a, e = poly[:-1], np.diff(poly, axis=0)
     rel = a[None, :, :] - origin[:, None, :]          # (N, M, 2)
     den = direction[:, None, 0] * e[None, :, 1] - direction[:, None, 1] * e[None, :, 0]
     safe = np.where(np.abs(den) > 1e-12, den, np.inf)
@@ -184,7 +204,7 @@ def centre_line(track: TrackMap, params: RacelineParams) -> np.ndarray:
     n_smooth = int(round(params.smooth / params.step))
     for _ in range(2):
         ref = _smooth_closed(ref, n_smooth)
-        nrm = closed_normals(ref)
+        nrm = polyline_normals(ref)
         d_l, d_r = boundary_offsets(ref, nrm, track, params.max_search)
         ok = np.isfinite(d_l) & np.isfinite(d_r)
         shift = np.where(ok, 0.5 * (np.where(ok, d_l, 0.0) - np.where(ok, d_r, 0.0)), 0.0)
@@ -233,7 +253,7 @@ def compute_raceline(track: TrackMap, profile: Any,
         raise ValueError(f'raceline: map not usable: {track.reason}')
     p = params
     ref = centre_line(track, p)
-    nrm = closed_normals(ref)
+    nrm = polyline_normals(ref)
     d_l, d_r = boundary_offsets(ref, nrm, track, p.max_search)
     missing = ~(np.isfinite(d_l) & np.isfinite(d_r))
     if missing.mean() > 0.05:

@@ -20,8 +20,8 @@ from typing import Tuple
 from hil_bridge.bridge.scenario import load_scenario
 from hil_bridge.interface.vehicle_profile import load_vehicle_profile
 import numpy as np
-from path_planning.lane_line import LaneLineParams, line_speed, open_curvature, plan_lane_line
-from path_planning.raceline import box_intrusion
+from path_planning.lane_line import LaneLineParams, line_speed, plan_lane_line
+from path_planning.raceline import box_intrusion, signed_curvature
 from path_planning.tools.closed_loop import default_config, run_lap
 import pytest
 
@@ -140,7 +140,7 @@ def test_a_straight_lane_gives_a_straight_line_from_the_car() -> None:
     assert line.ok and not line.open_end
     assert _distance((0.0, 0.4), line.xy[:2]) < 1e-6
     assert np.abs(line.xy[:, 1]).max() <= 0.4 + 1e-6
-    assert np.abs(open_curvature(line.xy)).max() < 0.05
+    assert np.abs(signed_curvature(line.xy, closed=False)).max() < 0.05
     # too short a lane: no line
     assert not _plan(centre[:12], left[:2], right[:2]).ok
 
