@@ -92,7 +92,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
     from distro_scope import distro_independent
     keep, drop = [], []
     for item in items:
-        (drop if distro_independent(Path(str(item.fspath))) else keep).append(item)
+        (drop if distro_independent(item.path) else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

@@ -534,8 +534,8 @@ class CarlaBackend(Backend):
         self._steering: Optional[Steering] = None
         self._start_velocities: List[Tuple[Any, float, float]] = []
         self._wheelbase_ratio = 1.0
-        #: contacts CARLA reported: (CARLA frame, absolute time s, cone index)
-        self._cone_contacts: List[Tuple[int, float, int]] = []
+        #: contacts CARLA reported: (absolute time s, cone index)
+        self._cone_contacts: List[Tuple[float, int]] = []
         #: (CARLA frame, absolute time s, role name, impulse N s)
         self._actor_contacts: List[Tuple[int, float, str, List[float]]] = []
         #: the last frames' footprints by CARLA frame, then role name
@@ -870,7 +870,7 @@ class CarlaBackend(Backend):
             hits, self._actor_contacts = self._actor_contacts, []
         # contacts CARLA reported (the footprints may not overlap: a simulator
         # keeps the bodies apart)
-        for _, t_abs, idx in contacts:
+        for t_abs, idx in contacts:
             events.extend(referee.cone_hit(min(t, t_abs - self._t0), int(idx),
                                            source='carla_collision'))
         boxes = {a.role_name: box(a) for a in [ego] + list(actors)}
@@ -1296,7 +1296,7 @@ class CarlaBackend(Backend):
             idx = self._cone_index.get(other_id)
             if idx is not None and self.referee is not None:
                 with self._events_lock:
-                    self._cone_contacts.append((frame, t, idx))   # judged in _build
+                    self._cone_contacts.append((t, idx))   # judged in _build
                 return
             if idx is not None:
                 if self._cones.knocked[idx]:
