@@ -51,7 +51,8 @@ from cone_detection.fusion import associate
 from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_UNKNOWN,
                                         CONE_YELLOW)
 import numpy as np
-from path_planning.track_walk import advance_gate, seed_gate, walk, WalkParams, WalkState
+from path_planning.track_walk import advance_gate, seed_gate, stalled, walk, WalkParams, \
+    WalkState
 
 N_CLASSES = CONE_BIG_ORANGE + 1
 #: misses after which an unconfirmed cone is forgotten
@@ -400,6 +401,8 @@ class ConeMap:
         colours = self.colours()
         wp = self.params.walk
         st = self.state
+        if stalled(st, self.xy, pose, wp):
+            self.state = st = WalkState()
         if not st.gates:
             seed_gate(st, self.xy, colours, ok, pose, wp)
             if not st.gates:

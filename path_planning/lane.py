@@ -98,10 +98,13 @@ def lane_view(cmap: ConeMap, pose: Tuple[float, float, float], reach: float = 25
         pad = np.vstack([np.repeat(mid[:1], smooth, 0), mid, np.repeat(mid[-1:], smooth, 0)])
         mid = np.column_stack([np.convolve(pad[:, 0], k, 'valid'),
                                np.convolve(pad[:, 1], k, 'valid')])
-    # the lane centre from the car on: from the nearest midpoint, or the one
-    # after it when that is behind the car (a hairpin's far leg may lie
-    # behind the car's heading: it stays in the path)
-    j = int(np.argmin(np.hypot(mid[:, 0], mid[:, 1])))
+    # the lane centre from the car on: from the nearest midpoint of the car's
+    # gate or one after it (never a gate behind the car: a stalled walk ends
+    # at the car's gate, and its lane then has no length), or the one after
+    # that when it is behind the car (a hairpin's far leg may lie behind the
+    # car's heading: it stays in the path)
+    own = int(np.flatnonzero(gates == st.current % len(st.gates))[0])
+    j = own + int(np.argmin(np.hypot(mid[own:, 0], mid[own:, 1])))
     if mid[j, 0] <= 0.0:
         j += 1
     path = np.vstack([np.zeros((1, 2)), mid[j:]])

@@ -19,7 +19,10 @@ one cone ``c`` to one chain:
   left half of the gate (its projection on ``r -> l`` past the middle),
   is not yellow, is at most ``max_gap`` from ``l``, the new gate is
   between ``min_width`` and ``width_change`` wider than the running lane
-  width (and at most ``max_width``), it is at least ``min_width`` from
+  width (and at most ``max_width``), the gate itself (``r`` to ``c``) is
+  no longer than the diagonal of ``max_width`` across and ``max_gap``
+  along (a chain does not run ahead of the other round a corner), it is
+  at least ``min_width`` from
   the first and the last :data:`END_CONES` cones of the right chain (a
   pair of cones side by side, such as the big orange ones at the timing
   line, bounds one side only, also where the loop comes back to its
@@ -59,6 +62,8 @@ import numpy as np
 #: cones at each end of a chain a new cone of the other chain must keep
 #: ``min_width`` from
 END_CONES = 3
+#: lane widths the arc fit tries, relative to the running width (m)
+FIT_WIDTHS = np.array([-0.5, 0.0, 0.5])
 
 
 @dataclass(frozen=True)
@@ -75,7 +80,11 @@ class WalkParams:
     midpoints) the walk goes; ``max_steps`` most steps per update;
     ``seed_reach`` how far from the car the first cones may be;
     ``min_loop`` walked length before the loop may close; ``colour_bonus``
-    cost bonus of a matching colour (m).
+    cost bonus of a matching colour (m). ``retry_length``: when the walk
+    ends less than this far (m) ahead of the car's gate, it is walked
+    again from ``retry_gates`` gates behind the car, where it went wrong
+    (a chain that ran ahead round a corner before the cones of the other
+    side were seen); the longer of the two walks is kept.
     """
 
     max_gap: float = 6.0
@@ -92,12 +101,15 @@ class WalkParams:
     fit_tol: float = 0.6
     heading_span: float = math.radians(35.0)
     max_curvature: float = 0.5
+    retry_length: float = 10.0
+    retry_gates: int = 3
+    reseed_distance: float = 3.0
 
     def __post_init__(self) -> None:
         """Validate every field (ValueError naming the field)."""
         for name in ('max_gap', 'min_width', 'max_width', 'width_change', 'max_gate_turn',
                      'horizon', 'seed_reach', 'min_loop', 'fit_reach', 'fit_tol',
-                     'heading_span', 'max_curvature'):
+                     'heading_span', 'max_curvature', 'retry_length', 'reseed_distance'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f'WalkParams.{name} must be finite and > 0, got {value}')
@@ -109,6 +121,8 @@ class WalkParams:
             raise ValueError('WalkParams.min_width must be < max_width')
         if int(self.max_steps) < 1:
             raise ValueError('WalkParams.max_steps must be >= 1')
+        if int(self.retry_gates) < 1:
+            raise ValueError('WalkParams.retry_gates must be >= 1')
 
 
 @dataclass
@@ -200,6 +214,22 @@ def seed_gate(st: WalkState, xy: np.ndarray, colours: np.ndarray, ok: np.ndarray
     st.gates, st.widths, st.length = [(1, 1)], [float(w[a, b])], [0.0]
     st.current = 0
     st.final_left = st.final_right = 1
+
+
+def stalled(st: WalkState, xy: np.ndarray, pose: Tuple[float, float, float],
+            p: WalkParams) -> bool:
+    """
+    Return True when the car is ``reseed_distance`` past the last gate of an open walk.
+
+    The walk found no cone to go on with (a layout it cannot read) and
+    the car drove on, by the fallback planner: the walk then starts again
+    at the car (:func:`seed_gate`) rather than stay behind for the lap.
+    """
+    if not st.gates or st.closed or st.current < len(st.gates) - 1:
+        return False
+    lp, rp = st.gate_points(xy, len(st.gates) - 1)
+    f, _w = _forward(lp, rp)
+    return float((np.asarray(pose[:2]) - 0.5 * (lp + rp)) @ f) > p.reseed_distance
 
 
 def _passed(st: WalkState, xy: np.ndarray, k: int, car: np.ndarray) -> bool:
@@ -306,13 +336,15 @@ def arc_coordinates(pts: np.ndarray, origin: np.ndarray, heading: np.ndarray,
 
 
 def _fit_arc(lp: np.ndarray, rp: np.ndarray, pts: np.ndarray, colours: np.ndarray,
-             u: np.ndarray, width: float, p: 'WalkParams') -> Tuple[float, float]:
+             u: np.ndarray, width: float, p: 'WalkParams') -> Tuple[float, float, float]:
     """
-    Fit the lane ahead of a gate as an arc; return (heading, curvature).
+    Fit the lane ahead of a gate as an arc; return (heading, curvature, width).
 
     The arc starts at the gate's midpoint; heading (within
-    ``heading_span`` of the track direction ``u``) and curvature (up to
-    ``max_curvature``) are searched on a grid for the most cones within
+    ``heading_span`` of the track direction ``u``), curvature (up to
+    ``max_curvature``) and the lane width (the running ``width`` or up to
+    :data:`FIT_WIDTHS` m narrower or wider: real tracks widen and narrow
+    round their corners) are searched on a grid for the most cones within
     ``fit_tol`` of the arc's offset lines at +-``width / 2`` (a truncated
     quadratic: far cones cost the same whatever the arc, so the sections
     beside the lane do not pull it); a blue cone on the right or a yellow
@@ -321,31 +353,34 @@ def _fit_arc(lp: np.ndarray, rp: np.ndarray, pts: np.ndarray, colours: np.ndarra
     mid = 0.5 * (lp + rp)
     allp = np.vstack((lp[None], rp[None], pts))
     col = np.concatenate(([CONE_BLUE, CONE_YELLOW], colours))
-    half = 0.5 * width
     tol2 = p.fit_tol ** 2
+    halves = 0.5 * np.clip(width + FIT_WIDTHS, p.min_width, p.max_width)
 
     def cost(heading: np.ndarray, kappa: np.ndarray) -> np.ndarray:
+        """Return (H, W) costs of the arcs at each of the widths."""
         s, n = arc_coordinates(allp, mid, heading, kappa)
-        res = np.minimum(np.abs(n - half), np.abs(n + half))
+        res = np.abs(np.abs(n)[:, None, :] - halves[None, :, None])
         wrong = ((col == CONE_BLUE)[None] & (n < 0.0)) | ((col == CONE_YELLOW)[None] & (n > 0.0))
-        c = np.where((s >= -1.0) & (s <= p.fit_reach) & ~wrong, np.minimum(res * res, tol2),
-                     tol2)
+        use = ((s >= -1.0) & (s <= p.fit_reach) & ~wrong)[:, None, :]
+        c = np.where(use, np.minimum(res * res, tol2), tol2).sum(axis=2)
         # the gate's own cones must sit on their side
-        c[:, 0] += np.where(n[:, 0] > 0.0, 0.0, 10.0 * tol2)
-        c[:, 1] += np.where(n[:, 1] < 0.0, 0.0, 10.0 * tol2)
-        return c.sum(axis=1) + 1e-3 * np.abs(kappa)  # ties: the straighter arc
+        c += (np.where(n[:, 0] > 0.0, 0.0, 10.0 * tol2) +
+              np.where(n[:, 1] < 0.0, 0.0, 10.0 * tol2))[:, None]
+        # ties: the straighter arc, the running width
+        return c + 1e-3 * np.abs(kappa)[:, None] + 1e-3 * np.abs(FIT_WIDTHS)[None]
 
     # coarse grid, then a finer one around its best
     d_th, d_k = p.heading_span / 3.0, p.max_curvature / 9.0
     th = math.atan2(u[1], u[0]) + d_th * np.arange(-3, 4)
     ks = d_k * np.arange(-9, 10)
     heading, kappa = np.repeat(th, ks.size), np.tile(ks, th.size)
-    j = int(np.argmin(cost(heading, kappa)))
+    j, m = np.unravel_index(int(np.argmin(cost(heading, kappa))), (heading.size, halves.size))
     th = heading[j] + 0.5 * d_th * np.arange(-1, 2)
     ks = np.clip(kappa[j] + 0.5 * d_k * np.arange(-1, 2), -p.max_curvature, p.max_curvature)
     heading, kappa = np.repeat(th, ks.size), np.tile(ks, th.size)
-    j = int(np.argmin(cost(heading, kappa)))
-    return float(heading[j]), float(kappa[j])
+    c = cost(heading, kappa)[:, m]
+    j = int(np.argmin(c))
+    return float(heading[j]), float(kappa[j]), float(2.0 * halves[m])
 
 
 def _step(st: WalkState, xy: np.ndarray, colours: np.ndarray, cand: np.ndarray,
@@ -367,7 +402,7 @@ def _step(st: WalkState, xy: np.ndarray, colours: np.ndarray, cand: np.ndarray,
     context = (np.hypot(*(pts - mid).T) <= p.fit_reach + 1.0) | local
     u = track_direction(xy, st, f)
     w_run = st.widths[-1]
-    heading, kappa = _fit_arc(lp, rp, pts[context], colours[cand[context]], u, w_run, p)
+    heading, kappa, w_fit = _fit_arc(lp, rp, pts[context], colours[cand[context]], u, w_run, p)
     cand = cand[local]
     if cand.size == 0:
         return -1, 0, 0.0
@@ -378,7 +413,7 @@ def _step(st: WalkState, xy: np.ndarray, colours: np.ndarray, cand: np.ndarray,
     (s_l, s_r), s = s[0, :2], s[0, 2:]
     n = n[0, 2:]
     side = np.where(n > 0.0, 1, -1)
-    res = np.abs(np.abs(n) - 0.5 * w_run)
+    res = np.abs(np.abs(n) - 0.5 * w_fit)
     # ahead of the gate and of its own chain's last cone along the arc
     rel = pts - mid
     ahead = rel @ f
@@ -388,7 +423,11 @@ def _step(st: WalkState, xy: np.ndarray, colours: np.ndarray, cand: np.ndarray,
     own = np.where(side[:, None] > 0, lp[None], rp[None])
     other = np.where(side[:, None] > 0, rp[None], lp[None])
     ok &= np.hypot(*(pts - own).T) <= p.max_gap
-    ok &= np.hypot(*(pts - other).T) >= p.min_width
+    gate = np.hypot(*(pts - other).T)
+    # a gate is at least min_width and at most a diagonal of max_width across
+    # and max_gap along: a chain that runs further ahead of the other (its
+    # cones seen first round a corner) waits for the other side's cones
+    ok &= (gate >= p.min_width) & (gate <= math.hypot(p.max_width, p.max_gap))
     # nor near the other chain's first or last cones: a pair of cones side
     # by side (big orange at the timing line) bounds one side, also where
     # the walk comes back to the loop's start
@@ -450,6 +489,8 @@ def walk(st: WalkState, xy: np.ndarray, colours: np.ndarray, ok: np.ndarray,
     (within ``max_gap``), but never the current gate or the one after it,
     are walked again; then the walk goes on until ``horizon`` metres ahead
     of the current gate, no valid option is left or the loop closes.
+    A walk that ends within ``retry_length`` of the car is walked again
+    from ``retry_gates`` behind the car; the longer walk is kept.
     """
     if not st.gates or st.closed:
         return
@@ -469,6 +510,30 @@ def walk(st: WalkState, xy: np.ndarray, colours: np.ndarray, ok: np.ndarray,
             if hit.size:
                 k = keep + max(int(hit[0]) - 1, 0)
     st.truncate(max(k, keep))
+    _extend(st, xy, colours, ok, pose, p)
+    if st.closed or st.current == 0 or _ahead(st) >= p.retry_length:
+        return
+    # stuck close ahead of the car: walk again from a few gates behind it
+    saved = (list(st.left), list(st.right), list(st.gates), list(st.widths), list(st.length),
+             st.current, st.final_left, st.final_right, st.closed)
+    before = st.length[-1]
+    st.truncate(max(st.current - int(p.retry_gates), 0))
+    st.current = len(st.gates) - 1
+    _extend(st, xy, colours, ok, pose, p)
+    advance_gate(st, xy, pose, p)
+    if st.length[-1] <= before + 1.0 or st.current < saved[5]:
+        (st.left, st.right, st.gates, st.widths, st.length, st.current, st.final_left,
+         st.final_right, st.closed) = saved
+
+
+def _ahead(st: WalkState) -> float:
+    """Return the walked length (m) from the car's gate to the last gate."""
+    return st.length[-1] - st.length[st.current]
+
+
+def _extend(st: WalkState, xy: np.ndarray, colours: np.ndarray, ok: np.ndarray,
+            pose: Tuple[float, float, float], p: WalkParams) -> None:
+    """Add gates after the last one, up to ``horizon`` ahead of the car's gate (:func:`walk`)."""
     used = np.zeros(len(xy), bool)
     used[st.left] = True
     used[st.right] = True

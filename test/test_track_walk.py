@@ -1,0 +1,100 @@
+# Copyright 2026 carla_hil developers
+# SPDX-License-Identifier: Apache-2.0
+"""
+The boundary walk on what real track files have and generated layouts lack.
+
+Real Formula Student tracks (eufs_sim's small_track, FSG layouts) change
+width round their corners (5 m on one straight, 6.5 m on the next) and
+space their outer cones wider than the inner ones; a car sees the inner
+cones of a corner first. The walk must not let one chain run ahead of the
+other, must follow the width change, must recover when it went wrong
+before the other side's cones were seen, and a stalled walk gives a lane
+of no length (never a path back to the gates behind the car).
+"""
+
+import math
+
+import numpy as np
+from path_planning.cone_map import ConeMap, to_vehicle
+from path_planning.lane import lane_view
+from path_planning.track_walk import _step, walk, WalkParams, WalkState
+
+
+def test_a_chain_does_not_run_ahead_of_the_other() -> None:
+    """Only right cones seen: the right chain stops one diagonal gate ahead of the left."""
+    x = np.arange(3.0, 30.0, 3.0)
+    xy = np.vstack([[[0.0, 2.5], [0.0, -2.5]], np.column_stack([x, np.full(x.size, -2.5)])])
+    colours = np.zeros(len(xy), np.uint8)
+    st = WalkState(left=[0], right=[1], gates=[(1, 1)], widths=[5.0], length=[0.0])
+    p = WalkParams()
+    walk(st, xy, colours, np.ones(len(xy), bool), (-1.0, 0.0, 0.0), p)
+    tail = xy[st.right[-1]]
+    assert st.left == [0]
+    assert len(st.right) > 1                                         # it did walk
+    assert math.hypot(*(tail - xy[0])) <= math.hypot(p.max_width, p.max_gap)
+    # the next right cone would make a longer gate: it is refused
+    nxt = xy[st.right[-1] + 1]
+    assert math.hypot(*(nxt - xy[0])) > math.hypot(p.max_width, p.max_gap)
+    used = np.zeros(len(xy), bool)
+    used[st.left + st.right] = True
+    assert _step(st, xy, colours, np.flatnonzero(~used), p)[0] == -1
+
+
+def test_the_lane_path_starts_at_the_cars_gate() -> None:
+    """
+    The lane centre never runs through gates behind the car's gate.
+
+    A car turned back (a stalled walk past a skewed gate, seen on a
+    generated hairpin) has midpoints of gates it passed in front of it,
+    nearer than its own gate's: the old path ran back through them and
+    lane mode followed it off the track.
+    """
+    x = np.arange(0.0, 16.0, 3.0)
+    xy = np.vstack([np.column_stack([x, np.full(x.size, 1.5)]),
+                    np.column_stack([x, np.full(x.size, -1.5)])])
+    n = x.size
+    gates = [(1, 1)]
+    while gates[-1] != (n, n):
+        nl, nr = gates[-1]
+        gates.append((nl + 1, nr) if nl == nr else (nl, nr + 1))
+    cmap = ConeMap()
+    cmap.xy = xy
+    st = WalkState(left=list(range(n)), right=list(range(n, 2 * n)), gates=gates,
+                   widths=[3.0] * len(gates), length=[1.5 * k for k in range(len(gates))],
+                   current=8)
+    cmap.state = st
+    view = lane_view(cmap, (9.7, 0.0, math.pi))
+    # car heading -x: map x = 9.7 - vehicle x; the car's gate's midpoint is at x = 12
+    assert (9.7 - view.path[1:, 0] >= 12.0 - 1e-9).all()
+    assert view.length > 4.0
+
+
+def test_the_walk_starts_again_past_a_stretch_it_cannot_read() -> None:
+    """
+    A left boundary with a 15 m hole (real files have them): the walk stalls at it.
+
+    The car drives on (the fallback planner's job) and, once it is
+    ``reseed_distance`` past the last gate, the walk starts again at the
+    car and finds the lane ahead.
+    """
+    x = np.arange(0.0, 60.0, 3.0)
+    left = np.column_stack([x, np.full(x.size, 1.75)])
+    left = left[(x < 12.0) | (x > 27.0)]
+    right = np.column_stack([x, np.full(x.size, -1.75)])
+    xy = np.vstack([left, right])
+    cmap = ConeMap()
+    lengths = {}
+    for k in range(0, 50):
+        pose = (float(k), 0.0, 0.0)
+        local = to_vehicle(xy, pose)
+        seen = (local[:, 0] > -2.0) & (np.hypot(*local.T) < 20.0)
+        for _ in range(3):
+            cmap.update(local[seen], np.zeros(int(seen.sum())), pose)
+        view = lane_view(cmap, pose)
+        lengths[k] = view.length if view is not None else 0.0
+    assert lengths[0] > 6.0
+    assert lengths[16] < 6.0                  # stalled at the hole
+    assert min(lengths[k] for k in range(32, 40)) > 6.0
+    # the new walk's chains hold only cones past the hole
+    left_line, right_line = cmap.boundaries()
+    assert (left_line.xy[:, 0] > 27.0).all()
