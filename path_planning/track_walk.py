@@ -64,6 +64,8 @@ import numpy as np
 END_CONES = 3
 #: lane widths the arc fit tries, relative to the running width (m)
 FIT_WIDTHS = np.array([-0.5, 0.0, 0.5])
+#: how far (m) beyond the fitted half width a cone of the lagging chain may lie
+LAG_MARGIN = 1.0
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,12 @@ class WalkParams:
     again from ``retry_gates`` gates behind the car, where it went wrong
     (a chain that ran ahead round a corner before the cones of the other
     side were seen); the longer of the two walks is kept.
+    ``reseed_distance``: a walk that stalled (no gate ahead of the car)
+    while the car drove on this far (m) past its last gate starts afresh
+    at the car (:func:`stalled`). ``heading_span_colour`` replaces
+    ``heading_span`` in the arc fit when the cones around the gate have
+    colours (a wrong-coloured cone cannot pull the wider search into a
+    neighbouring section; without colours the wider search does).
     """
 
     max_gap: float = 6.0
@@ -100,6 +108,7 @@ class WalkParams:
     fit_reach: float = 8.0
     fit_tol: float = 0.6
     heading_span: float = math.radians(35.0)
+    heading_span_colour: float = math.radians(55.0)
     max_curvature: float = 0.5
     retry_length: float = 10.0
     retry_gates: int = 3
@@ -109,7 +118,8 @@ class WalkParams:
         """Validate every field (ValueError naming the field)."""
         for name in ('max_gap', 'min_width', 'max_width', 'width_change', 'max_gate_turn',
                      'horizon', 'seed_reach', 'min_loop', 'fit_reach', 'fit_tol',
-                     'heading_span', 'max_curvature', 'retry_length', 'reseed_distance'):
+                     'heading_span', 'heading_span_colour', 'max_curvature', 'retry_length',
+                     'reseed_distance'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f'WalkParams.{name} must be finite and > 0, got {value}')
@@ -341,7 +351,8 @@ def _fit_arc(lp: np.ndarray, rp: np.ndarray, pts: np.ndarray, colours: np.ndarra
     Fit the lane ahead of a gate as an arc; return (heading, curvature, width).
 
     The arc starts at the gate's midpoint; heading (within
-    ``heading_span`` of the track direction ``u``), curvature (up to
+    ``heading_span`` of the track direction ``u``, ``heading_span_colour``
+    when at least two of ``colours`` are blue or yellow), curvature (up to
     ``max_curvature``) and the lane width (the running ``width`` or up to
     :data:`FIT_WIDTHS` m narrower or wider: real tracks widen and narrow
     round their corners) are searched on a grid for the most cones within
@@ -370,7 +381,9 @@ def _fit_arc(lp: np.ndarray, rp: np.ndarray, pts: np.ndarray, colours: np.ndarra
         return c + 1e-3 * np.abs(kappa)[:, None] + 1e-3 * np.abs(FIT_WIDTHS)[None]
 
     # coarse grid, then a finer one around its best
-    d_th, d_k = p.heading_span / 3.0, p.max_curvature / 9.0
+    coloured = np.count_nonzero((colours == CONE_BLUE) | (colours == CONE_YELLOW)) >= 2
+    span = p.heading_span_colour if coloured else p.heading_span
+    d_th, d_k = span / 3.0, p.max_curvature / 9.0
     th = math.atan2(u[1], u[0]) + d_th * np.arange(-3, 4)
     ks = d_k * np.arange(-9, 10)
     heading, kappa = np.repeat(th, ks.size), np.tile(ks, th.size)
@@ -417,7 +430,13 @@ def _step(st: WalkState, xy: np.ndarray, colours: np.ndarray, cand: np.ndarray,
     # ahead of the gate and of its own chain's last cone along the arc
     rel = pts - mid
     ahead = rel @ f
-    ok = (res <= p.fit_tol) & (ahead > p.min_forward)
+    # on the arc's offset line, or (a gate skewed by a chain that ran ahead
+    # moves the arc) a cone of its side's colour that continues the chain
+    # which lags behind, within the lane's half width plus a margin
+    lag = np.where(side > 0, s_l < s_r, s_r < s_l)
+    match = ((col == CONE_BLUE) & (side > 0)) | ((col == CONE_YELLOW) & (side < 0))
+    ok = (res <= p.fit_tol) | (lag & match & (np.abs(n) <= 0.5 * w_fit + LAG_MARGIN))
+    ok &= ahead > p.min_forward
     ok &= (s > np.where(side > 0, s_l, s_r) + p.min_forward) & (s <= p.fit_reach)
     ok &= ~((col == CONE_BLUE) & (side < 0)) & ~((col == CONE_YELLOW) & (side > 0))
     own = np.where(side[:, None] > 0, lp[None], rp[None])

@@ -14,10 +14,87 @@ of no length (never a path back to the gates behind the car).
 
 import math
 
+from hil_bridge.interface.cones import CONE_BLUE, CONE_YELLOW
 import numpy as np
 from path_planning.cone_map import ConeMap, to_vehicle
 from path_planning.lane import lane_view
 from path_planning.track_walk import _step, walk, WalkParams, WalkState
+
+
+def _stadium(step: float = 0.25) -> np.ndarray:
+    """Return the centre line (K, 2) of a 40 x 26 m rounded rectangle, counter-clockwise."""
+    r, a, b = 7.0, 13.0, 6.0   # corner radius, half straights (x, y)
+    pts = []
+    for cx, cy, th0 in ((a, b, 0.0), (-a, b, 0.5 * math.pi), (-a, -b, math.pi),
+                        (a, -b, 1.5 * math.pi)):
+        th = th0 + np.linspace(0.0, 0.5 * math.pi, 40, endpoint=False)
+        pts.append(np.column_stack([cx + r * np.cos(th), cy + r * np.sin(th)]))
+    ring = np.vstack(pts)
+    closed = np.vstack([ring, ring[:1]])
+    s = np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(closed, axis=0).T))])
+    q = np.arange(0.0, s[-1], step)
+    cl = np.column_stack([np.interp(q, s, closed[:, 0]), np.interp(q, s, closed[:, 1])])
+    # start in the middle of the straight at x = 20, heading +y
+    return np.roll(cl, -int(np.argmin(np.hypot(cl[:, 0] - 20.0, cl[:, 1]))), axis=0)
+
+
+def _widening_track() -> 'tuple[np.ndarray, np.ndarray, np.ndarray]':
+    """
+    Return (centre line, cones (N, 2), side (N,) +1 left / -1 right).
+
+    5 m wide on the straights along y, 6.5 m on those along x (the width
+    changes round the corners); inner (left) cones every 3 m, outer
+    (right) cones every 4.5 m.
+    """
+    cl = _stadium()
+    d = np.gradient(cl, axis=0)
+    t = d / np.hypot(*d.T)[:, None]
+    n = np.column_stack([-t[:, 1], t[:, 0]])
+    width = 5.0 + 1.5 * np.abs(t[:, 0])
+    cones, side = [], []
+    for sign, spacing in ((1, 3.0), (-1, 4.5)):
+        line = cl + sign * 0.5 * width[:, None] * n
+        ls = np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(line, axis=0).T))])
+        q = np.arange(0.0, ls[-1] - 0.5 * spacing, spacing)
+        cones.append(np.column_stack([np.interp(q, ls, line[:, 0]), np.interp(q, ls, line[:, 1])]))
+        side.append(np.full(len(q), sign))
+    return cl, np.vstack(cones), np.concatenate(side)
+
+
+def test_walk_follows_a_track_that_widens_round_its_corners() -> None:
+    """
+    A car on the centre line sees the cones 20 m ahead, +-60 deg, with colours.
+
+    Every cone ends in its own chain, the loop closes, and the lane ahead
+    is never shorter than 6 m after the start (the planner's
+    ``min_lane_length``): the walk never stalls. (Without colours the walk
+    still stalls in these corners and starts again past them: the arc fit
+    searches a narrower heading span there.)
+    """
+    cl, xy, side = _widening_track()
+    d = np.gradient(cl, axis=0)
+    yaw = np.arctan2(d[:, 1], d[:, 0])
+    rng = np.random.default_rng(0)
+    cmap = ConeMap()
+    shortest = math.inf
+    for k in list(range(0, len(cl), 4)) + list(range(0, 40, 4)):
+        pose = (float(cl[k, 0]), float(cl[k, 1]), float(yaw[k]))
+        local = to_vehicle(xy, pose)
+        seen = (np.hypot(*local.T) < 20.0) & (np.abs(np.arctan2(local[:, 1], local[:, 0]))
+                                              < math.radians(60.0))
+        obs = local[seen] + rng.normal(0.0, 0.03, (int(seen.sum()), 2))
+        cmap.update(obs, np.where(side[seen] > 0, CONE_BLUE, CONE_YELLOW), pose)
+        view = lane_view(cmap, pose)
+        if k >= 40 and not cmap.closed:
+            shortest = min(shortest, view.length if view is not None else 0.0)
+    assert shortest >= 6.0
+    assert cmap.closed
+    left, right = cmap.boundaries()
+    for line, want in ((left, 1), (right, -1)):
+        truth = np.argmin(np.hypot(*(line.xy[:, None] - xy[None]).transpose(2, 0, 1)), axis=1)
+        assert (side[truth] == want).all()
+    assert len(left) == int(np.count_nonzero(side > 0))
+    assert len(right) == int(np.count_nonzero(side < 0))
 
 
 def test_a_chain_does_not_run_ahead_of_the_other() -> None:
