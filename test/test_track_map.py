@@ -81,9 +81,12 @@ def test_refusals_name_the_reason(hard) -> None:
     # the driven path does not close
     half = build_track_map(xy, cls, path[: len(path) // 2])
     assert not half.ok and 'loop not closed' in half.reason
-    # coloured map without its start cones
-    small = np.where(cls == CONE_BIG_ORANGE, CONE_ORANGE, cls)
-    start = build_track_map(xy, small, path)
+    # big orange cones in the map, but not at the start: a closure elsewhere
+    far = xy[np.flatnonzero(cls == CONE_BLUE)[40]]
+    elsewhere = np.vstack([xy, far + [0.3, 0.0], far + [-0.3, 0.0]])
+    orange = np.append(np.where(cls == CONE_BIG_ORANGE, CONE_ORANGE, cls),
+                       [CONE_BIG_ORANGE, CONE_BIG_ORANGE]).astype(np.uint8)
+    start = build_track_map(elsewhere, orange, path)
     assert not start.ok and 'big orange' in start.reason
     # malformed input never raises
     bad = build_track_map(xy, cls[:-1], path)
@@ -120,3 +123,25 @@ def test_side_labels_of_the_walk_override_the_offset(hard) -> None:
     wrong = build_track_map(xy, cls, path, side=side)
     assert len(wrong.right) == len(ref.right) + 1
     assert not build_track_map(xy, cls, path, side=side[:-1]).ok
+
+
+def test_a_map_without_big_orange_cones_closes_on_odometry(hard) -> None:
+    """PacSim's competition maps mark the timing line with sensors: no big orange cone."""
+    cls = np.where(hard.cones.class_id == CONE_BIG_ORANGE, CONE_ORANGE, hard.cones.class_id)
+    m = build_track_map(hard.cones.xy, cls, hard.centerline)
+    assert m.ok, m.reason
+    assert m.n_start_cones == 0
+
+
+def test_walk_labelled_cones_count_beyond_max_offset() -> None:
+    """A 9 m wide circle driven on its inner side: the outer cones are 6 m off the path."""
+    path = _circle(21.0)
+    cones = np.vstack([_circle(18.5, 40), _circle(27.5, 60)])
+    cls = np.array([CONE_BLUE] * 40 + [CONE_YELLOW] * 60, dtype=np.uint8)
+    params = TrackMapParams(min_start_cones=0, max_width=12.0)
+    unlabelled = build_track_map(cones, cls, path, params)
+    assert not unlabelled.ok and 'right boundary has 0 cones' in unlabelled.reason
+    side = np.array([1] * 40 + [-1] * 60, dtype=np.int8)
+    m = build_track_map(cones, cls, path, params, side=side)
+    assert m.ok, m.reason
+    assert len(m.left) == 40 and len(m.right) == 60 and m.n_ignored == 0
