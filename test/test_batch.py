@@ -152,11 +152,15 @@ def test_summary_files(tmp_path: Path) -> None:
 
 
 # ----------------------------------------------------------- on local Ray
-def _cli(args: List[str], env: Dict[str, str]) -> 'subprocess.Popen[str]':
+def _cli(args: List[str], env: Dict[str, str],
+         sigint_ignored: bool = False) -> 'subprocess.Popen[str]':
+    """Start ``carla-hil scenarios run ARGS`` (SIGINT ignored: as a background job would)."""
+    def ignore() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     return subprocess.Popen(
         [sys.executable, '-m', 'hil_bridge.tools.cli', 'scenarios', 'run',
          *args], cwd=str(ROOT), env=env, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True)
+        stderr=subprocess.STDOUT, text=True, preexec_fn=ignore if sigint_ignored else None)
 
 
 def _tagged(tag: str) -> List[str]:
@@ -237,10 +241,16 @@ def test_batch_two_concurrent_runs_one_worker_killed(ros_domain: int,
 
 def test_batch_ctrl_c_leaves_no_process(ros_domain: int,
                                         tmp_path: Path) -> None:
-    """SIGINT while runs are going: exit 130, a summary, no process of the batch left."""
+    """
+    SIGINT while runs are going: exit 130, a summary, no process of the batch left.
+
+    The batch starts with SIGINT ignored, as a background job of a
+    non-interactive shell inherits it (Python then installs no
+    KeyboardInterrupt handler: the batch ran to its end and exited 0).
+    """
     tag = uuid.uuid4().hex
     proc = _cli(['ncap_full', '--param', 'quick=true', '--only', CASES[1],
-                 '--out', str(tmp_path / 'batch')], _env(tag))
+                 '--out', str(tmp_path / 'batch')], _env(tag), sigint_ignored=True)
     deadline = time.monotonic() + 90.0
     running: List[str] = []
     while time.monotonic() < deadline and proc.poll() is None:

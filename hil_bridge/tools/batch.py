@@ -559,12 +559,16 @@ def run_batch(jobs: List[Job], out_dir: str, parallel: Optional[int] = None,
     import ray
     cpus = max((j.cpus for j in jobs), default=1.0)
     local_parallel = parallel or 1
-    previous_term = signal.getsignal(signal.SIGTERM)
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
 
     def on_term(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, on_term)
+        # SIGINT too: a batch started by a non-interactive shell in the
+        # background inherits SIGINT ignored, and Python then installs no
+        # KeyboardInterrupt handler of its own
+        for sig in previous:
+            signal.signal(sig, on_term)
     inflight: Dict[Any, Tuple[Job, int]] = {}
     try:
         local = start_ray(address, local_parallel * cpus)
@@ -635,5 +639,6 @@ def run_batch(jobs: List[Job], out_dir: str, parallel: Optional[int] = None,
         raise
     finally:
         if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, previous_term)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
         ray.shutdown()
