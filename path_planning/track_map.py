@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 import math
 from typing import List, Optional, Tuple
 
-from hil_bridge.interface.cones import CONE_BIG_ORANGE, CONE_BLUE, CONE_UNKNOWN, CONE_YELLOW
+from hil_bridge.interface.cones import CONE_BIG_ORANGE, CONE_BLUE, CONE_YELLOW
 import numpy as np
 
 
