@@ -126,7 +126,7 @@ def test_side_labels_of_the_walk_override_the_offset(hard) -> None:
 
 
 def test_a_map_without_big_orange_cones_closes_on_odometry(hard) -> None:
-    """PacSim's competition maps mark the timing line with sensors: no big orange cone."""
+    """The competition maps of PacSim mark the timing line with sensors: no big orange cone."""
     cls = np.where(hard.cones.class_id == CONE_BIG_ORANGE, CONE_ORANGE, hard.cones.class_id)
     m = build_track_map(hard.cones.xy, cls, hard.centerline)
     assert m.ok, m.reason
