@@ -52,7 +52,7 @@ chains' last cones are near their first ones (:func:`closes`): then the
 gates form a ring and walking stops.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 import math
 from typing import List, Optional, Tuple
 
@@ -169,6 +169,12 @@ class WalkState:
         """Renumber the chains after map cones were dropped (chain cones never are)."""
         self.left = [int(remap[i]) for i in self.left if keep[i]]
         self.right = [int(remap[i]) for i in self.right if keep[i]]
+
+    def copy(self) -> 'WalkState':
+        """Return a copy whose chains and gate lists are its own."""
+        return replace(self, left=list(self.left), right=list(self.right),
+                       gates=list(self.gates), widths=list(self.widths),
+                       length=list(self.length))
 
     def truncate(self, k: int) -> None:
         """Keep gates 0..k and the chain cones they use."""
@@ -533,16 +539,13 @@ def walk(st: WalkState, xy: np.ndarray, colours: np.ndarray, ok: np.ndarray,
     if st.closed or st.current == 0 or _ahead(st) >= p.retry_length:
         return
     # stuck close ahead of the car: walk again from a few gates behind it
-    saved = (list(st.left), list(st.right), list(st.gates), list(st.widths), list(st.length),
-             st.current, st.final_left, st.final_right, st.closed)
-    before = st.length[-1]
+    saved = st.copy()
     st.truncate(max(st.current - int(p.retry_gates), 0))
     st.current = len(st.gates) - 1
     _extend(st, xy, colours, ok, pose, p)
     advance_gate(st, xy, pose, p)
-    if st.length[-1] <= before + 1.0 or st.current < saved[5]:
-        (st.left, st.right, st.gates, st.widths, st.length, st.current, st.final_left,
-         st.final_right, st.closed) = saved
+    if st.length[-1] <= saved.length[-1] + 1.0 or st.current < saved.current:
+        vars(st).update(vars(saved))
 
 
 def _ahead(st: WalkState) -> float:
