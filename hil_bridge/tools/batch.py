@@ -254,7 +254,11 @@ def run_row(code: int, result: Dict[str, Any],
             'lap_times': ' '.join(f'{t:.2f}' for t in
                                   result.get('lap_times') or []),
             'max_lap_time_ratio': max(ratios) if ratios else '',
+            'lap_time_ratios': ' '.join(
+                '-' if r is None else f'{r:.3f}'
+                for r in result.get('lap_time_ratio') or []),
             'cones_hit': result.get('cones_hit', ''),
+            'off_courses': result.get('off_courses', ''),
             'penalties_s': result.get('penalty_time', ''),
             'collisions': len(result.get('collisions') or [])
             if result else '',
@@ -329,7 +333,8 @@ def judge(row: Dict[str, Any], criteria: Dict[str, Any]) -> Tuple[bool, str]:
 
     Keys: ``status`` (a value or a list of accepted values),
     ``exit_code`` (accepted codes), ``no_collision``, ``no_brake`` (no
-    AEB brake request), ``max_cones_hit``, ``max_lap_time_ratio``.
+    AEB brake request), ``max_cones_hit``, ``max_off_courses``,
+    ``max_lap_time_ratio``.
     """
     failed: List[str] = []
     if 'lost' in row:
@@ -350,6 +355,7 @@ def judge(row: Dict[str, Any], criteria: Dict[str, Any]) -> Tuple[bool, str]:
     if criteria.get('no_brake') and row.get('brake_requests') != 0:
         failed.append(f'brake requests {row.get("brake_requests")!r}')
     for key, col in (('max_cones_hit', 'cones_hit'),
+                     ('max_off_courses', 'off_courses'),
                      ('max_lap_time_ratio', 'max_lap_time_ratio')):
         if key in criteria:
             value = row.get(col)

@@ -25,6 +25,10 @@ Suite forms (``config/suites.yaml``):
 
 each with ``pass:`` criteria (:func:`hil_bridge.tools.batch.judge`) and
 ``cpus:`` (CPUs each run declares to Ray, default 1).
+
+``--repeat N`` runs every run N times side by side and fails the runs
+whose copies differ (:mod:`hil_bridge.tools.repeats`); a sweep's summary
+adds its figures per mode (:mod:`hil_bridge.tools.sweep_stats`).
 """
 
 import argparse
@@ -39,6 +43,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from hil_bridge.interface.config import config_dir, load_yaml
 from hil_bridge.tools.batch import describe_jobs, Job, run_batch
+from hil_bridge.tools.repeats import check_repeats, repeat_jobs
+from hil_bridge.tools.sweep_stats import sweep_figures
 
 #: criteria of a run when its suite names none
 DEFAULT_CRITERIA: Dict[str, Any] = {'status': 'finished'}
@@ -222,7 +228,8 @@ def select(jobs: List[Job], only: Optional[List[str]]) -> List[Job]:
 # ----------------------------------------------------------------- summary
 COLUMNS = ('name', 'pass', 'why', 'status', 'reason', 'exit_code', 'wall_s',
            'attempts', 'retried', 'host', 'domain', 'laps', 'lap_times',
-           'max_lap_time_ratio', 'cones_hit', 'penalties_s', 'collisions',
+           'max_lap_time_ratio', 'lap_time_ratios', 'cones_hit',
+           'off_courses', 'penalties_s', 'collisions',
            'brake_requests', 'impact_kmh', 'min_distance_m', 'score',
            'left_on_worker')
 #: row fields kept out of the Markdown table (still in the CSV)
@@ -236,8 +243,14 @@ def cancelled_row(job: Job) -> Dict[str, Any]:
 
 
 def write_summary(rows: List[Dict[str, Any]], out_dir: str, title: str = '',
-                  criteria: str = '', wall_s: Optional[float] = None) -> None:
-    """Write ``summary.md``, ``summary.csv`` and ``summary.png`` of the rows."""
+                  criteria: str = '', wall_s: Optional[float] = None,
+                  sections: Optional[List[str]] = None) -> None:
+    """
+    Write ``summary.md``, ``summary.csv`` and ``summary.png`` of the rows.
+
+    ``sections``: Markdown lines appended to ``summary.md`` after the table
+    (repeats, sweep figures).
+    """
     os.makedirs(out_dir, exist_ok=True)
     keys = [k for k in COLUMNS if any(k in r and r[k] not in ('', None)
                                       for r in rows)]
@@ -260,7 +273,7 @@ def write_summary(rows: List[Dict[str, Any]], out_dir: str, title: str = '',
               for r in rows]
     with open(os.path.join(out_dir, 'summary.md'), 'w',
               encoding='utf-8') as f:
-        f.write('\n'.join(head + lines) + '\n')
+        f.write('\n'.join(head + lines + list(sections or [])) + '\n')
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
@@ -317,6 +330,9 @@ def make_parser() -> argparse.ArgumentParser:
                      help='override a key of the suite (tracks=4, quick=true)')
     run.add_argument('--timeout', type=float, default=None,
                      help='wall seconds per run (default 1800)')
+    run.add_argument('--repeat', type=int, default=1, metavar='N',
+                     help='run every run N times (NAME_r1..), copies side by '
+                     'side; a run whose copies differ fails (determinism)')
     return parser
 
 
@@ -361,6 +377,7 @@ def _main(args: argparse.Namespace) -> int:
     jobs = select(jobs, args.only)
     if not jobs:
         raise SystemExit(f'no runs match --only {" ".join(args.only or [])}')
+    jobs = repeat_jobs(jobs, args.repeat)
     for job in jobs:
         if args.cpus is not None:
             job.cpus = args.cpus
@@ -385,9 +402,10 @@ def _main(args: argparse.Namespace) -> int:
               f'{len(rows)} done, {out}/summary.md', file=sys.stderr)
         return 130
     wall = time.monotonic() - t0
+    rows, repeats = check_repeats(rows)
     write_summary(rows, out, title=f'{title} ({len(rows)} runs, jobs '
                   f'{args.jobs or "auto"})', criteria=describe_jobs(jobs),
-                  wall_s=wall)
+                  wall_s=wall, sections=repeats + sweep_figures(rows))
     with open(os.path.join(out, 'summary.md'), encoding='utf-8') as f:
         print(f.read())
     print(f'[batch] {out}/summary.md, summary.csv, summary.png; '
