@@ -3,6 +3,8 @@
 # CARLA_HIL_DISTRO=kilted (default: .venv, .colcon) or jazzy (.venv-jazzy, .colcon-jazzy).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck disable=SC1091
+source "$root/scripts/ros_env.sh"
 distro="${CARLA_HIL_DISTRO:-kilted}"
 bash "$root/scripts/setup_env.sh" --distro "$distro"
 case "$distro" in

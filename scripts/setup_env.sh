@@ -7,6 +7,8 @@
 # Re-running is a no-op when the requirements file has not changed.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck disable=SC1091
+source "$root/scripts/ros_env.sh"
 distro="${CARLA_HIL_DISTRO:-kilted}"
 while [ "$#" -gt 0 ]; do
   case "$1" in

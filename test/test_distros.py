@@ -4,6 +4,7 @@
 
 from pathlib import Path
 import re
+import subprocess
 from typing import Dict
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,3 +48,22 @@ def test_scripts_know_both_distros() -> None:
     ci = (ROOT / '.ci' / 'run').read_text(encoding='utf-8')
     assert ci.strip().splitlines()[-1] == 'bash scripts/test.sh'
     assert '\nbash scripts/test.sh ' in (ROOT / 'README.md').read_text(encoding='utf-8')
+
+
+def test_scripts_drop_another_venvs_ros_library_path(tmp_path: Path) -> None:
+    """A script started from one venv's python does not hand its ROS libs on."""
+    other = tmp_path / 'other_venv'
+    (other / 'lib').mkdir(parents=True)
+    (other / 'pyvenv.cfg').write_text('home = /usr/bin\n')
+    libs = other / 'lib' / 'python3.11' / 'site-packages' / 'ros_rclpy.libs'
+    inherited = f'{libs}:/opt/vendor/lib:{other / "lib"}'
+    out = subprocess.run(
+        ['bash', '-c', f'source {ROOT}/scripts/ros_env.sh; '
+         'echo "$LD_LIBRARY_PATH|${_ROS_WHEELS_BOOTSTRAP_COMPLETE:-unset}"'],
+        env={'PATH': '/usr/bin:/bin', 'LD_LIBRARY_PATH': inherited,
+             '_ROS_WHEELS_BOOTSTRAP_COMPLETE': '1'},
+        capture_output=True, text=True, check=True).stdout.strip()
+    assert out == '/opt/vendor/lib|unset'
+    for script in ('setup_env.sh', 'common.sh'):
+        text = (ROOT / 'scripts' / script).read_text()
+        assert 'source "$root/scripts/ros_env.sh"' in text, script
