@@ -224,6 +224,9 @@ PARAMS = [
               lo=0.05, hi=10.0),
     ParamSpec('race_rejoin_time', 'time near the line before it is joined (s)', lo=0.0,
               hi=30.0),
+    ParamSpec('race_line_delay', 'sim s from loop closure to taking up the line, which is '
+              'computed in the background meanwhile (0: in the closing cycle)', lo=0.0,
+              hi=30.0),
 ]
 
 GREEN = ColorRGBA(r=0.1, g=0.8, b=0.2, a=0.5)

@@ -17,23 +17,35 @@ import pytest
 FS = load_vehicle_profile('fs_car')
 
 
-def _planner() -> RacePlanner:
-    cfg = race_config_from_mapping(node_params('cone_drive_planner'), FS)
+#: poses fed after the start: 1.6 s at 0.1 s a cycle, past the line delay (1 s)
+TAIL = list(range(0, 64, 4))
+
+
+def _planner(**params: object) -> RacePlanner:
+    values = dict(node_params('cone_drive_planner'), **params)
+    cfg = race_config_from_mapping(values, FS)
     return RacePlanner(Planner(default_config('auto', FS)), cfg, FS)
+
+
+def _poses(track) -> list:
+    """Return one lap of centre-line poses (every 4th point) and then TAIL."""
+    cl = track.centerline
+    tang = np.roll(cl, -1, axis=0) - cl
+    yaw = np.arctan2(tang[:, 1], tang[:, 0])
+    return [(cl[k, 0], cl[k, 1], yaw[k]) for k in list(range(0, len(cl), 4)) + TAIL]
+
+
+def _cycle(planner: RacePlanner, track, cones_xy: np.ndarray, t: float, pose: tuple):
+    """Run one cycle at ``pose`` with the cones seen from it (20 m)."""
+    rel = cones_in_vehicle_frame(cones_xy, *pose)
+    near = np.hypot(*rel.T) < 20.0
+    return planner.plan(t, rel[near], track.cones.class_id[near], 5.0, 0.0, pose=pose)
 
 
 def _drive_lap(planner: RacePlanner, track, cones_xy: np.ndarray) -> list:
     """Feed one lap of centre-line poses with the cones seen from each (20 m)."""
-    cl = track.centerline
-    tang = np.roll(cl, -1, axis=0) - cl
-    yaw = np.arctan2(tang[:, 1], tang[:, 0])
-    outs = []
-    for k in list(range(0, len(cl), 4)) + [0, 4, 8]:
-        rel = cones_in_vehicle_frame(cones_xy, cl[k, 0], cl[k, 1], yaw[k])
-        near = np.hypot(*rel.T) < 20.0
-        outs.append(planner.plan(0.1 * len(outs), rel[near], track.cones.class_id[near], 5.0,
-                                 0.0, pose=(cl[k, 0], cl[k, 1], yaw[k])))
-    return outs
+    return [_cycle(planner, track, cones_xy, 0.1 * i, pose)
+            for i, pose in enumerate(_poses(track))]
 
 
 def test_map_completes_at_the_start_and_the_line_takes_over() -> None:
@@ -44,11 +56,49 @@ def test_map_completes_at_the_start_and_the_line_takes_over() -> None:
     assert st.attempts == 1 and st.track.ok and st.line is not None
     assert st.state in ('join', 'race')
     assert any('map complete' in e for e in planner.drain_events())
-    assert 'raceline' not in {o.mode for o in outs[:-4]}   # lap 1: the lap-1 planner
+    assert 'raceline' not in {o.mode for o in outs[:-len(TAIL)]}   # lap 1: the lap-1 planner
     # without a pose the lap-1 planner drives and nothing is mapped
     fresh = _planner()
     fresh.plan(0.0, np.array([[5.0, 1.5], [5.0, -1.5]]), np.array([1, 2]), 5.0, 0.0, pose=None)
     assert fresh.recorder.start is None
+
+
+def test_the_line_is_computed_in_the_background_and_taken_up_on_time() -> None:
+    """Cycles go on while the line is computed; the one at closure + delay waits for it."""
+    import threading
+    track = load_scenario('ci_trackdrive').track
+    planner = _planner()
+    assert planner.config.line_delay == 1.0
+    release = threading.Event()
+    compute = planner._compute_line
+
+    def held(*args: object) -> object:
+        assert release.wait(30.0), 'never released'
+        return compute(*args)
+    planner._compute_line = held
+    poses = _poses(track)
+    closed_at = None
+    for i, pose in enumerate(poses):
+        t = 0.1 * i
+        if closed_at is not None and t >= closed_at + 1.0 - 1e-9:
+            break
+        _cycle(planner, track, track.cones.xy, t, pose)
+        if closed_at is None and planner.status.attempts == 1:
+            closed_at = t
+    # the cycles up to closure + 1 s ran while the computation was held
+    assert closed_at is not None and planner.status.state == 'mapping'
+    assert planner._pending is not None and not planner._pending[1].done()
+    release.set()
+    _cycle(planner, track, track.cones.xy, t, pose)     # due: waits for the line
+    st = planner.status
+    assert st.state == 'join' and st.line is not None and planner._pending is None
+    # the same line as computed in the closing cycle (line_delay 0)
+    now = _planner(race_line_delay=0.0)
+    _drive_lap(now, track, track.cones.xy)
+    assert now.status.attempts == 1 and now.status.state in ('join', 'race')
+    assert np.array_equal(now.status.line.xy, st.line.xy)
+    with pytest.raises(ValueError, match='line_delay'):
+        _planner(race_line_delay=-1.0)
 
 
 def test_cones_that_disagree_with_the_map_hand_back_to_lap_1() -> None:
