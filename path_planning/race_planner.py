@@ -86,7 +86,7 @@ class RaceConfig:
     rejoin_error: float = 0.4
     rejoin_heading: float = math.radians(12.0)
     rejoin_time: float = 0.5
-    line_delay: float = 1.0
+    line_delay: float = 3.0
 
     def __post_init__(self) -> None:
         """Validate the limits (ValueError naming the field)."""

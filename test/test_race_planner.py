@@ -17,8 +17,8 @@ import pytest
 FS = load_vehicle_profile('fs_car')
 
 
-#: poses fed after the start: 1.6 s at 0.1 s a cycle, past the line delay (1 s)
-TAIL = list(range(0, 64, 4))
+#: poses fed after the start: 4 s at 0.1 s a cycle, past the line delay (3 s)
+TAIL = list(range(0, 160, 4))
 
 
 def _planner(**params: object) -> RacePlanner:
@@ -68,7 +68,7 @@ def test_the_line_is_computed_in_the_background_and_taken_up_on_time() -> None:
     import threading
     track = load_scenario('ci_trackdrive').track
     planner = _planner()
-    assert planner.config.line_delay == 1.0
+    assert planner.config.line_delay == 3.0
     release = threading.Event()
     compute = planner._compute_line
 
@@ -80,12 +80,12 @@ def test_the_line_is_computed_in_the_background_and_taken_up_on_time() -> None:
     closed_at = None
     for i, pose in enumerate(poses):
         t = 0.1 * i
-        if closed_at is not None and t >= closed_at + 1.0 - 1e-9:
+        if closed_at is not None and t >= closed_at + 3.0 - 1e-9:
             break
         _cycle(planner, track, track.cones.xy, t, pose)
         if closed_at is None and planner.status.attempts == 1:
             closed_at = t
-    # the cycles up to closure + 1 s ran while the computation was held
+    # the cycles up to closure + 3 s ran while the computation was held
     assert closed_at is not None and planner.status.state == 'mapping'
     assert planner._pending is not None and not planner._pending[1].done()
     release.set()
