@@ -8,6 +8,7 @@ through by the runner, the command-source guard.
 """
 
 import math
+from types import SimpleNamespace
 from typing import Any
 
 from hil_bridge.bridge.sources import Endpoint, SourceGuard
@@ -337,3 +338,60 @@ def test_runner_keeps_discovery_local_unless_peers(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'SUBNET')
     monkeypatch.delenv('ROS_DISTRO')
     assert 'ROS_AUTOMATIC_DISCOVERY_RANGE' not in dds_environment()  # the user's wins
+
+
+class _ClockNode:
+    """A node stand-in: a sim clock at ``t`` s and a ``use_sim_time`` parameter."""
+
+    def __init__(self, t: float, sim_time: bool = True) -> None:
+        self.t, self.sim_time, self.warnings = t, sim_time, []
+
+    def get_clock(self) -> Any:
+        return SimpleNamespace(now=lambda: SimpleNamespace(nanoseconds=int(self.t * 1e9)))
+
+    def get_parameter(self, name: str) -> Any:
+        assert name == 'use_sim_time'
+        return SimpleNamespace(value=self.sim_time)
+
+    def get_logger(self) -> Any:
+        return SimpleNamespace(warning=self.warnings.append, info=lambda text: None)
+
+
+def _stamp(t: float) -> Any:
+    return SimpleNamespace(sec=int(t), nanosec=int(round((t - int(t)) * 1e9)))
+
+
+class _BrokenExecutor:
+    """An executor whose spin fails as rclpy's does on destroyed entities."""
+
+    def spin(self) -> None:
+        raise AttributeError("'NoneType' object has no attribute 'handle'")
+
+
+def test_sim_clock_not_started_accepts_the_first_frames() -> None:
+    """Clock 0 on sim time: stamps of the first 5 s pass, later ones do not."""
+    from hil_bridge.interface.node_inputs import CLOCK_START_WINDOW, InputPolicy
+    node = _ClockNode(0.0)
+    policy = InputPolicy(node)
+    gate = policy.gate('cones_lidar', 1.0)
+    assert policy.admit(gate, _stamp(0.3)) == pytest.approx(0.3)
+    assert policy.admit(gate, _stamp(CLOCK_START_WINDOW + 1.0)) is None
+    assert any('ahead of the node clock' in w for w in node.warnings)
+    # once the clock runs, the usual policy: 0.3 s ahead is dropped
+    node.t = 10.0
+    assert policy.admit(gate, _stamp(10.3)) is None
+    # a node on wall time whose clock reads 0 is not excused
+    wall = InputPolicy(_ClockNode(0.0, sim_time=False))
+    assert wall.admit(wall.gate('x', 1.0), _stamp(0.3)) is None
+
+
+def test_bridge_spin_thread_is_quiet_only_in_teardown() -> None:
+    """An error inside spin while the node is torn down is the shutdown."""
+    import threading
+    from hil_bridge.bridge.bridge_node import _spin
+
+    stopping = threading.Event()
+    with pytest.raises(AttributeError):
+        _spin(_BrokenExecutor(), stopping)
+    stopping.set()
+    _spin(_BrokenExecutor(), stopping)

@@ -16,6 +16,11 @@ from typing import Any, Callable, Dict, Optional
 from hil_bridge.interface.freshness import ClockWatch, FUTURE_TOLERANCE, InputGate, Throttle
 
 
+#: sim seconds from the start in which a node whose sim clock has not
+#: started yet accepts stamps (see :meth:`InputPolicy.admit`)
+CLOCK_START_WINDOW = 5.0
+
+
 def stamp_seconds(stamp: Any) -> float:
     """Return the seconds of a ``builtin_interfaces/Time``-like stamp."""
     return float(stamp.sec) + float(stamp.nanosec) * 1e-9
@@ -31,6 +36,7 @@ class InputPolicy:
         self.throttle = Throttle()
         self.gates: Dict[str, InputGate] = {}
         self.resets = 0
+        self._use_sim_time: Optional[bool] = None
 
     def _warn(self, text: str) -> None:
         self.node.get_logger().warning(text)
@@ -59,10 +65,30 @@ class InputPolicy:
         return now
 
     def admit(self, gate: InputGate, stamp: Any) -> Optional[float]:
-        """Return the stamp (s) when ``gate`` accepts it at the node clock, else None."""
+        """
+        Return the stamp (s) when ``gate`` accepts it at the node clock, else None.
+
+        A node on sim time whose clock has not started (reads 0: no /clock
+        received yet, which at start-up can come after the first sensor
+        message of the same frame) judges a stamp of the first
+        :data:`CLOCK_START_WINDOW` seconds as current instead of dropping
+        it as ahead of the clock (lockstep would wait for that frame's
+        commands in vain).
+        """
         now = self.now()
         t = stamp_seconds(stamp)
+        if now == 0.0 and 0.0 <= t <= CLOCK_START_WINDOW and self._sim_time():
+            now = t
         return t if gate.admit(t, now) else None
+
+    def _sim_time(self) -> bool:
+        """Return True when the node runs on sim time (``use_sim_time``)."""
+        if self._use_sim_time is None:
+            try:
+                self._use_sim_time = bool(self.node.get_parameter('use_sim_time').value)
+            except Exception:  # noqa: B902 - a node without the parameter: wall time
+                self._use_sim_time = False
+        return self._use_sim_time
 
     def warn(self, key: str, text: str) -> None:
         """Log ``text`` as a warning at most once per throttle period for ``key``."""
