@@ -251,6 +251,10 @@ def make_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
     """Run the server until SIGINT/SIGTERM; exit code 2 on bad options."""
+    # the starter's pid, read first: a starter that exits right after the
+    # ready line (a crashing client) must not be missed (read after start-up,
+    # the parent was already init and the server ran on for ever)
+    parent = os.getppid()
     args = make_parser().parse_args(argv)
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(),
                                       logging.WARNING),
@@ -281,7 +285,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     server.start()
     print(f'carla-hil serve: ready on port {server.port} (streaming '
           f'{server.streams.port}), map {server.world.map.name}', flush=True)
-    parent = os.getppid()
     while not stop.wait(0.5):
         if args.exit_with_parent and os.getppid() != parent:
             print('carla-hil serve: the process that started it is gone, stopping',
