@@ -22,6 +22,7 @@ from geometry_msgs.msg import TwistStamped
 from hil_bridge.bridge.scenario import load_scenario
 from hil_bridge.interface.codecs import clouds
 from hil_bridge.interface.codecs.clouds import cones_to_cloud
+from hil_bridge.interface.codecs.stamps import stamp_from_sec
 from hil_bridge.interface.frames import quaternion_yaw
 from hil_bridge.tools import bag_metadata as bm
 from hil_bridge.tools.bag_writer import BagWriter
@@ -34,11 +35,6 @@ import pytest
 from rclpy.serialization import serialize_message
 
 DT = 0.05
-
-
-def _stamp(msg: object, t: float) -> None:
-    msg.header.stamp.sec = int(t)
-    msg.header.stamp.nanosec = int(round((t - int(t)) * 1e9))
 
 
 def _record(bag: Path, steps: int = 200) -> list:
@@ -60,7 +56,7 @@ def _record(bag: Path, steps: int = 200) -> list:
         i = (2 * k) % len(cl)
         pose = (float(cl[i, 0]), float(cl[i, 1]), float(yaw[i]))
         odom = Odometry()
-        _stamp(odom, t)
+        odom.header.stamp = stamp_from_sec(t)
         odom.pose.pose.position.x, odom.pose.pose.position.y = pose[0], pose[1]
         odom.pose.pose.orientation.z = math.sin(pose[2] / 2.0)
         odom.pose.pose.orientation.w = math.cos(pose[2] / 2.0)
@@ -80,7 +76,7 @@ def _record(bag: Path, steps: int = 200) -> list:
         q = odom.pose.pose.orientation     # the node's yaw: from the quaternion
         out = planner.plan(t, dxyz, dcls, 5.0, 0.0, pose=(pose[0], pose[1], quaternion_yaw(q)))
         cmd = TwistStamped()
-        _stamp(cmd, t)
+        cmd.header.stamp = stamp_from_sec(t)
         cmd.twist.linear.x, cmd.twist.angular.z = out.speed, out.yaw_rate
         writer.write('/carla/ego_vehicle/cmd_vel', ns + 2, ns + 2, serialize_message(cmd))
         sent.append((out.speed, out.yaw_rate))

@@ -57,7 +57,9 @@ class Recording:
 
 
 def _stamp(header: Any) -> float:
-    return round(header.stamp.sec + header.stamp.nanosec * 1e-9, 6)
+    """Return a header's stamp (s), rounded to the microsecond (a dict key)."""
+    from hil_bridge.interface.codecs.stamps import sec_from_stamp
+    return round(sec_from_stamp(header.stamp), 6)
 
 
 def read_recording(bag: str, cones_topic: str = '/perception/cones') -> Recording:
