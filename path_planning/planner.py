@@ -60,6 +60,18 @@ MODES = ('cone_drive', 'midline', 'auto', 'lane')
 #: lane mode moves its steering into a free CONEDRIVE range by at most
 #: this much (rad); farther free ranges lead out of the lane
 LANE_MAX_CORRECTION = math.radians(6.0)
+#: the car in its own frame: where a line starts that is not continued (x, y, heading)
+CAR_START = (0.0, 0.0, 0.0)
+
+
+def _line_rank(line: LaneLine, p: LaneLineParams) -> 'tuple[int, float]':
+    """Return a sort key of lane lines: drivable first, then least beyond the limits."""
+    if not line.ok:
+        return 3, math.inf
+    over = max(line.max_kappa / p.max_curvature - 1.0, 0.0)
+    short = max(-line.clearance, 0.0)
+    bad = (over > 0.02) + (line.clearance < 0.0)
+    return int(bad), over + short
 
 
 @dataclass(frozen=True)
@@ -462,7 +474,7 @@ class Planner:
         the car (vehicle frame, m, rad, 1/m).
         """
         steering = math.tan(self.last_delta) / self.config.cone_drive.wheelbase
-        car = ((0.0, 0.0, 0.0), steering)
+        car = (CAR_START, steering)
         if self._line_map is None or self._pose is None or self._line_map[0].shape[0] < 2:
             return car
         pts = to_vehicle(self._line_map[0], self._pose)
@@ -523,6 +535,17 @@ class Planner:
                 line = plan_lane_line(view.centre, view.left, view.right, xy, side, cfg.line,
                                       closed=view.closed, start=start, start_kappa=start_kappa,
                                       previous=last)
+                if start != CAR_START and not self._feasible(line):
+                    # the line continued from the last one cannot be driven
+                    # (the car has fallen behind it in a tight turn: its
+                    # heading and offset are no longer the line's): plan
+                    # again from where the car is and keep the better one
+                    steering = math.tan(self.last_delta) / cfg.cone_drive.wheelbase
+                    again = plan_lane_line(view.centre, view.left, view.right, xy, side,
+                                           cfg.line, closed=view.closed, start=CAR_START,
+                                           start_kappa=steering, previous=last)
+                    if _line_rank(again, cfg.line) < _line_rank(line, cfg.line):
+                        line = again
                 self._line_map = None
                 if line.ok:
                     follow = line.xy

@@ -258,6 +258,13 @@ class RacePlanner:
                 line = compute_raceline(track, self.profile, self.config.line)
             except ValueError as exc:
                 reason = str(exc)
+            if line is not None and line.clearance < 0.0:
+                # the car's box along the line reaches into a cone: the map's
+                # boundaries pinch the track (a cone mapped on the wrong side,
+                # one of a section beside); driving it would hit cones
+                reason = (f'the line passes {-line.clearance:.2f} m into a cone (clearance '
+                          f'{line.clearance:.2f} m): the map pinches the track')
+                line = None
         return track, line, reason, (time.perf_counter() - t0) * 1e3, xy
 
     def _take_line(self, track: TrackMap, line: Optional[Raceline], reason: str,

@@ -140,6 +140,28 @@ def test_incomplete_map_keeps_lap_1_mode_with_a_reason() -> None:
     assert len(events) == 1 and 'staying in lap-1 mode' in events[0] and 'gap' in events[0]
 
 
+def test_a_line_into_a_cone_is_refused(monkeypatch) -> None:
+    import dataclasses
+    import path_planning.race_planner as rp
+    real = rp.compute_raceline
+
+    def pinched(*args, **kwargs):
+        # the map's line as computed, with the clearance a map gives whose
+        # boundary holds a cone of the section beside (seen in a sweep: -0.73 m)
+        return dataclasses.replace(real(*args, **kwargs), clearance=-0.73)
+
+    monkeypatch.setattr(rp, 'compute_raceline', pinched)
+    track = load_scenario('ci_trackdrive').track
+    planner = _planner()
+    outs = _drive_lap(planner, track, track.cones.xy)
+    st = planner.status
+    assert st.attempts == 1 and st.state == 'mapping' and st.line is None
+    events = planner.drain_events()
+    assert len(events) == 1 and 'staying in lap-1 mode' in events[0]
+    assert 'clearance -0.73 m' in events[0]
+    assert 'raceline' not in {o.mode for o in outs}
+
+
 @pytest.fixture(scope='module')
 def race() -> object:
     """Three laps of ci_trackdrive in-process: the real lap-1 planner, then the line."""
