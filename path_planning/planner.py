@@ -90,7 +90,9 @@ class PlannerConfig:
     off) and ``memory_radius`` (m) how near a detection must be to count
     as the same cone; ``ramp_lead`` (s): the speed ramp never starts more
     than ``accel * ramp_lead`` above the measured speed (no wind-up while
-    the car is held).
+    the car is held). Lane mode (``lane_*``): see ``config/
+    cone_drive_planner.yaml``; its line keeps ``line.margin +
+    lane_margin_speed * speed`` (m, s x m/s) to the cones.
     """
 
     mode: str = 'lane'
@@ -120,6 +122,7 @@ class PlannerConfig:
     lane_track_length: float = 1.5
     lane_tight_fraction: float = 0.8
     lane_tight_speed: float = 3.0
+    lane_margin_speed: float = 0.0
     line: LaneLineParams = LaneLineParams()
 
     def __post_init__(self) -> None:
@@ -135,7 +138,8 @@ class PlannerConfig:
                 raise ValueError(f'PlannerConfig.{name} must be finite and > 0,'
                                  f' got {value}')
         for name in ('min_midline_length', 'memory', 'memory_radius',
-                     'ramp_lead', 'min_lane_length', 'lane_check_lookahead', 'lane_stitch'):
+                     'ramp_lead', 'min_lane_length', 'lane_check_lookahead', 'lane_stitch',
+                     'lane_margin_speed'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise ValueError(f'PlannerConfig.{name} must be finite and >= '
@@ -201,6 +205,7 @@ class PlannerConfig:
                    lane_track_length=float(v['lane_track_length']),
                    lane_tight_fraction=float(v['lane_tight_fraction']),
                    lane_tight_speed=float(v['lane_tight_speed']),
+                   lane_margin_speed=float(v['lane_margin_speed']),
                    line=LaneLineParams(
                        wheelbase=float(profile.wheelbase), max_steer=float(profile.max_steer),
                        half_width=0.5 * float(profile.width),
@@ -532,7 +537,10 @@ class Planner:
                 start, start_kappa = self._line_start()
                 last = None if self._line_map is None or self._pose is None else \
                     to_vehicle(self._line_map[0], self._pose)
-                line = plan_lane_line(view.centre, view.left, view.right, xy, side, cfg.line,
+                # the faster the car, the larger its tracking error: more room
+                params = cfg.line if cfg.lane_margin_speed <= 0.0 else replace(
+                    cfg.line, margin=cfg.line.margin + cfg.lane_margin_speed * max(speed_est, 0.0))
+                line = plan_lane_line(view.centre, view.left, view.right, xy, side, params,
                                       closed=view.closed, start=start, start_kappa=start_kappa,
                                       previous=last)
                 if start != CAR_START and not self._feasible(line):
@@ -542,7 +550,7 @@ class Planner:
                     # again from where the car is and keep the better one
                     steering = math.tan(self.last_delta) / cfg.cone_drive.wheelbase
                     again = plan_lane_line(view.centre, view.left, view.right, xy, side,
-                                           cfg.line, closed=view.closed, start=CAR_START,
+                                           params, closed=view.closed, start=CAR_START,
                                            start_kappa=steering, previous=last)
                     if _line_rank(again, cfg.line) < _line_rank(line, cfg.line):
                         line = again

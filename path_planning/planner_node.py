@@ -154,6 +154,8 @@ PARAMS = [
               'curvature) is taken at lane_tight_speed at most', lo=0.1, hi=1.0),
     ParamSpec('lane_tight_speed', 'lane mode: top speed (m/s) in a tight turn', lo=0.1,
               hi=40.0),
+    ParamSpec('lane_margin_speed', 'lane mode: the line keeps lane_margin + this (s) x the '
+              'speed (m/s) to the cones', lo=0.0, hi=1.0),
     ParamSpec('max_speed', 'top target speed (m/s)', lo=0.1, hi=40.0),
     ParamSpec('min_speed', 'lowest target while driving (m/s)', lo=0.0,
               hi=10.0),

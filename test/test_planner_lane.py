@@ -111,3 +111,100 @@ def test_planner_without_a_pose_keeps_the_old_modes() -> None:
     assert out.mode == 'midline' and out.lane is None and not out.stop
     out = Planner(default_config('lane')).plan(0.0, xy, cls, 3.0, pose=(0.0, math.nan, 0.0))
     assert out.lane is None
+
+
+def _hairpin_planner(back: float) -> tuple:
+    """Return a lane planner that approached hard_8's tightest turn and the track."""
+    from path_planning.raceline import signed_curvature
+    from path_planning.tools.closed_loop import cones_in_vehicle_frame
+    track = load_scenario('track_sweep', seed=8, laps=1).track
+    cl = track.centerline
+    tang = np.roll(cl, -1, axis=0) - cl
+    yaw = np.arctan2(tang[:, 1], tang[:, 0])
+    apex = int(np.argmax(np.abs(signed_curvature(cl))))
+    i0 = apex - int(back / float(np.hypot(*tang.T).mean()))
+    planner = Planner(default_config('lane'))
+    for j in range(i0 - 40, i0 + 1, 2):          # along the centre: the map builds up
+        pose = (cl[j, 0], cl[j, 1], yaw[j])
+        rel = cones_in_vehicle_frame(track.cones.xy, *pose)
+        near = np.hypot(*rel.T) < 20.0
+        planner.plan(0.05 * j, rel[near], np.zeros(near.sum(), np.uint8), 3.0, 0.0, pose=pose)
+    return planner, track, 0.05 * i0
+
+
+def test_a_continued_line_the_car_cannot_drive_is_planned_again_from_the_car(
+        monkeypatch) -> None:
+    """
+    In a 9 m hairpin the car 0.3 m outside its last line, 10 deg more inward.
+
+    Continued from the last line (the foot point, the line's heading) the
+    line needs more than the steering gives; planned from the car it does
+    not: the planner follows the one from the car (seen in full-stack
+    runs: continuing such lines, the car never reached full lock and hit
+    the exit cone).
+    """
+    import path_planning.planner as planner_module
+    from path_planning.planner import CAR_START
+    from path_planning.tools.closed_loop import cones_in_vehicle_frame
+    planner, track, t = _hairpin_planner(back=4.0)
+    last = planner._line_map[0]
+    s = np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(last, axis=0).T))])
+    m = int(np.searchsorted(s, 3.0))
+    d = last[m + 1] - last[m]
+    h = math.atan2(d[1], d[0])
+    # the turn is to the right: left of the line is its outside
+    xy = last[m] + 0.3 * np.array([-math.sin(h), math.cos(h)])
+    pose = (float(xy[0]), float(xy[1]), h - math.radians(10.0))
+    lines = []
+    real = planner_module.plan_lane_line
+
+    def spy(*args, **kwargs):
+        lines.append((kwargs['start'], real(*args, **kwargs)))
+        return lines[-1][1]
+
+    monkeypatch.setattr(planner_module, 'plan_lane_line', spy)
+    rel = cones_in_vehicle_frame(track.cones.xy, *pose)
+    near = np.hypot(*rel.T) < 20.0
+    out = planner.plan(t + 0.1, rel[near], np.zeros(near.sum(), np.uint8), 2.0, 0.0, pose=pose)
+    assert len(lines) == 2
+    (first, stitched), (second, again) = lines
+    limit = 1.02 * planner.config.line.max_curvature
+    assert first != CAR_START and stitched.max_kappa > limit      # continued: beyond the steering
+    assert second == CAR_START and again.max_kappa <= limit and again.clearance >= 0.0
+    assert out.line is again and out.reason == 'lane_line'
+
+
+def test_the_line_keeps_more_room_at_speed() -> None:
+    """lane_margin_speed: the same lane, planned at 2 and 10 m/s, keeps 0.17 and 0.37 m."""
+    from dataclasses import replace
+    from path_planning.lane_line import plan_lane_line
+    cfg = default_config('lane')
+    # a lane 3.5 m wide: 8 m straight, a 90 deg left turn of 7 m radius, 15
+    # m straight; the least curvature line takes its apex on the inside cones
+    r, w = 7.0, 1.75
+    a = np.linspace(0.0, 0.5 * math.pi, 30)[1:-1]
+    s = np.arange(0.0, 8.0, 0.5)
+    e = np.arange(0.0, 15.0, 0.5)
+
+    def lane(off: float) -> np.ndarray:
+        rr = r - off
+        return np.vstack([np.column_stack([s - 8.0, np.full(s.size, off)]),
+                          np.column_stack([rr * np.sin(a), r - rr * np.cos(a)]),
+                          np.column_stack([np.full(e.size, rr), r + e])])
+
+    centre, left, right = lane(0.0), lane(w)[::2], lane(-w)[::2]
+    centre = centre[centre[:, 0] >= -6.0] + np.array([6.0, 0.0])
+    left, right = left + np.array([6.0, 0.0]), right + np.array([6.0, 0.0])
+    cones = np.vstack([left, right])
+    side = np.concatenate([np.ones(len(left)), -np.ones(len(right))])
+    gaps = []
+    for v in (2.0, 10.0):
+        p = replace(cfg.line, margin=cfg.line.margin + cfg.lane_margin_speed * v)
+        line = plan_lane_line(centre, left, right, cones, side, p)
+        assert line.ok
+        # the gap between the car's side and the inside cones' edges
+        d = np.hypot(*(line.xy[:, None] - left[None]).transpose(2, 0, 1)).min()
+        gaps.append(float(d) - p.half_width - p.cone_radius)
+    assert cfg.lane_margin_speed > 0.0
+    assert gaps[0] == pytest.approx(cfg.line.margin + 2.0 * cfg.lane_margin_speed, abs=0.05)
+    assert gaps[1] == pytest.approx(cfg.line.margin + 10.0 * cfg.lane_margin_speed, abs=0.05)
