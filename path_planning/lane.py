@@ -109,6 +109,11 @@ def lane_view(cmap: ConeMap, pose: Tuple[float, float, float], reach: float = 25
         j += 1
     path = np.vstack([np.zeros((1, 2)), mid[j:]])
     seg = np.hypot(*np.diff(path, axis=0).T)
+    length = float(seg.sum())
+    if path.shape[0] < 2 or path[1, 0] <= 0.0:
+        # every gate of the walk lies behind the car (the walk stalled while
+        # the car drove on): the lane leads nowhere ahead, it has no length
+        length = 0.0
     lv = to_vehicle(xy[left], pose)
     rv = to_vehicle(xy[right], pose)
     cones = np.vstack([lv, rv])
@@ -117,7 +122,7 @@ def lane_view(cmap: ConeMap, pose: Tuple[float, float, float], reach: float = 25
     near = np.hypot(cones[:, 0], cones[:, 1]) <= reach
     corridor = np.vstack([lv, rv[::-1]])
     return LaneView(cones=cones[near], side_class=side[near], corridor=corridor, path=path,
-                    length=float(seg.sum()), closed=bool(st.closed), centre=mid, left=lv,
+                    length=length, closed=bool(st.closed), centre=mid, left=lv,
                     right=rv)
 
 

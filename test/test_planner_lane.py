@@ -62,6 +62,23 @@ def test_lane_view_keeps_the_lane_and_ignores_the_section_beside() -> None:
     assert len(cls) == len(xy)
 
 
+def test_a_lane_walked_only_behind_the_car_has_no_length() -> None:
+    """The walk ends behind the car (it drove on past the mapped cones): no lane ahead."""
+    cones = _two_lanes()
+    unknown = np.full(len(cones), CONE_UNKNOWN)
+    cmap = ConeMap()
+    for k in range(4):
+        pose = (0.5 * k, 0.0, 0.0)
+        cmap.update(cones - np.array(pose[:2]), unknown, pose)
+    ahead = lane_view(cmap, (1.5, 0.0, 0.0))
+    assert ahead is not None and ahead.length > 15.0
+    # seen from beyond the last gate (32 m on; the cones end at 26 m) every
+    # midpoint is behind: a path there would lead the car back
+    past = lane_view(cmap, (32.0, 0.0, 0.0))
+    assert past is not None and np.all(past.centre[:, 0] < 0.0)
+    assert past.length == 0.0
+
+
 def test_inside_polygon_and_margin() -> None:
     """Even-odd point in polygon, with a margin band round the edges."""
     square = np.array([[0.0, 0.0], [2.0, 0.0], [2.0, 2.0], [0.0, 2.0]])
@@ -146,7 +163,7 @@ def test_a_continued_line_the_car_cannot_drive_is_planned_again_from_the_car(
     import path_planning.planner as planner_module
     from path_planning.planner import CAR_START
     from path_planning.tools.closed_loop import cones_in_vehicle_frame
-    planner, track, t = _hairpin_planner(back=4.0)
+    planner, track, t = _hairpin_planner(back=5.0)
     last = planner._line_map[0]
     s = np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(last, axis=0).T))])
     m = int(np.searchsorted(s, 3.0))
@@ -175,10 +192,10 @@ def test_a_continued_line_the_car_cannot_drive_is_planned_again_from_the_car(
 
 
 def test_the_line_keeps_more_room_at_speed() -> None:
-    """lane_margin_speed: the same lane, planned at 2 and 10 m/s, keeps 0.17 and 0.37 m."""
+    """lane_margin_speed 0.025 s: the same lane planned at 2 and 10 m/s keeps 0.17 and 0.37 m."""
     from dataclasses import replace
     from path_planning.lane_line import plan_lane_line
-    cfg = default_config('lane')
+    cfg = replace(default_config('lane'), lane_margin_speed=0.025)
     # a lane 3.5 m wide: 8 m straight, a 90 deg left turn of 7 m radius, 15
     # m straight; the least curvature line takes its apex on the inside cones
     r, w = 7.0, 1.75
