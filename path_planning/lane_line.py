@@ -190,6 +190,16 @@ def _reference(centre: np.ndarray, p: LaneLineParams) -> Optional[np.ndarray]:
     pts = pts[max(j - 1, 0):]
     if pts.shape[0] < 3:
         return None
+    if j == 0:
+        # the car is behind the lane's first midpoint (at the start line, the
+        # first gate ahead): the lane goes on straight back to the car's foot,
+        # so the line starts beside the car (an arc from the car extrapolated
+        # to a station metres ahead puts the start far off at full lock)
+        u = (pts[1] - pts[0]) / np.hypot(*(pts[1] - pts[0]))
+        back = -float(pts[0] @ u)                  # the car's foot along u (m, < 0: behind)
+        if back < -0.25:
+            s_ext = np.arange(back, 0.0, 0.25)[:, None]
+            pts = np.vstack([pts[0] + s_ext * u, pts])
     seg = np.hypot(*np.diff(pts, axis=0).T)
     s = np.concatenate([[0.0], np.cumsum(seg)])
     pts = pts[s <= p.horizon + 1.0]
@@ -293,6 +303,11 @@ def plan_lane_line(centre: np.ndarray, left: np.ndarray, right: np.ndarray,
     d_l = np.where(np.isfinite(d_l), d_l, np.where(np.isfinite(d_r), width - d_r, np.nan))
     d_r = np.where(np.isfinite(d_r), d_r, width - d_l)
     known = np.isfinite(d_l)
+    first = int(np.argmax(known))
+    if 0 < first < len(known) and known[first]:
+        # stations behind the first gate (the lane extended back to the car)
+        # keep the first gate's boundaries
+        d_l[:first], d_r[:first], known[:first] = d_l[first], d_r[first], True
     # the lane is known up to the first station without either boundary
     last = int(np.argmin(known)) if not known.all() else len(ref)
     if last < 4:

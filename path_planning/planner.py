@@ -62,6 +62,11 @@ MODES = ('cone_drive', 'midline', 'auto', 'lane')
 LANE_MAX_CORRECTION = math.radians(6.0)
 #: the car in its own frame: where a line starts that is not continued (x, y, heading)
 CAR_START = (0.0, 0.0, 0.0)
+#: a continued line the car cannot drive is planned again from the car when
+#: the car is this far (m) or this much off its heading (rad) from the last
+#: line: it has fallen behind it (on the line, the lane itself is that tight)
+REPLAN_OFFSET = 0.15
+REPLAN_HEADING = math.radians(10.0)
 
 
 def _line_rank(line: LaneLine, p: LaneLineParams) -> 'tuple[int, float]':
@@ -543,7 +548,10 @@ class Planner:
                 line = plan_lane_line(view.centre, view.left, view.right, xy, side, params,
                                       closed=view.closed, start=start, start_kappa=start_kappa,
                                       previous=last)
-                if start != CAR_START and not self._feasible(line):
+                off_line = start != CAR_START and (
+                    math.hypot(start[0], start[1]) > REPLAN_OFFSET
+                    or abs(start[2]) > REPLAN_HEADING)
+                if off_line and not self._feasible(line):
                     # the line continued from the last one cannot be driven
                     # (the car has fallen behind it in a tight turn: its
                     # heading and offset are no longer the line's): plan
