@@ -55,6 +55,11 @@ CONVENTIONS = ('rep103', 'unreal', 'swapped')
 CHAIN_GAP = 2.5 * MAX_CONE_SPACING
 #: Cone-to-cone distances (m) that can span the track (left to right).
 SPAN = (1.8, 7.5)
+#: Below this the walk's two choices of side for the next cone are a tie
+#: (the difference of the cosines between the cone's direction and each
+#: boundary's), settled by walking each ``LOOK_AHEAD`` triangles on.
+AMBIGUOUS = 0.25
+LOOK_AHEAD = 6
 #: Where a file without a start pose puts the car: this far (m, rear
 #: axle) behind its first big orange cones.
 START_BEHIND = 3.0
@@ -431,8 +436,30 @@ def _walk(xy: np.ndarray, start: Pose) -> Tuple[np.ndarray, bool]:
         return (int(edges[c, 0]), int(edges[c, 1])) if ca[k] > 0 else \
             (int(edges[c, 1]), int(edges[c, 0]))
 
+    def spans(e: Tuple[int, int]) -> bool:
+        return SPAN[0] <= float(np.hypot(*(xy[e[0]] - xy[e[1]]))) <= \
+            SPAN[1] + 1.5
+
+    def widest_ahead(cur: Tuple[int, int], h: np.ndarray,
+                     prev: Tuple[int, int]) -> float:
+        """Return the longest edge of a greedy walk on from ``cur``."""
+        keys = {(min(prev), max(prev)), (min(cur), max(cur))}
+        worst = float(np.hypot(*(xy[cur[0]] - xy[cur[1]])))
+        for _ in range(LOOK_AHEAD):
+            span = xy[cur[0]] - xy[cur[1]]
+            h = unit(h + unit(np.array([span[1], -span[0]])))
+            nxt = [e for e in options(cur, h, prev, False)
+                   if (min(e), max(e)) not in keys]
+            if not nxt:
+                return max(worst, SPAN[1] + 1.5)   # a dead end is suspect
+            prev, cur = cur, nxt[0]
+            keys.add((min(cur), max(cur)))
+            worst = max(worst, float(np.hypot(*(xy[cur[0]] - xy[cur[1]]))))
+        return worst
+
     def options(cur: Tuple[int, int], h: np.ndarray,
-                prev: Tuple[int, int]) -> List[Tuple[int, int]]:
+                prev: Tuple[int, int], look: bool = True
+                ) -> List[Tuple[int, int]]:
         """Return the next edges through the triangle ahead, likeliest first."""
         left, right = cur
         m = (xy[left] + xy[right]) / 2.0
@@ -451,8 +478,14 @@ def _walk(xy: np.ndarray, start: Pose) -> Tuple[np.ndarray, bool]:
                 unit(xy[c] - xy[right]) @ d_right
             out = [(c, right), (left, c)] if along > 0 else \
                 [(left, c), (c, right)]
-            return [e for e in out if SPAN[0] <= float(np.hypot(
-                *(xy[e[0]] - xy[e[1]]))) <= SPAN[1] + 1.5]
+            out = [e for e in out if spans(e)]
+            if look and len(out) == 2 and abs(along) < AMBIGUOUS:
+                # both boundaries run on to c alike: the way on keeps the
+                # corridor narrow, a wrong side jumps into the lane beside
+                wide = [widest_ahead(e, h, cur) for e in out]
+                if wide[1] < wide[0] - 0.5:
+                    out.reverse()
+            return out
         return []
 
     p = np.array([start.x, start.y], dtype=float)
