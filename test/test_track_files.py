@@ -667,3 +667,27 @@ def test_walk_keeps_to_its_lane_where_the_track_comes_back_beside_it() -> None:
     centre = np.array(make_tracks.SIDE_BY_SIDE, dtype=float)
     assert track.length > 320.0
     assert cKDTree(track.centerline).query(centre)[0].max() < 2.5
+
+
+def test_an_open_u_turn_is_not_closed_across_its_open_end(tmp_path: Path) -> None:
+    """
+    Two lanes side by side joined at one end only: an open track.
+
+    The inner boundary's ends are 12 m apart (within the chain gap), but
+    the outer boundary's closing segment runs along the same line: no
+    lane there. A loop with cones missing round its start line (a 9.4 m
+    gap on both sides) still closes.
+    """
+    track = F.load_track_file(str(DATA / 'eufs_open_u.csv')).track
+    assert not track.closed
+    assert track.length < 90.0
+    text = (DATA / 'eufs_oval.csv').read_text().splitlines()
+    kept = [line for line in text
+            if not (line.split(',')[0] in ('blue', 'yellow')
+                    and abs(float(line.split(',')[1])) < 4.0)]
+    assert len(kept) < len(text)
+    path = tmp_path / 'gap.csv'
+    path.write_text('\n'.join(kept) + '\n')
+    loaded = F.load_track_file(str(path))
+    assert loaded.track.closed
+    _same_oval(loaded.track)

@@ -831,6 +831,7 @@ def _centerline_pass(left: np.ndarray, right: np.ndarray, origin: np.ndarray,
     ro = right[_chain(right, origin, heading, CHAIN_GAP)]
     closed = bool(len(lo) > 4 and len(ro) > 4
                   and np.hypot(*(lo[-1] - lo[0])) < CHAIN_GAP)
+    closed = closed and _closing_is_a_lane(lo, ro)
     # centre points: each cone with the nearest point of the other
     # boundary's polyline (densified), from both sides (from one side the
     # midpoints of an outer corner's cones bunch at the inner corner),
@@ -852,6 +853,29 @@ def _centerline_pass(left: np.ndarray, right: np.ndarray, origin: np.ndarray,
         first = np.array([origin - 2.0 * heading])
         mids = np.vstack([first, mids])
     return _smooth(mids, closed), closed
+
+
+def _closing_is_a_lane(lo: np.ndarray, ro: np.ndarray) -> bool:
+    """
+    Return True when the gap that closes each boundary has the lane beside it.
+
+    The middle of the segment from a boundary's last cone back to its
+    first must lie at least half the median lane width (each cone's
+    distance to the other boundary) from the other boundary, closed the
+    same way (when the boundaries are a lane apart at all, at most
+    ``SPAN[1]``). An open U-turn layout (two lanes side by side, joined at one
+    end only) closes its inner boundary across the open end: there the
+    outer boundary's closing segment runs along the same line (EPFL's
+    VSV files).
+    """
+    for own, other in ((lo, ro), (ro, lo)):
+        tree = cKDTree(resample(other, True, 0.1))
+        width = float(np.median(tree.query(own)[0]))
+        gap = np.hypot(*(own[-1] - own[0]))
+        if gap > MAX_CONE_SPACING and width <= SPAN[1] and \
+                tree.query((own[-1] + own[0]) / 2.0)[0] < 0.5 * width:
+            return False
+    return True
 
 
 def _forward_only(pts: np.ndarray, min_step: float, closed: bool

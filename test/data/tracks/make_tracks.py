@@ -228,6 +228,21 @@ def real_world(cones: List[Cone], acc: List[Cone]) -> None:
             for t, x, y in cones]
     _csv('eufs_grey_stretch.csv', [_row('car_start', -6.0, 0.0, 0.0, 0.0)]
          + [_row(*c) for c in grey])
+    # an open U-turn (EPFL's VSV test layouts): up, round a semicircle and
+    # back down beside the way up; the inner boundary's two ends are 12 m
+    # apart, the outer one's 18 m, across the open end where no lane is
+    u_cones = []
+    for colour, off in (('blue', -1.5), ('yellow', 1.5)):
+        r = 7.5 + off
+        for k in range(9):
+            u_cones.append((colour, off, 3.75 * k))
+            u_cones.append((colour, -15.0 - off, 3.75 * k))
+        for k in range(1, 6):
+            a = math.pi * k / 6
+            u_cones.append((colour, round(-7.5 + r * math.cos(a), 3),
+                            round(30.0 + r * math.sin(a), 3)))
+    _csv('eufs_open_u.csv', [_row('car_start', 0.0, 0.0, math.pi / 2, 0.0)]
+         + [_row(*c) for c in u_cones])
     # a colourless map (one code) of a lane that comes back beside a corner
     _conemap('conemap_side_by_side.yaml', lanes_side_by_side(),
              {'blue': 1, 'yellow': 1})
