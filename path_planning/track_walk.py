@@ -66,6 +66,9 @@ END_CONES = 3
 FIT_WIDTHS = np.array([-0.5, 0.0, 0.5])
 #: how far (m) beyond the fitted half width a cone of the lagging chain may lie
 LAG_MARGIN = 1.0
+#: largest angle between the track direction and a chain's last segment
+#: where a chain may take a ``long_gap`` step (a straight)
+LONG_TURN = math.radians(10.0)
 
 
 @dataclass(frozen=True)
@@ -93,9 +96,16 @@ class WalkParams:
     ``heading_span`` in the arc fit when the cones around the gate have
     colours (a wrong-coloured cone cannot pull the wider search into a
     neighbouring section; without colours the wider search does).
+    ``long_gap``: where no cone qualifies within ``max_gap`` (cones
+    missing, as round the start line of mapped event tracks: 7.4 m and
+    11.7 m), a cone up to this far straight ahead of its chain's last
+    cone (within ``fit_tol`` of the line along the track direction, as
+    the chains' last segments give it; the arc fit has too few cones there
+    to go by) continues its chain.
     """
 
     max_gap: float = 6.0
+    long_gap: float = 12.0
     min_width: float = 2.3
     max_width: float = 7.0
     width_change: float = 2.5
@@ -116,8 +126,8 @@ class WalkParams:
 
     def __post_init__(self) -> None:
         """Validate every field (ValueError naming the field)."""
-        for name in ('max_gap', 'min_width', 'max_width', 'width_change', 'max_gate_turn',
-                     'horizon', 'seed_reach', 'min_loop', 'fit_reach', 'fit_tol',
+        for name in ('max_gap', 'long_gap', 'min_width', 'max_width', 'width_change',
+                     'max_gate_turn', 'horizon', 'seed_reach', 'min_loop', 'fit_reach', 'fit_tol',
                      'heading_span', 'heading_span_colour', 'max_curvature', 'retry_length',
                      'reseed_distance'):
             value = getattr(self, name)
@@ -422,7 +432,8 @@ def _step(st: WalkState, xy: np.ndarray, colours: np.ndarray, cand: np.ndarray,
     u = track_direction(xy, st, f)
     w_run = st.widths[-1]
     heading, kappa, w_fit = _fit_arc(lp, rp, pts[context], colours[cand[context]], u, w_run, p)
-    cand = cand[local]
+    reach_gap = max(p.max_gap, p.long_gap)
+    cand = cand[(np.hypot(*(pts - lp).T) <= reach_gap) | (np.hypot(*(pts - rp).T) <= reach_gap)]
     if cand.size == 0:
         return -1, 0, 0.0
     pts = xy[cand]
@@ -443,11 +454,10 @@ def _step(st: WalkState, xy: np.ndarray, colours: np.ndarray, cand: np.ndarray,
     match = ((col == CONE_BLUE) & (side > 0)) | ((col == CONE_YELLOW) & (side < 0))
     ok = (res <= p.fit_tol) | (lag & match & (np.abs(n) <= 0.5 * w_fit + LAG_MARGIN))
     ok &= ahead > p.min_forward
-    ok &= (s > np.where(side > 0, s_l, s_r) + p.min_forward) & (s <= p.fit_reach)
+    ok &= s > np.where(side > 0, s_l, s_r) + p.min_forward
     ok &= ~((col == CONE_BLUE) & (side < 0)) & ~((col == CONE_YELLOW) & (side > 0))
     own = np.where(side[:, None] > 0, lp[None], rp[None])
     other = np.where(side[:, None] > 0, rp[None], lp[None])
-    ok &= np.hypot(*(pts - own).T) <= p.max_gap
     gate = np.hypot(*(pts - other).T)
     # a gate is at least min_width and at most a diagonal of max_width across
     # and max_gap along: a chain that runs further ahead of the other (its
@@ -463,6 +473,14 @@ def _step(st: WalkState, xy: np.ndarray, colours: np.ndarray, cand: np.ndarray,
     prev_r = xy[st.right[-2]] if len(st.right) > 1 else rp
     prev_other = np.where(side[:, None] > 0, prev_r[None], prev_l[None])
     ok &= ~_segments_cross(own, pts, prev_other, other)
+    step = np.hypot(*(pts - own).T)
+    near = (step <= p.max_gap) & (s <= p.fit_reach)
+    if not (ok & near).any() and _straight(xy, st, u):
+        # nothing within max_gap on a straight: a cone further on straight
+        # ahead of its chain's last one (cones missing round a start line)
+        beside = np.abs((pts - own) @ np.array([-u[1], u[0]]))
+        near = (beside <= p.fit_tol) & (step <= p.long_gap) & ((pts - own) @ u > 0.0)
+    ok &= near
     idx = np.flatnonzero(ok)
     if idx.size == 0:
         return -1, 0, 0.0
@@ -471,6 +489,16 @@ def _step(st: WalkState, xy: np.ndarray, colours: np.ndarray, cand: np.ndarray,
     reach = (np.einsum('ij,ij->i', rel[idx], rel[idx]) - 0.25 * w * w) / (2.0 * ahead[idx])
     j = int(idx[np.argmin(reach)])
     return int(cand[j]), int(side[j]), float(width[j])
+
+
+def _straight(xy: np.ndarray, st: WalkState, u: np.ndarray) -> bool:
+    """Return True when each chain's last segment (if any) is within ``LONG_TURN`` of ``u``."""
+    for chain in (st.left, st.right):
+        if len(chain) > 1:
+            d = xy[chain[-1]] - xy[chain[-2]]
+            if float(d @ u) < math.cos(LONG_TURN) * math.hypot(d[0], d[1]):
+                return False
+    return True
 
 
 def _near_ends(pts: np.ndarray, xy: np.ndarray, chain: List[int]) -> np.ndarray:

@@ -635,3 +635,59 @@ def test_start_line_ahead_of_the_car_without_gates() -> None:
     track = F.load_track_file(str(DATA / 'plain_xy.csv')).track
     mid = (track.timing_lines['start'].a + track.timing_lines['start'].b) / 2
     assert 3.0 <= mid[0] - track.car_start.x < 4.0
+
+
+def test_walk_keeps_to_its_lane_where_the_track_comes_back_beside_it() -> None:
+    """
+    A colourless map: past a corner the lane returns 3 m beside it.
+
+    The walk's choice of side for a cone is a tie at that corner (both
+    boundaries run on to it alike); the wrong one jumped into the lane
+    beside and skipped the loop between (a mapped FSG 2024 layout).
+    """
+    import sys
+    sys.path.insert(0, str(DATA))
+    try:
+        import make_tracks
+    finally:
+        sys.path.remove(str(DATA))
+    truth = make_tracks.lanes_side_by_side()
+    xy = np.array([(x, y) for _, x, y in truth])
+    loaded = F.load_track_file(str(DATA / 'conemap_side_by_side.yaml'))
+    assert loaded.errors == []
+    track = loaded.track
+    assert track.closed
+    sides, closed = F._walk(track.cones.xy, track.car_start)
+    assert closed
+    _, at = cKDTree(xy).query(track.cones.xy)
+    want = np.array([1 if truth[i][0] == 'blue' else -1 for i in at])
+    assert (sides == want).sum() >= len(want) - 2
+    # the centre line runs the whole loop (the lane's length, not the
+    # 250 m of the shortcut)
+    centre = np.array(make_tracks.SIDE_BY_SIDE, dtype=float)
+    assert track.length > 320.0
+    assert cKDTree(track.centerline).query(centre)[0].max() < 2.5
+
+
+def test_an_open_u_turn_is_not_closed_across_its_open_end(tmp_path: Path) -> None:
+    """
+    Two lanes side by side joined at one end only: an open track.
+
+    The inner boundary's ends are 12 m apart (within the chain gap), but
+    the outer boundary's closing segment runs along the same line: no
+    lane there. A loop with cones missing round its start line (a 9.4 m
+    gap on both sides) still closes.
+    """
+    track = F.load_track_file(str(DATA / 'eufs_open_u.csv')).track
+    assert not track.closed
+    assert track.length < 90.0
+    text = (DATA / 'eufs_oval.csv').read_text().splitlines()
+    kept = [line for line in text
+            if not (line.split(',')[0] in ('blue', 'yellow')
+                    and abs(float(line.split(',')[1])) < 4.0)]
+    assert len(kept) < len(text)
+    path = tmp_path / 'gap.csv'
+    path.write_text('\n'.join(kept) + '\n')
+    loaded = F.load_track_file(str(path))
+    assert loaded.track.closed
+    _same_oval(loaded.track)

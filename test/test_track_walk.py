@@ -19,6 +19,7 @@ import numpy as np
 from path_planning.cone_map import ConeMap, to_vehicle
 from path_planning.lane import lane_view
 from path_planning.track_walk import _step, walk, WalkParams, WalkState
+import pytest
 
 
 def _stadium(step: float = 0.25) -> np.ndarray:
@@ -175,3 +176,34 @@ def test_the_walk_starts_again_past_a_stretch_it_cannot_read() -> None:
     # the new walk's chains hold only cones past the hole
     left_line, right_line = cmap.boundaries()
     assert (left_line.xy[:, 0] > 27.0).all()
+
+
+def test_the_walk_steps_over_cones_missing_round_the_start_line() -> None:
+    """
+    Cones taken away round the start line (a mapped event track): gaps of 7.4 m and 11.7 m.
+
+    Nothing lies within ``max_gap`` of the first gate, but the next cones
+    stand straight ahead on both boundaries: the walk steps over the gaps
+    (``long_gap``) from the first update, not only once the car has
+    driven past them on the fallback planner.
+    """
+    left_x = np.concatenate([np.arange(-9.5, 1.5, 3.5), np.arange(8.4, 40.0, 4.0)])
+    right_x = np.concatenate([np.arange(-9.5, 1.5, 3.5), np.arange(12.7, 40.0, 4.0)])
+    xy = np.vstack([np.column_stack([left_x, np.full(left_x.size, 1.6)]),
+                    np.column_stack([right_x, np.full(right_x.size, -1.6)])])
+    assert np.diff(left_x).max() == pytest.approx(7.4) and \
+        np.diff(right_x).max() == pytest.approx(11.7)
+    cmap = ConeMap()
+    pose = (0.0, 0.0, 0.0)
+    local = to_vehicle(xy, pose)
+    seen = (local[:, 0] > -2.0) & (np.hypot(*local.T) < 20.0)
+    for _ in range(3):
+        cmap.update(local[seen], np.zeros(int(seen.sum())), pose)
+    view = lane_view(cmap, pose)
+    assert view is not None and view.length > 12.0
+    left_line, right_line = cmap.boundaries()
+    assert (np.abs(left_line.xy[:, 1] - 1.6) < 0.01).all()
+    assert (np.abs(right_line.xy[:, 1] + 1.6) < 0.01).all()
+    assert left_line.xy[:, 0].max() > 12.0 and right_line.xy[:, 0].max() > 12.0
+    with pytest.raises(ValueError, match='long_gap'):
+        WalkParams(long_gap=0.0)

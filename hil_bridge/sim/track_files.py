@@ -55,6 +55,11 @@ CONVENTIONS = ('rep103', 'unreal', 'swapped')
 CHAIN_GAP = 2.5 * MAX_CONE_SPACING
 #: Cone-to-cone distances (m) that can span the track (left to right).
 SPAN = (1.8, 7.5)
+#: Below this the walk's two choices of side for the next cone are a tie
+#: (the difference of the cosines between the cone's direction and each
+#: boundary's), settled by walking each ``LOOK_AHEAD`` triangles on.
+AMBIGUOUS = 0.25
+LOOK_AHEAD = 6
 #: Where a file without a start pose puts the car: this far (m, rear
 #: axle) behind its first big orange cones.
 START_BEHIND = 3.0
@@ -431,8 +436,30 @@ def _walk(xy: np.ndarray, start: Pose) -> Tuple[np.ndarray, bool]:
         return (int(edges[c, 0]), int(edges[c, 1])) if ca[k] > 0 else \
             (int(edges[c, 1]), int(edges[c, 0]))
 
+    def spans(e: Tuple[int, int]) -> bool:
+        return SPAN[0] <= float(np.hypot(*(xy[e[0]] - xy[e[1]]))) <= \
+            SPAN[1] + 1.5
+
+    def widest_ahead(cur: Tuple[int, int], h: np.ndarray,
+                     prev: Tuple[int, int]) -> float:
+        """Return the longest edge of a greedy walk on from ``cur``."""
+        keys = {(min(prev), max(prev)), (min(cur), max(cur))}
+        worst = float(np.hypot(*(xy[cur[0]] - xy[cur[1]])))
+        for _ in range(LOOK_AHEAD):
+            span = xy[cur[0]] - xy[cur[1]]
+            h = unit(h + unit(np.array([span[1], -span[0]])))
+            nxt = [e for e in options(cur, h, prev, False)
+                   if (min(e), max(e)) not in keys]
+            if not nxt:
+                return max(worst, SPAN[1] + 1.5)   # a dead end is suspect
+            prev, cur = cur, nxt[0]
+            keys.add((min(cur), max(cur)))
+            worst = max(worst, float(np.hypot(*(xy[cur[0]] - xy[cur[1]]))))
+        return worst
+
     def options(cur: Tuple[int, int], h: np.ndarray,
-                prev: Tuple[int, int]) -> List[Tuple[int, int]]:
+                prev: Tuple[int, int], look: bool = True
+                ) -> List[Tuple[int, int]]:
         """Return the next edges through the triangle ahead, likeliest first."""
         left, right = cur
         m = (xy[left] + xy[right]) / 2.0
@@ -451,8 +478,14 @@ def _walk(xy: np.ndarray, start: Pose) -> Tuple[np.ndarray, bool]:
                 unit(xy[c] - xy[right]) @ d_right
             out = [(c, right), (left, c)] if along > 0 else \
                 [(left, c), (c, right)]
-            return [e for e in out if SPAN[0] <= float(np.hypot(
-                *(xy[e[0]] - xy[e[1]]))) <= SPAN[1] + 1.5]
+            out = [e for e in out if spans(e)]
+            if look and len(out) == 2 and abs(along) < AMBIGUOUS:
+                # both boundaries run on to c alike: the way on keeps the
+                # corridor narrow, a wrong side jumps into the lane beside
+                wide = [widest_ahead(e, h, cur) for e in out]
+                if wide[1] < wide[0] - 0.5:
+                    out.reverse()
+            return out
         return []
 
     p = np.array([start.x, start.y], dtype=float)
@@ -798,6 +831,7 @@ def _centerline_pass(left: np.ndarray, right: np.ndarray, origin: np.ndarray,
     ro = right[_chain(right, origin, heading, CHAIN_GAP)]
     closed = bool(len(lo) > 4 and len(ro) > 4
                   and np.hypot(*(lo[-1] - lo[0])) < CHAIN_GAP)
+    closed = closed and _closing_is_a_lane(lo, ro)
     # centre points: each cone with the nearest point of the other
     # boundary's polyline (densified), from both sides (from one side the
     # midpoints of an outer corner's cones bunch at the inner corner),
@@ -819,6 +853,29 @@ def _centerline_pass(left: np.ndarray, right: np.ndarray, origin: np.ndarray,
         first = np.array([origin - 2.0 * heading])
         mids = np.vstack([first, mids])
     return _smooth(mids, closed), closed
+
+
+def _closing_is_a_lane(lo: np.ndarray, ro: np.ndarray) -> bool:
+    """
+    Return True when the gap that closes each boundary has the lane beside it.
+
+    The middle of the segment from a boundary's last cone back to its
+    first must lie at least half the median lane width (each cone's
+    distance to the other boundary) from the other boundary, closed the
+    same way (when the boundaries are a lane apart at all, at most
+    ``SPAN[1]``). An open U-turn layout (two lanes side by side, joined at one
+    end only) closes its inner boundary across the open end: there the
+    outer boundary's closing segment runs along the same line (EPFL's
+    VSV files).
+    """
+    for own, other in ((lo, ro), (ro, lo)):
+        tree = cKDTree(resample(other, True, 0.1))
+        width = float(np.median(tree.query(own)[0]))
+        gap = np.hypot(*(own[-1] - own[0]))
+        if gap > MAX_CONE_SPACING and width <= SPAN[1] and \
+                tree.query((own[-1] + own[0]) / 2.0)[0] < 0.5 * width:
+            return False
+    return True
 
 
 def _forward_only(pts: np.ndarray, min_step: float, closed: bool

@@ -228,6 +228,65 @@ def real_world(cones: List[Cone], acc: List[Cone]) -> None:
             for t, x, y in cones]
     _csv('eufs_grey_stretch.csv', [_row('car_start', -6.0, 0.0, 0.0, 0.0)]
          + [_row(*c) for c in grey])
+    # an open U-turn (EPFL's VSV test layouts): up, round a semicircle and
+    # back down beside the way up; the inner boundary's two ends are 12 m
+    # apart, the outer one's 18 m, across the open end where no lane is
+    u_cones = []
+    for colour, off in (('blue', -1.5), ('yellow', 1.5)):
+        r = 7.5 + off
+        for k in range(9):
+            u_cones.append((colour, off, 3.75 * k))
+            u_cones.append((colour, -15.0 - off, 3.75 * k))
+        for k in range(1, 6):
+            a = math.pi * k / 6
+            u_cones.append((colour, round(-7.5 + r * math.cos(a), 3),
+                            round(30.0 + r * math.sin(a), 3)))
+    _csv('eufs_open_u.csv', [_row('car_start', 0.0, 0.0, math.pi / 2, 0.0)]
+         + [_row(*c) for c in u_cones])
+    # a colourless map (one code) of a lane that comes back beside a corner
+    _conemap('conemap_side_by_side.yaml', lanes_side_by_side(),
+             {'blue': 1, 'yellow': 1})
+
+
+#: A loop whose lane, past a corner, comes back beside that corner (a
+#: median of about 3 m between the two lanes' cones, as in a mapped FSG
+#: 2024 layout): waypoints of the centre line, driven from the first.
+SIDE_BY_SIDE = [(0, 0), (40, 0), (45, -10), (40, -25), (-5, -25), (-10, -30),
+                (-10, -45), (-5, -50), (15, -50), (20, -55), (20, -70),
+                (15, -77), (5, -77), (-2, -66), (-10, -60), (-25, -58),
+                (-30, -50), (-30, -10), (-25, -2), (-10, 0)]
+
+
+def lanes_side_by_side(seed: int = 1, width: float = 3.3, gap: float = 4.5,
+                       jitter: float = 0.25) -> List[Cone]:
+    """
+    Return the cones of ``SIDE_BY_SIDE``: blue left, yellow right.
+
+    A periodic spline through the waypoints, cones every ``gap`` m along
+    each boundary (staggered by half a gap), moved by a normal jitter of
+    ``jitter`` m (seeded: a mapped layout is not exact).
+    """
+    import numpy as np
+    from scipy.interpolate import splev, splprep
+    wp = np.array(SIDE_BY_SIDE + SIDE_BY_SIDE[:1], dtype=float)
+    tck, _ = splprep([wp[:, 0], wp[:, 1]], s=0, per=True)
+    u = np.linspace(0.0, 1.0, 4000, endpoint=False)
+    centre = np.column_stack(splev(u, tck))
+    tangent = np.column_stack(splev(u, tck, der=1))
+    tangent /= np.hypot(*tangent.T)[:, None]
+    normal = np.column_stack([-tangent[:, 1], tangent[:, 0]])
+    rng = np.random.default_rng(seed)
+    cones: List[Cone] = []
+    for colour, sign in (('blue', 1.0), ('yellow', -1.0)):
+        line = centre + sign * width / 2.0 * normal
+        s = np.r_[0.0, np.cumsum(np.hypot(*np.diff(line, axis=0).T))]
+        n = int(s[-1] // gap)
+        for k in range(n):
+            at = k * s[-1] / n + (0.0 if sign > 0 else gap / 2.0)
+            i = min(int(np.searchsorted(s, at)), len(line) - 1)
+            x, y = line[i] + rng.normal(0.0, jitter, 2)
+            cones.append((colour, round(float(x), 3), round(float(y), 3)))
+    return cones
 
 
 def _conemap(name: str, cones: List[Cone], codes: dict) -> None:
