@@ -125,7 +125,10 @@ def test_the_lane_path_starts_at_the_cars_gate() -> None:
     A car turned back (a stalled walk past a skewed gate, seen on a
     generated hairpin) has midpoints of gates it passed in front of it,
     nearer than its own gate's: the old path ran back through them and
-    lane mode followed it off the track.
+    lane mode followed it off the track. The lane from the car's gate on
+    then lies behind the car: it is given no length (lane mode is not
+    used on it; full-stack layout 23 turned round into a cone on such a
+    lane).
     """
     x = np.arange(0.0, 16.0, 3.0)
     xy = np.vstack([np.column_stack([x, np.full(x.size, 1.5)]),
@@ -144,7 +147,7 @@ def test_the_lane_path_starts_at_the_cars_gate() -> None:
     view = lane_view(cmap, (9.7, 0.0, math.pi))
     # car heading -x: map x = 9.7 - vehicle x; the car's gate's midpoint is at x = 12
     assert (9.7 - view.path[1:, 0] >= 12.0 - 1e-9).all()
-    assert view.length > 4.0
+    assert view.path.shape[0] > 2 and view.length == 0.0
 
 
 def test_the_walk_starts_again_past_a_stretch_it_cannot_read() -> None:
