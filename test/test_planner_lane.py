@@ -34,15 +34,20 @@ def _two_lanes() -> np.ndarray:
     return np.vstack([own, beside])
 
 
-def test_lane_view_keeps_the_lane_and_ignores_the_section_beside() -> None:
-    """Lidar-only: the chains are the own lane's lines; cones beside are ignored."""
-    cones = _two_lanes()
+def _mapped(cones: np.ndarray) -> ConeMap:
+    """Return a cone map of ``cones`` (no colours) seen from x = 0, 0.5, 1, 1.5 m along +x."""
     unknown = np.full(len(cones), CONE_UNKNOWN)
     cmap = ConeMap()
     for k in range(4):
         pose = (0.5 * k, 0.0, 0.0)
-        local = cones - np.array(pose[:2])
-        cmap.update(local, unknown, pose)
+        cmap.update(cones - np.array(pose[:2]), unknown, pose)
+    return cmap
+
+
+def test_lane_view_keeps_the_lane_and_ignores_the_section_beside() -> None:
+    """Lidar-only: the chains are the own lane's lines; cones beside are ignored."""
+    cones = _two_lanes()
+    cmap = _mapped(cones)
     pose = (1.5, 0.0, 0.0)
     view = lane_view(cmap, pose)
     assert view is not None and view.length > 15.0
@@ -64,12 +69,7 @@ def test_lane_view_keeps_the_lane_and_ignores_the_section_beside() -> None:
 
 def test_a_lane_walked_only_behind_the_car_has_no_length() -> None:
     """The walk ends behind the car (it drove on past the mapped cones): no lane ahead."""
-    cones = _two_lanes()
-    unknown = np.full(len(cones), CONE_UNKNOWN)
-    cmap = ConeMap()
-    for k in range(4):
-        pose = (0.5 * k, 0.0, 0.0)
-        cmap.update(cones - np.array(pose[:2]), unknown, pose)
+    cmap = _mapped(_two_lanes())
     ahead = lane_view(cmap, (1.5, 0.0, 0.0))
     assert ahead is not None and ahead.length > 15.0
     # seen from beyond the last gate (32 m on; the cones end at 26 m) every
