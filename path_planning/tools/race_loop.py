@@ -13,6 +13,10 @@ lap-2+ part from the lap-1 planner under test.
 ``python -m path_planning.tools.race_loop --scenario track_sweep --seeds
 0-9 --laps 3 --lap1 centre`` prints lap times, ratios to the physical
 reference (:mod:`hil_bridge.sim.reference_lap`) and the medians.
+``--perception lidar`` drives on the full stack's lidar-only perception
+of the simulated lidar, stepped as the full stack in lockstep
+(:func:`path_planning.tools.closed_loop.run_lap`) instead of the
+ground-truth cones.
 """
 
 import argparse
@@ -31,7 +35,7 @@ from path_planning.planner import Planner, PlanOutput
 from path_planning.race_planner import race_config_from_mapping, RacePlanner
 from path_planning.raceline import Raceline, signed_curvature
 from path_planning.raceline_follower import FollowerParams, RacelineFollower
-from path_planning.tools.closed_loop import default_config, run_lap
+from path_planning.tools.closed_loop import default_config, PERCEPTIONS, run_lap
 
 LAP1_MODES = ('centre', 'cone_drive', 'midline', 'auto', 'lane')
 
@@ -177,6 +181,10 @@ def main(argv: Optional[List[str]] = None) -> None:
                         help='lap-1 planner without its cone map (all cones seen count)')
     parser.add_argument('--lidar', action='store_true',
                         help='lidar-only perception: every cone handed over without a colour')
+    parser.add_argument('--perception', default='truth', choices=PERCEPTIONS,
+                        help="truth: ground-truth cones; lidar: the full stack's lidar-only "
+                        'perception on the simulated lidar (no colours), stepped as in '
+                        'lockstep')
     parser.add_argument('--dropout', type=float, default=0.0,
                         help='probability of missing each cone per cycle')
     parser.add_argument('--noise', type=float, default=0.0,
@@ -196,7 +204,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         res = run_race(scn, args.lap1, race=not args.no_race, lap1_speed=args.lap1_speed,
                        use_map=not args.no_map, colours=not args.lidar, dropout=args.dropout,
                        noise=args.noise, false_positives=args.false_positives,
-                       miscolour=args.miscolour)
+                       miscolour=args.miscolour, perception=args.perception)
         results.append(res)
         laps = ' '.join(f'{t:.1f}({r:.2f})' for t, r in zip(res.lap_times, res.ratios))
         late = sum(lap > 1 for lap in res.hit_laps)
