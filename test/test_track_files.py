@@ -645,12 +645,11 @@ def test_walk_keeps_to_its_lane_where_the_track_comes_back_beside_it() -> None:
     boundaries run on to it alike); the wrong one jumped into the lane
     beside and skipped the loop between (a mapped FSG 2024 layout).
     """
-    import sys
-    sys.path.insert(0, str(DATA))
-    try:
-        import make_tracks
-    finally:
-        sys.path.remove(str(DATA))
+    import importlib.util
+    # the generator of the test data (a script beside the files, no package)
+    spec = importlib.util.spec_from_file_location('make_tracks', DATA / 'make_tracks.py')
+    make_tracks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_tracks)
     truth = make_tracks.lanes_side_by_side()
     xy = np.array([(x, y) for _, x, y in truth])
     loaded = F.load_track_file(str(DATA / 'conemap_side_by_side.yaml'))
