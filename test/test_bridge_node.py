@@ -253,6 +253,39 @@ def test_lockstep_fast_and_slow_controller_identical(rclpy_context, tmp_path: Pa
     assert fast[-1][1] > 5.0  # it did drive
 
 
+@pytest.mark.dds
+def test_lockstep_waits_for_the_answers_to_the_last_frame(rclpy_context,
+                                                          tmp_path: Path) -> None:
+    """
+    The run ends only after the last frame was answered (or timed out).
+
+    The controller answers every frame but the last one (t = 1.0 s): the
+    bridge waits ``lockstep_timeout`` for it, counts the timeout and says
+    so; before, the run ended at once and a recording missed the answers
+    to its last frame.
+    """
+    rig = tmp_path / 'lidar_rig.yaml'
+    rig.write_text('sensors:\n' + LIDAR_RIG, encoding='utf-8')
+    proc = start_bridge(scenario='acceleration', rig=str(rig), wait_for_control=True,
+                        real_time_factor=0.0, duration=1.0, lockstep_timeout=1.5)
+
+    def policy(t: float, _odom: Any) -> Dict[str, Any]:
+        return {'cmd': (3.0, 0.0)} if t < 1.0 - 1e-6 else {}
+    onboard = Onboard(rclpy_context, policy=policy)
+    try:
+        onboard.spin_until(proc, lambda: False, timeout=40.0)
+        rc, out = finish(proc)
+    finally:
+        onboard.close()
+        if proc.poll() is None:
+            proc.kill()
+    assert rc == 0, out[-3000:]
+    result = referee_result(out)
+    assert result['end_reason'] == 'duration', result
+    assert result['lockstep_timeouts'] == 1, out[-3000:]
+    assert 'for the last frame within 1.5 s' in out, out[-3000:]
+
+
 def _policy_phases(t: float, odom: Any) -> Dict[str, Any]:
     """Phases: cmd_vel, + AEB, manual, brake pedal, then commands stop."""
     out: Dict[str, Any] = {'brake': 0.0}
