@@ -70,7 +70,12 @@ REPLAN_HEADING = math.radians(10.0)
 
 
 def _line_rank(line: LaneLine, p: LaneLineParams) -> 'tuple[int, float]':
-    """Return a sort key of lane lines: drivable first, then least beyond the limits."""
+    """
+    Return a sort key of lane lines: drivable first, then least beyond the limits.
+
+    Drivable (first item 0): its largest curvature within 2 % of the
+    limit and clear of the cones (clearance >= 0).
+    """
     if not line.ok:
         return 3, math.inf
     over = max(line.max_kappa / p.max_curvature - 1.0, 0.0)
@@ -471,8 +476,11 @@ class Planner:
 
     def _feasible(self, line: LaneLine) -> bool:
         """Return True for a line within its curvature limit (2 % slack) and clear of cones."""
-        return line.ok and line.clearance >= 0.0 and \
-            line.max_kappa <= 1.02 * self.config.line.max_curvature
+        return _line_rank(line, self.config.line)[0] == 0
+
+    def _steering_kappa(self) -> float:
+        """Return the curvature the car is steering (1/m)."""
+        return math.tan(self.last_delta) / self.config.cone_drive.wheelbase
 
     def _line_start(self) -> 'tuple[tuple[float, float, float], Optional[float]]':
         """
@@ -483,7 +491,7 @@ class Planner:
         of it (its tracking error is then corrected by feedback); else at
         the car (vehicle frame, m, rad, 1/m).
         """
-        steering = math.tan(self.last_delta) / self.config.cone_drive.wheelbase
+        steering = self._steering_kappa()
         car = (CAR_START, steering)
         if self._line_map is None or self._pose is None or self._line_map[0].shape[0] < 2:
             return car
@@ -556,10 +564,10 @@ class Planner:
                     # (the car has fallen behind it in a tight turn: its
                     # heading and offset are no longer the line's): plan
                     # again from where the car is and keep the better one
-                    steering = math.tan(self.last_delta) / cfg.cone_drive.wheelbase
                     again = plan_lane_line(view.centre, view.left, view.right, xy, side,
                                            params, closed=view.closed, start=CAR_START,
-                                           start_kappa=steering, previous=last)
+                                           start_kappa=self._steering_kappa(),
+                                           previous=last)
                     if _line_rank(again, cfg.line) < _line_rank(line, cfg.line):
                         line = again
                 self._line_map = None

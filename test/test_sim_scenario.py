@@ -181,6 +181,29 @@ def test_track_files_of_every_format_and_their_rule_errors(
         load_scenario(path)
 
 
+def test_an_open_track_file_is_refused_for_laps(tmp_path: Path) -> None:
+    """
+    Trackdrive (or autocross over laps) on an open track: one clear error.
+
+    Before, the file loaded with rule warnings only and the run could not
+    complete a lap. One lap of autocross on it is allowed.
+    """
+    text = ('name: f\nmission: {m}\nlaps: {n}\ntrack:\n  track_file: {f}\n'
+            'ego:\n  profile: fs_car\n')
+    f = DATA / 'eufs_open_u.csv'
+    for mission, laps in (('trackdrive', 1), ('trackdrive', 10), ('autocross', 2)):
+        path = _write(tmp_path, text.format(m=mission, n=laps, f=f))
+        with pytest.raises(ValueError) as err:
+            load_scenario(path)
+        msg = str(err.value)
+        assert msg.startswith(f"{path}:5: field 'track.track_file': the track "
+                              'is open'), msg
+        assert f'{mission} with {laps} lap(s) needs a closed track' in msg, msg
+        assert '\n' not in msg
+    sc = load_scenario(_write(tmp_path, text.format(m='autocross', n=1, f=f)))
+    assert not sc.track.closed and sc.laps == 1
+
+
 def test_hard_generator_and_track_seed_override() -> None:
     """The track_sweep scenario: a hard layout, seed overridable."""
     a = load_scenario('track_sweep')

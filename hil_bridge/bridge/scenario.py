@@ -79,6 +79,9 @@ MISSIONS = ('acceleration', 'skidpad', 'autocross', 'trackdrive', 'aeb',
             'free')
 POSE_KEYS = ('x', 'y', 'z', 'roll', 'pitch', 'yaw')
 #: Laps per FS mission when the scenario does not say (FS rules).
+#: missions driven round a loop: more than one lap (trackdrive: any) needs
+#: a closed track
+LOOP_MISSIONS = ('autocross', 'trackdrive')
 #: Most laps and longest timeout (s) a scenario may ask for (a typo such as
 #: ``laps: 1e12`` is a configuration error, not a run that never ends).
 MAX_LAPS = 1000
@@ -346,6 +349,13 @@ def load_scenario(name_or_path: str, **overrides: Any) -> Scenario:
     default_laps = DEFAULT_LAPS.get(mission, 1)
     laps = _number(w, ('laps',), data.get('laps', default_laps), lo=1,
                    integer=True, hi=MAX_LAPS)
+    if track is not None and not track.closed and mission in LOOP_MISSIONS \
+            and (mission == 'trackdrive' or laps > 1):
+        field_name = 'track_file' if 'track_file' in data['track'] else 'generator'
+        raise w.error(('track', field_name), f'the track is open (its boundaries do '
+                      f'not close into a loop, {track.length:.0f} m of centre line): '
+                      f'{mission} with {int(laps)} lap(s) needs a closed track; '
+                      'drive it as autocross with laps 1, or complete the file')
     timeout = _number(w, ('timeout',), data.get('timeout', 120.0), lo=1e-3,
                       hi=MAX_TIMEOUT)
     rig = data.get('rig', 'hil_rig.yaml')
