@@ -82,7 +82,11 @@ class LaneLineParams:
     ``start_weight`` the pull of the first station's curvature to the
     start's (soft: where the lane needs more, the limit wins);
     ``outside_turn`` the lane's curvature (1/m) at its end above which
-    the end keeps to the outside.
+    the end keeps to the outside; ``far_margin`` (m) more room kept off
+    the boundaries and cones ahead, growing from 0 at the line's start to
+    the full value ``far_margin_ramp`` m along it (a cone entering it
+    moves the line ahead, never the line at the car; the body check and
+    ``clearance`` use ``margin`` only).
     """
 
     wheelbase: float = 1.53
@@ -104,16 +108,19 @@ class LaneLineParams:
     keep_length: float = 6.0
     start_weight: float = 3.0
     outside_turn: float = 0.08
+    far_margin: float = 0.0
+    far_margin_ramp: float = 6.0
 
     def __post_init__(self) -> None:
         """Validate every field (ValueError naming the field)."""
         for name in ('wheelbase', 'max_steer', 'half_width', 'step', 'horizon',
-                     'max_search', 'outside_turn'):
+                     'max_search', 'outside_turn', 'far_margin_ramp'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f'LaneLineParams.{name} must be finite and > 0, got {value}')
         for name in ('front', 'rear', 'cone_radius', 'margin', 'smooth', 'centre_weight',
-                     'smoothness', 'keep_weight', 'keep_length', 'start_weight'):
+                     'smoothness', 'keep_weight', 'keep_length', 'start_weight',
+                     'far_margin'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise ValueError(f'LaneLineParams.{name} must be finite and >= 0, got {value}')
@@ -241,8 +248,8 @@ def start_offsets(ref: np.ndarray, nrm: np.ndarray, start: Tuple[float, float, f
 
 
 def box_bounds(ref: np.ndarray, nrm: np.ndarray, cones: np.ndarray, side: np.ndarray,
-               d_l: np.ndarray, d_r: np.ndarray, p: LaneLineParams
-               ) -> Tuple[np.ndarray, np.ndarray]:
+               d_l: np.ndarray, d_r: np.ndarray, p: LaneLineParams,
+               extra: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
     """
     Return the offset bounds (lo, hi) (N,) the cones beside the car's box set.
 
@@ -253,7 +260,8 @@ def box_bounds(ref: np.ndarray, nrm: np.ndarray, cones: np.ndarray, side: np.nda
     (-1) from below, another (0) on the side of the station it lies on.
     Only cones within :data:`BESIDE` m beyond the station's boundaries
     (``d_l`` left, ``d_r`` right, m) count: the rest belong to another
-    section (the far leg of a hairpin, a section side by side).
+    section (the far leg of a hairpin, a section side by side). ``extra``
+    (N,) m of room added at each station (default none).
     """
     tang = np.column_stack([nrm[:, 1], -nrm[:, 0]])
     rel = cones[None, :, :] - ref[:, None, :]
@@ -263,6 +271,8 @@ def box_bounds(ref: np.ndarray, nrm: np.ndarray, cones: np.ndarray, side: np.nda
     beside = (lx >= -p.rear - r) & (lx <= p.front + r)
     beside &= (ly < d_l[:, None] + BESIDE) & (ly > -d_r[:, None] - BESIDE)
     keep = p.half_width + r + p.margin
+    if extra is not None:
+        keep = keep + extra[:, None]
     left = np.where(side[None, :] != 0, side[None, :] > 0, ly > 0.0)
     hi = np.min(np.where(beside & left, ly - keep, np.inf), axis=1, initial=np.inf)
     lo = np.max(np.where(beside & ~left, ly + keep, -np.inf), axis=1, initial=-np.inf)
@@ -321,13 +331,16 @@ def plan_lane_line(centre: np.ndarray, left: np.ndarray, right: np.ndarray,
     relax = min(int(round(START_RELAX / p.step)) + 2, len(ref))
     a_start = start_offsets(ref, nrm, start, start_kappa, relax)
     a0, a1 = float(a_start[0]), float(a_start[1])
-    keep = p.keep
+    # more room ahead than at the start (far_margin, 0 = off)
+    extra = p.far_margin * np.clip(np.arange(n) * h / p.far_margin_ramp, 0.0, 1.0) \
+        if p.far_margin > 0.0 else None
+    keep = p.keep if extra is None else p.keep + extra
     hi = d_l - keep
     lo = -d_r + keep
     if cones.shape[0]:
         # the car's box along the lane (heading of the centre): each cone
         # beside it bounds the offset on its side
-        b_lo, b_hi = box_bounds(ref, nrm, cones, side, d_l, d_r, p)
+        b_lo, b_hi = box_bounds(ref, nrm, cones, side, d_l, d_r, p, extra)
         hi = np.minimum(hi, b_hi)
         lo = np.maximum(lo, b_lo)
     # near the start the bounds give way to where the car goes anyway: a car
@@ -402,6 +415,26 @@ def plan_lane_line(centre: np.ndarray, left: np.ndarray, right: np.ndarray,
                     max_kappa=float(np.max(np.abs(kappa[2:]), initial=0.0)),
                     open_end=open_end, iterations=total_it,
                     solve_ms=(time.perf_counter() - t0) * 1e3, offsets=alpha)
+
+
+def beyond_steering(line: LaneLine, limit: float, distance: float) -> int:
+    """
+    Return the side (+1 left, -1 right) the line first bends beyond ``limit``.
+
+    Looks at the line's first ``distance`` m (0 if its curvature stays
+    within ``limit`` 1/m there, or ``distance`` <= 0). A car following
+    such a line must already steer to its stop: the tracking law's
+    feedback builds up only as the car falls off the line, too late in a
+    hairpin at the turning limit.
+    """
+    if distance <= 0.0 or not line.ok or line.xy.shape[0] < 2:
+        return 0
+    seg = np.hypot(*np.diff(line.xy, axis=0).T)
+    s = np.concatenate([[0.0], np.cumsum(seg)])
+    over = np.flatnonzero((np.abs(line.kappa) > limit) & (s <= distance))
+    if over.size == 0:
+        return 0
+    return 1 if line.kappa[over[0]] > 0.0 else -1
 
 
 def line_speed(line: LaneLine, speed: float, max_speed: float, a_lat_max: float,

@@ -51,7 +51,8 @@ from path_planning.cone_drive import (arc_points, cone_drive, ConeDriveParams, C
                                       STATUS_STOP, steering_ranges)
 from path_planning.cone_map import ConeMap, ConeMapParams, to_map, to_vehicle
 from path_planning.lane import lane_cones, lane_view, LaneView, track_path
-from path_planning.lane_line import LaneLine, LaneLineParams, line_speed, plan_lane_line
+from path_planning.lane_line import (beyond_steering, LaneLine, LaneLineParams, line_speed,
+                                     plan_lane_line)
 from path_planning.midline import midline, MidlineParams, MidlineResult
 from path_planning.pure_pursuit import profile_speed, pure_pursuit, PursuitParams, PursuitResult
 from path_planning.speed_policy import command_speed, rate_limit, SpeedParams, target_speed
@@ -101,8 +102,11 @@ class PlannerConfig:
     as the same cone; ``ramp_lead`` (s): the speed ramp never starts more
     than ``accel * ramp_lead`` above the measured speed (no wind-up while
     the car is held). Lane mode (``lane_*``): see ``config/
-    cone_drive_planner.yaml``; its line keeps ``line.margin +
-    lane_margin_speed * speed`` (m, s x m/s) to the cones.
+    cone_drive_planner.yaml``; its line keeps ``line.margin`` to the
+    cones and, growing over the first ``line.far_margin_ramp`` m of it,
+    ``lane_margin_speed * speed`` (m, s x m/s) more; a line bending beyond
+    the steering within ``lane_commit`` m of the car is driven at full
+    lock (0 = off).
     """
 
     mode: str = 'lane'
@@ -132,7 +136,8 @@ class PlannerConfig:
     lane_track_length: float = 1.5
     lane_tight_fraction: float = 0.8
     lane_tight_speed: float = 3.0
-    lane_margin_speed: float = 0.0
+    lane_margin_speed: float = 0.025
+    lane_commit: float = 2.0
     line: LaneLineParams = LaneLineParams()
 
     def __post_init__(self) -> None:
@@ -149,7 +154,7 @@ class PlannerConfig:
                                  f' got {value}')
         for name in ('min_midline_length', 'memory', 'memory_radius',
                      'ramp_lead', 'min_lane_length', 'lane_check_lookahead', 'lane_stitch',
-                     'lane_margin_speed'):
+                     'lane_margin_speed', 'lane_commit'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise ValueError(f'PlannerConfig.{name} must be finite and >= '
@@ -216,12 +221,14 @@ class PlannerConfig:
                    lane_tight_fraction=float(v['lane_tight_fraction']),
                    lane_tight_speed=float(v['lane_tight_speed']),
                    lane_margin_speed=float(v['lane_margin_speed']),
+                   lane_commit=float(v['lane_commit']),
                    line=LaneLineParams(
                        wheelbase=float(profile.wheelbase), max_steer=float(profile.max_steer),
                        half_width=0.5 * float(profile.width),
                        front=float(profile.length) - float(profile.rear_overhang),
                        rear=float(profile.rear_overhang), cone_radius=float(v['cone_radius']),
                        margin=float(v['lane_margin']),
+                       far_margin_ramp=float(v['lane_margin_ramp']),
                        curvature_fraction=float(v['lane_curvature_fraction']),
                        horizon=float(v['lane_horizon']),
                        smoothness=float(v['lane_smoothness'])))
@@ -551,8 +558,9 @@ class Planner:
                 last = None if self._line_map is None or self._pose is None else \
                     to_vehicle(self._line_map[0], self._pose)
                 # the faster the car, the larger its tracking error: more room
+                # ahead (not at the car: a cone entering it moves the line ahead)
                 params = cfg.line if cfg.lane_margin_speed <= 0.0 else replace(
-                    cfg.line, margin=cfg.line.margin + cfg.lane_margin_speed * max(speed_est, 0.0))
+                    cfg.line, far_margin=cfg.lane_margin_speed * max(speed_est, 0.0))
                 line = plan_lane_line(view.centre, view.left, view.right, xy, side, params,
                                       closed=view.closed, start=start, start_kappa=start_kappa,
                                       previous=last)
@@ -579,6 +587,12 @@ class Planner:
                                         length=line.length)
             if line is not None and line.ok:
                 delta = track_path(follow, speed_est, self.line_pursuit, kappa=line.kappa)[0]
+                turn = beyond_steering(line, 1.02 * cfg.line.max_curvature, cfg.lane_commit)
+                if turn:
+                    # the line bends tighter than the steering just ahead (a
+                    # hairpin at the car's turning limit): full lock now,
+                    # the feedback's build-up would cut the far side
+                    delta = turn * cfg.cone_drive.max_steer
             else:
                 delta = track_path(follow, speed_est, cfg.pursuit)[0]
         reason = 'lane_pursuit' if crawl else 'pure_pursuit'

@@ -155,7 +155,11 @@ PARAMS = [
     ParamSpec('lane_tight_speed', 'lane mode: top speed (m/s) in a tight turn', lo=0.1,
               hi=40.0),
     ParamSpec('lane_margin_speed', 'lane mode: the line keeps lane_margin + this (s) x the '
-              'speed (m/s) to the cones', lo=0.0, hi=1.0),
+              'speed (m/s) to the cones ahead (growing over lane_margin_ramp)', lo=0.0, hi=1.0),
+    ParamSpec('lane_margin_ramp', 'lane mode: arc length (m) from the start of the line over '
+              'which the margin grows by lane_margin_speed x speed', lo=0.1, hi=50.0),
+    ParamSpec('lane_commit', 'lane mode: a line bending beyond the steering within this many '
+              'm of the car is driven at full lock (0 = off)', lo=0.0, hi=20.0),
     ParamSpec('max_speed', 'top target speed (m/s)', lo=0.1, hi=40.0),
     ParamSpec('min_speed', 'lowest target while driving (m/s)', lo=0.0,
               hi=10.0),

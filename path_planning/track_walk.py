@@ -463,6 +463,11 @@ def _step(st: WalkState, xy: np.ndarray, colours: np.ndarray, cand: np.ndarray,
     # and max_gap along: a chain that runs further ahead of the other (its
     # cones seen first round a corner) waits for the other side's cones
     ok &= (gate >= p.min_width) & (gate <= math.hypot(p.max_width, p.max_gap))
+    # the new gate faces along the track (within max_gate_turn of the
+    # chains' direction): a cone of one side taken into the other chain
+    # (its own side's cone not yet confirmed) makes a gate along the lane
+    g = np.where(side[:, None] > 0, pts - other, other - pts)
+    ok &= g[:, 1] * u[0] - g[:, 0] * u[1] >= math.cos(p.max_gate_turn) * np.maximum(gate, 1e-9)
     # nor near the other chain's first or last cones: a pair of cones side
     # by side (big orange at the timing line) bounds one side, also where
     # the walk comes back to the loop's start

@@ -192,10 +192,17 @@ def test_a_continued_line_the_car_cannot_drive_is_planned_again_from_the_car(
 
 
 def test_the_line_keeps_more_room_at_speed() -> None:
-    """lane_margin_speed 0.025 s: the same lane planned at 2 and 10 m/s keeps 0.17 and 0.37 m."""
+    """
+    lane_margin_speed 0.025 s: planned at 2 and 10 m/s the apex keeps 0.17 and 0.37 m.
+
+    The extra room grows over the line's first ``far_margin_ramp`` m: the
+    apex lies beyond it; at the car the line keeps only ``margin`` (a car
+    already nearer a cone than the extra is not swerved away at speed).
+    """
     from dataclasses import replace
     from path_planning.lane_line import plan_lane_line
-    cfg = replace(default_config('lane'), lane_margin_speed=0.025)
+    cfg = default_config('lane')
+    assert cfg.lane_margin_speed == 0.025
     # a lane 3.5 m wide: 8 m straight, a 90 deg left turn of 7 m radius, 15
     # m straight; the least curvature line takes its apex on the inside cones
     r, w = 7.0, 1.75
@@ -216,12 +223,73 @@ def test_the_line_keeps_more_room_at_speed() -> None:
     side = np.concatenate([np.ones(len(left)), -np.ones(len(right))])
     gaps = []
     for v in (2.0, 10.0):
-        p = replace(cfg.line, margin=cfg.line.margin + cfg.lane_margin_speed * v)
+        p = replace(cfg.line, far_margin=cfg.lane_margin_speed * v)
         line = plan_lane_line(centre, left, right, cones, side, p)
         assert line.ok
+        s = np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(line.xy, axis=0).T))])
+        assert s[-1] > 20.0 and p.far_margin_ramp < 8.0   # the apex lies beyond the ramp
         # the gap between the car's side and the inside cones' edges
         d = np.hypot(*(line.xy[:, None] - left[None]).transpose(2, 0, 1)).min()
         gaps.append(float(d) - p.half_width - p.cone_radius)
-    assert cfg.lane_margin_speed > 0.0
     assert gaps[0] == pytest.approx(cfg.line.margin + 2.0 * cfg.lane_margin_speed, abs=0.05)
     assert gaps[1] == pytest.approx(cfg.line.margin + 10.0 * cfg.lane_margin_speed, abs=0.05)
+    # a straight lane 3.5 m wide, the car 0.8 m left of its centre: within
+    # the margin (keep 0.93 m: up to 0.82 m off), not within 0.3 m more
+    x = np.arange(-4.0, 30.0, 1.0)
+    centre = np.column_stack([x, np.zeros(x.size)])
+    left, right = centre + [0.0, 1.75], centre - [0.0, 1.75]
+    cones = np.vstack([left, right])
+    side = np.concatenate([np.ones(len(left)), -np.ones(len(right))])
+    far = plan_lane_line(centre, left, right, cones, side, replace(cfg.line, far_margin=0.3),
+                         start=(0.0, 0.8, 0.0), start_kappa=0.0)
+    base = plan_lane_line(centre, left, right, cones, side, cfg.line,
+                          start=(0.0, 0.8, 0.0), start_kappa=0.0)
+    s = np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(far.xy, axis=0).T))])
+    near = s <= 1.0
+    # at the car: as without the extra room; 10 m on: 0.3 m more room
+    assert np.abs(far.xy[near, 1] - base.xy[near, 1]).max() < 0.03
+    ahead = (s >= 10.0) & (s <= 20.0)
+    keep = cfg.line.keep
+    assert np.all(far.xy[ahead, 1] <= 1.75 - keep - 0.3 + 0.02)
+    # without it, the line there is nearer the left cones
+    assert not np.all(base.xy[ahead, 1] <= 1.75 - keep - 0.3 + 0.02)
+    assert far.max_kappa <= cfg.line.max_curvature
+
+
+def test_a_line_beyond_the_steering_just_ahead_is_driven_at_full_lock(monkeypatch) -> None:
+    """
+    The line bends tighter than the steering 1 m ahead: full lock now.
+
+    With ``lane_commit`` 0 the tracking law steers what the line's first
+    metre asks (seen in 9 m hairpins, lidar-only: 15-20 deg at the
+    entry, full lock only once the car had fallen off the line, and the
+    exit cone hit).
+    """
+    from dataclasses import replace
+    import path_planning.planner as planner_module
+    from path_planning.lane_line import LaneLine
+    cfg = default_config('lane')
+    limit = cfg.line.max_curvature
+    # a left turn: 0.15 1/m for 1 m, then 1.2 x the limit
+    s = np.arange(0.0, 8.0, 0.1)
+    kappa = np.where(s < 1.0, 0.15, 1.2 * limit)
+    heading = np.concatenate([[0.0], np.cumsum(kappa[:-1] * 0.1)])
+    xy = np.column_stack([np.cumsum(np.cos(heading)) * 0.1 - 0.1,
+                          np.cumsum(np.sin(heading)) * 0.1])
+    tight = LaneLine(xy=xy, kappa=kappa, ok=True, clearance=0.1,
+                     max_kappa=float(np.abs(kappa).max()))
+    monkeypatch.setattr(planner_module, 'plan_lane_line', lambda *a, **k: tight)
+    cones = _two_lanes()
+    deltas = []
+    for commit in (cfg.lane_commit, 0.0):
+        planner = Planner(replace(cfg, lane_commit=commit))
+        cmap = _mapped(cones)
+        planner.cone_map = cmap
+        pose = (1.5, 0.0, 0.0)
+        rel = cones - np.array(pose[:2])
+        out = planner.plan(0.0, rel, np.full(len(cones), CONE_UNKNOWN), 2.0, 0.0, pose=pose)
+        assert out.mode == 'lane' and out.line is tight, (out.mode, out.reason)
+        deltas.append(out.delta)
+    assert cfg.lane_commit == 2.0
+    assert deltas[0] == pytest.approx(cfg.cone_drive.max_steer)
+    assert 0.0 < deltas[1] < 0.8 * cfg.cone_drive.max_steer

@@ -118,6 +118,37 @@ def test_a_chain_does_not_run_ahead_of_the_other() -> None:
     assert _step(st, xy, colours, np.flatnonzero(~used), p)[0] == -1
 
 
+def test_a_cone_across_the_lane_does_not_join_the_other_chain() -> None:
+    """
+    A 3 m lane, lidar-only, a section 4 m beside it; its next right cones not confirmed yet.
+
+    The right chain waits for them: a left cone taken into it makes a gate
+    along the lane (90 deg off the chains' direction; seen in hard_26
+    lidar-only at 8 m/s: the walk stalled there for the rest of the
+    straight and the fallback drove into a hairpin's infield). Once they
+    are confirmed, both chains run on down their own lines.
+    """
+    x = np.arange(0.0, 32.0, 4.0)
+    beside = np.arange(13.0, 34.0, 3.0)
+    xy = np.vstack([np.column_stack([x, np.full(x.size, 1.5)]),      # left
+                    np.column_stack([x, np.full(x.size, -1.5)]),     # right
+                    np.column_stack([beside, np.full(beside.size, 5.5)]),
+                    np.column_stack([beside, np.full(beside.size, 8.5)])])
+    colours = np.zeros(len(xy), np.uint8)
+    n = x.size
+    ok = np.ones(len(xy), bool)
+    ok[n + 4:2 * n] = False            # the right cones from x = 16 m on
+    st = WalkState(left=[0], right=[n], gates=[(1, 1)], widths=[3.0], length=[0.0])
+    p = WalkParams()
+    walk(st, xy, colours, ok, (1.0, 0.0, 0.0), p)
+    assert st.right == list(range(n, n + 4))      # up to x = 12 m, nothing across
+    assert st.left[:4] == list(range(4))
+    walk(st, xy, colours, np.ones(len(xy), bool), (1.0, 0.0, 0.0), p, fresh=~ok)
+    assert st.right[:n - 1] == list(range(n, 2 * n - 1))     # to x = 24 m
+    assert st.left[:n - 1] == list(range(n - 1))
+    assert np.all(xy[st.right, 1] < 0.0)
+
+
 def test_the_lane_path_starts_at_the_cars_gate() -> None:
     """
     The lane centre never runs through gates behind the car's gate.
