@@ -83,3 +83,19 @@ def test_lidar_perception_rejects_what_it_does_not_reproduce(kwargs: dict) -> No
     args = dict({'perception': 'lidar'}, **kwargs)
     with pytest.raises(ValueError):
         run_lap(default_config('lane'), load_scenario('ci_trackdrive'), **args)
+
+
+@pytest.mark.parametrize('seed', [9, 13, 26])
+def test_hard_layouts_that_failed_on_the_lidar_chain_are_clean(seed: int) -> None:
+    """
+    Hard layouts the lidar-only chain failed on, one lap: now 0 cones, 0 off-course.
+
+    9 and 13: the exit cone of a 9 m hairpin at 1.6-1.7 m/s (the car
+    reached full lock too late: ``lane_commit``); 26: DNF, the walk put a
+    left cone into the right chain on a straight (a gate along the lane)
+    and the fallback drove into a hairpin's infield (``max_gate_turn``).
+    """
+    scn = load_scenario('track_sweep', seed=seed, laps=1, timeout=150.0)
+    res = run_lap(default_config('lane'), scn, perception='lidar')
+    assert res.status == 'finished', (res.status, res.reason)
+    assert res.cones_hit == 0 and res.off_courses == 0, res.events
