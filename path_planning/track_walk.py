@@ -109,7 +109,7 @@ class WalkParams:
     min_width: float = 2.3
     max_width: float = 7.0
     width_change: float = 2.5
-    max_gate_turn: float = math.radians(75.0)
+    max_gate_turn: float = math.radians(85.0)
     min_forward: float = 0.05
     horizon: float = 40.0
     max_steps: int = 60
