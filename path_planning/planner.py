@@ -106,7 +106,7 @@ class PlannerConfig:
     cones and, growing over the first ``line.far_margin_ramp`` m of it,
     ``lane_margin_speed * speed`` (m, s x m/s) more; a line bending beyond
     the steering within ``lane_commit`` m of the car is driven at full
-    lock (0 = off).
+    lock (0 = off); its speed profile brakes ``lane_latency`` s late.
     """
 
     mode: str = 'lane'
@@ -138,6 +138,7 @@ class PlannerConfig:
     lane_tight_speed: float = 3.0
     lane_margin_speed: float = 0.025
     lane_commit: float = 2.0
+    lane_latency: float = 0.45
     line: LaneLineParams = LaneLineParams()
 
     def __post_init__(self) -> None:
@@ -154,7 +155,7 @@ class PlannerConfig:
                                  f' got {value}')
         for name in ('min_midline_length', 'memory', 'memory_radius',
                      'ramp_lead', 'min_lane_length', 'lane_check_lookahead', 'lane_stitch',
-                     'lane_margin_speed', 'lane_commit'):
+                     'lane_margin_speed', 'lane_commit', 'lane_latency'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise ValueError(f'PlannerConfig.{name} must be finite and >= '
@@ -222,6 +223,7 @@ class PlannerConfig:
                    lane_tight_speed=float(v['lane_tight_speed']),
                    lane_margin_speed=float(v['lane_margin_speed']),
                    lane_commit=float(v['lane_commit']),
+                   lane_latency=float(v['lane_latency']),
                    line=LaneLineParams(
                        wheelbase=float(profile.wheelbase), max_steer=float(profile.max_steer),
                        half_width=0.5 * float(profile.width),
@@ -642,7 +644,8 @@ class Planner:
                                 cfg.lane_kappa_rate,
                                 tight_kappa=cfg.lane_tight_fraction * cfg.line.max_curvature
                                 / cfg.line.curvature_fraction,
-                                tight_speed=cfg.lane_tight_speed, end_margin=sp.stop_margin)
+                                tight_speed=cfg.lane_tight_speed, end_margin=sp.stop_margin,
+                                latency=cfg.lane_latency)
         else:
             v_path = profile_speed(mid.path, sp.max_speed, sp.a_lat_max, sp.decel,
                                    stop_at_end=True, end_margin=sp.stop_margin)

@@ -160,6 +160,8 @@ PARAMS = [
               'which the margin grows by lane_margin_speed x speed', lo=0.1, hi=50.0),
     ParamSpec('lane_commit', 'lane mode: a line bending beyond the steering within this many '
               'm of the car is driven at full lock (0 = off)', lo=0.0, hi=20.0),
+    ParamSpec('lane_latency', "lane mode: seconds the line's speed profile allows before "
+              'braking starts (command rate limit and the speed lag)', lo=0.0, hi=5.0),
     ParamSpec('max_speed', 'top target speed (m/s)', lo=0.1, hi=40.0),
     ParamSpec('min_speed', 'lowest target while driving (m/s)', lo=0.0,
               hi=10.0),
