@@ -72,6 +72,19 @@ def finish(proc: subprocess.Popen, timeout: float = 30.0) -> Tuple[int, str]:
     return proc.returncode, out
 
 
+def run_to_end(proc: subprocess.Popen, onboard: 'Onboard') -> str:
+    """Spin the onboard side until the bridge exits; close it; return the output (exit 0)."""
+    try:
+        onboard.spin_until(proc, lambda: False, timeout=40.0)
+        rc, out = finish(proc)
+    finally:
+        onboard.close()
+        if proc.poll() is None:
+            proc.kill()
+    assert rc == 0, out[-3000:]
+    return out
+
+
 def referee_result(out: str) -> Dict[str, Any]:
     """Return the REFEREE_RESULT json of the bridge output."""
     lines = [ln for ln in out.splitlines() if ln.startswith('REFEREE_RESULT ')]
@@ -170,14 +183,7 @@ def test_publishes_every_contract_topic(rclpy_context, rig_file: Path) -> None:
     for key in keys:
         onboard.subscribe(key)
     onboard.subscribe('actor_odometry', actor='target')
-    try:
-        onboard.spin_until(proc, lambda: False, timeout=40.0)
-        rc, out = finish(proc)
-    finally:
-        onboard.close()
-        if proc.poll() is None:
-            proc.kill()
-    assert rc == 0, out[-3000:]
+    out = run_to_end(proc, onboard)
     result = referee_result(out)
     assert result['status'] == 'finished' and result['end_reason'] == 'mission_end'
     got = onboard.got
@@ -228,14 +234,7 @@ def _run_lockstep(context: Any, rig: Path, delay: float) -> List[Tuple[float, fl
     proc = start_bridge(scenario='acceleration', rig=str(rig), wait_for_control=True,
                         real_time_factor=0.0, duration=2.0, lockstep_timeout=5.0)
     onboard = Onboard(context, policy=_policy_trajectory, delay=delay)
-    try:
-        onboard.spin_until(proc, lambda: False, timeout=40.0)
-        rc, out = finish(proc)
-    finally:
-        onboard.close()
-        if proc.poll() is None:
-            proc.kill()
-    assert rc == 0, out[-3000:]
+    out = run_to_end(proc, onboard)
     assert referee_result(out)['lockstep_timeouts'] == 0
     return sorted((stamp(m), m.pose.pose.position.x, m.pose.pose.position.y)
                   for m in onboard.got['odometry'])
@@ -272,14 +271,7 @@ def test_lockstep_waits_for_the_answers_to_the_last_frame(rclpy_context,
     def policy(t: float, _odom: Any) -> Dict[str, Any]:
         return {'cmd': (3.0, 0.0)} if t < 1.0 - 1e-6 else {}
     onboard = Onboard(rclpy_context, policy=policy)
-    try:
-        onboard.spin_until(proc, lambda: False, timeout=40.0)
-        rc, out = finish(proc)
-    finally:
-        onboard.close()
-        if proc.poll() is None:
-            proc.kill()
-    assert rc == 0, out[-3000:]
+    out = run_to_end(proc, onboard)
     result = referee_result(out)
     assert result['end_reason'] == 'duration', result
     assert result['lockstep_timeouts'] == 1, out[-3000:]
@@ -313,14 +305,7 @@ def test_priorities_and_watchdog(rclpy_context, rig_file: Path) -> None:
                         real_time_factor=0.0, duration=7.0, cmd_timeout=0.5,
                         watchdog_decel=5.0)
     onboard = Onboard(rclpy_context, policy=_policy_phases)
-    try:
-        onboard.spin_until(proc, lambda: False, timeout=40.0)
-        rc, out = finish(proc)
-    finally:
-        onboard.close()
-        if proc.poll() is None:
-            proc.kill()
-    assert rc == 0, out[-3000:]
+    run_to_end(proc, onboard)
     ids = {0: 'watchdog', 1: 'cmd_vel', 2: 'brake_request', 3: 'manual', 4: 'brake_pedal'}
     source = {round(stamp(m), 3): ids[int(m.twist.linear.z)]
               for m in onboard.got['applied_control']}
