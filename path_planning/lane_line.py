@@ -47,6 +47,7 @@ import time
 from typing import Optional, Tuple
 
 from hil_bridge.interface.speed_profile import resample_polyline
+from hil_bridge.interface.track import arc_length
 import numpy as np
 from path_planning.line_qp import LineQP
 from path_planning.raceline import (box_intrusion, polyline_normals, ray_distance,
@@ -207,9 +208,7 @@ def _reference(centre: np.ndarray, p: LaneLineParams) -> Optional[np.ndarray]:
         if back < -0.25:
             s_ext = np.arange(back, 0.0, 0.25)[:, None]
             pts = np.vstack([pts[0] + s_ext * u, pts])
-    seg = np.hypot(*np.diff(pts, axis=0).T)
-    s = np.concatenate([[0.0], np.cumsum(seg)])
-    pts = pts[s <= p.horizon + 1.0]
+    pts = pts[arc_length(pts, closed=False) <= p.horizon + 1.0]
     if pts.shape[0] < 3:
         return None
     pts = _smooth_open(pts, int(round(0.5 * p.smooth / 0.25)))
@@ -429,8 +428,7 @@ def beyond_steering(line: LaneLine, limit: float, distance: float) -> int:
     """
     if distance <= 0.0 or not line.ok or line.xy.shape[0] < 2:
         return 0
-    seg = np.hypot(*np.diff(line.xy, axis=0).T)
-    s = np.concatenate([[0.0], np.cumsum(seg)])
+    s = arc_length(line.xy, closed=False)
     over = np.flatnonzero((np.abs(line.kappa) > limit) & (s <= distance))
     if over.size == 0:
         return 0
@@ -454,8 +452,7 @@ def line_speed(line: LaneLine, speed: float, max_speed: float, a_lat_max: float,
     """
     if line.xy.shape[0] < 3:
         return 0.0
-    seg = np.hypot(*np.diff(line.xy, axis=0).T)
-    s = np.concatenate([[0.0], np.cumsum(seg)])
+    s = arc_length(line.xy, closed=False)
     k = np.abs(line.kappa)
     dk = np.abs(np.gradient(line.kappa, s))
     v_i = np.minimum(np.sqrt(a_lat_max / np.maximum(k, 1e-9)),

@@ -427,13 +427,13 @@ def _step(st: WalkState, xy: np.ndarray, colours: np.ndarray, cand: np.ndarray,
         return -1, 0, 0.0
     mid = 0.5 * (lp + rp)
     pts = xy[cand]
-    local = (np.hypot(*(pts - lp).T) <= p.max_gap) | (np.hypot(*(pts - rp).T) <= p.max_gap)
-    context = (np.hypot(*(pts - mid).T) <= p.fit_reach + 1.0) | local
+    # each candidate's distance (m) to the nearer of the gate's two cones
+    to_gate = np.minimum(np.hypot(*(pts - lp).T), np.hypot(*(pts - rp).T))
+    context = (np.hypot(*(pts - mid).T) <= p.fit_reach + 1.0) | (to_gate <= p.max_gap)
     u = track_direction(xy, st, f)
     w_run = st.widths[-1]
     heading, kappa, w_fit = _fit_arc(lp, rp, pts[context], colours[cand[context]], u, w_run, p)
-    reach_gap = max(p.max_gap, p.long_gap)
-    cand = cand[(np.hypot(*(pts - lp).T) <= reach_gap) | (np.hypot(*(pts - rp).T) <= reach_gap)]
+    cand = cand[to_gate <= max(p.max_gap, p.long_gap)]
     if cand.size == 0:
         return -1, 0, 0.0
     pts = xy[cand]

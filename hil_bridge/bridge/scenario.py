@@ -78,7 +78,6 @@ TRACK_KEYS = ('generator', 'seed', 'params', 'track_file', 'format',
 MISSIONS = ('acceleration', 'skidpad', 'autocross', 'trackdrive', 'aeb',
             'free')
 POSE_KEYS = ('x', 'y', 'z', 'roll', 'pitch', 'yaw')
-#: Laps per FS mission when the scenario does not say (FS rules).
 #: missions driven round a loop: more than one lap (trackdrive: any) needs
 #: a closed track
 LOOP_MISSIONS = ('autocross', 'trackdrive')
@@ -86,6 +85,7 @@ LOOP_MISSIONS = ('autocross', 'trackdrive')
 #: ``laps: 1e12`` is a configuration error, not a run that never ends).
 MAX_LAPS = 1000
 MAX_TIMEOUT = 7 * 24 * 3600.0
+#: Laps per FS mission when the scenario does not say (FS rules).
 DEFAULT_LAPS = {'trackdrive': 10, 'autocross': 1, 'acceleration': 1,
                 'skidpad': 4}
 
