@@ -4,8 +4,9 @@
 #   bash scripts/test.sh --distro kilted|jazzy [PYTEST_ARGS...]   # whole suite
 # --distro all runs the whole suite on Jazzy (the distro users run) and on
 # Kilted the modules that reach a ROS package or start a process
-# (CARLA_HIL_TESTS=ros, test/distro_scope.py): the others run the same
-# pinned non-ROS packages on both. CARLA_HIL_TESTS=all|ros set by the
+# (CARLA_HIL_TESTS=ros, test/distro_scope.py) except the long closed
+# loops marked one_distro: the others run the same pinned non-ROS packages
+# on both, and the marked loops drive the same nodes as the ones kept. CARLA_HIL_TESTS=all|ros set by the
 # caller applies to every distro.
 # Per distro: set-up of its venv, colcon build, colcon test, colcon
 # test-result --verbose. Exit code non-zero when any distro failed; both run.

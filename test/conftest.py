@@ -83,6 +83,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
     ``scripts/test.sh`` runs the whole suite on one distro and, on the
     other, the modules that reach a ROS package or start a process
     (``test/distro_scope.py``); the rest runs the same code on both.
+    Tests marked ``one_distro`` (long closed loops) run on the full-suite
+    distro only: on the other, the same nodes, messages and DDS calls run
+    in the node, bridge, DDS-profile, recording and two-host tests and in
+    the closed loops left unmarked (``test_distro_scope`` checks some
+    remain).
     """
     scope = os.environ.get('CARLA_HIL_TESTS', 'all')
     if scope == 'all':
@@ -92,7 +97,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
     from distro_scope import distro_independent
     keep, drop = [], []
     for item in items:
-        (drop if distro_independent(item.path) else keep).append(item)
+        light = item.get_closest_marker('one_distro') is None
+        (keep if light and not distro_independent(item.path) else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

@@ -194,6 +194,7 @@ def assert_fs_finished(run: Run, mission: str, laps: int) -> Dict[str, Any]:
 
 
 # ----------------------------------------------------------------- missions
+@pytest.mark.one_distro
 def test_trackdrive_fused(ros_domain: int, tmp_path: Path) -> None:
     """One lap of ci_trackdrive, lidar + vision fused, no cone hit; report."""
     out = tmp_path / 'run'
@@ -218,6 +219,7 @@ def test_trackdrive_lidar_only(ros_domain: int) -> None:
     assert_fs_finished(run, 'trackdrive', 1)
 
 
+@pytest.mark.one_distro
 def test_skidpad(ros_domain: int) -> None:
     """
     Skidpad: the four timed laps of the figure of eight, no cone hit.
@@ -249,6 +251,7 @@ def acceleration_run(tmp_path_factory: pytest.TempPathFactory,
     return run, path
 
 
+@pytest.mark.one_distro
 def test_acceleration(acceleration_run: Tuple[Run, Path]) -> None:
     """Acceleration: the 75 m straight finished, no cone hit, recorded."""
     run, path = acceleration_run
@@ -348,6 +351,7 @@ def test_cruise_holds_speed_and_ignores_cmd_vel(rclpy_context: Any) -> None:
     assert x == pytest.approx(8.333 * t, abs=1.0), (t, x, v)
 
 
+@pytest.mark.one_distro
 @pytest.mark.parametrize('kmh', [30, 50])
 def test_ccrs_avoided(rclpy_context: Any, kmh: int) -> None:
     """Euro NCAP CCRs: the AEB stops the car before the stopped target."""
@@ -524,6 +528,7 @@ def _assert_same(live: Dict[int, Tuple[np.ndarray, np.ndarray]],
     return n_cones
 
 
+@pytest.mark.one_distro
 def test_record_and_replay_same_detections(
         rclpy_context: Any, acceleration_run: Tuple[Run, Path],
         tmp_path: Path) -> None:

@@ -204,6 +204,7 @@ def _env(tag: str, **extra: str) -> Dict[str, str]:
 CASES = ['ccrs_30_km_h_100', 'ccrs_20_km_h_100']
 
 
+@pytest.mark.one_distro
 def test_batch_two_concurrent_runs_one_worker_killed(ros_domain: int,
                                                      tmp_path: Path) -> None:
     """Two full-stack runs at once on local Ray; a killed worker's run is retried."""
@@ -273,6 +274,7 @@ def test_batch_ctrl_c_leaves_no_process(ros_domain: int,
     assert _tagged(tag) == []
 
 
+@pytest.mark.one_distro
 def test_batch_on_a_cluster_by_address(ros_domain: int, tmp_path: Path) -> None:
     """
     ``--address``: a cluster started as on a head node runs a full-stack case.

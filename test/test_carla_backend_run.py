@@ -35,6 +35,7 @@ pytestmark = [pytest.mark.closed_loop, pytest.mark.dds, pytest.mark.slow]
 RESULT = '[carla-hil] result: '
 
 
+@pytest.mark.one_distro
 def test_trackdrive_lockstep_through_carla(ros_domain: int) -> None:
     """ci_trackdrive's lap, lockstep through the CARLA client: all frames answered, no cone."""
     with serve() as s:

@@ -85,6 +85,7 @@ def test_lidar_perception_rejects_what_it_does_not_reproduce(kwargs: dict) -> No
         run_lap(default_config('lane'), load_scenario('ci_trackdrive'), **args)
 
 
+@pytest.mark.one_distro
 @pytest.mark.parametrize('seed', [9, 13, 26])
 def test_hard_layouts_that_failed_on_the_lidar_chain_are_clean(seed: int) -> None:
     """

@@ -10,6 +10,7 @@ import pytest
 
 @pytest.mark.parametrize('track_seed,noise', [(1, 0.0), (1, 0.03),
                                               (2, 0.03)])
+@pytest.mark.one_distro
 def test_lidar_lap_detection_rate(track_seed: int, noise: float) -> None:
     """
     A full lap: average >= 99%, minimum >= 97%, <= 5 cm RMS (goal of issue 5).

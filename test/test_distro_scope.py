@@ -44,5 +44,25 @@ def test_both_kinds_exist() -> None:
     """The split keeps the node tests on both distros and saves the pure ones."""
     tests = sorted((ROOT / 'test').glob('test_*.py'))
     pure = [t.stem for t in tests if distro_independent(t)]
-    assert 'test_sim_tracks' in pure and 'test_distro_scope' in pure
+    assert 'test_sim_tracks' in pure and 'test_frames' in pure
     assert 10 < len(pure) < len(tests) - 30
+
+
+def test_the_distro_pass_keeps_one_full_stack_closed_loop() -> None:
+    """``CARLA_HIL_TESTS=ros`` drops ``one_distro`` loops, keeps unmarked ones."""
+    import os
+    import subprocess
+    import sys
+    modules = ['test/test_acceptance.py', 'test/test_frames.py']
+    ids = {}
+    for scope in ('all', 'ros'):
+        done = subprocess.run(
+            [sys.executable, '-m', 'pytest', '--collect-only', '-q', '-p', 'no:cacheprovider',
+             *modules], cwd=ROOT, capture_output=True, text=True, timeout=120,
+            env=dict(os.environ, CARLA_HIL_TESTS=scope))
+        assert done.returncode == 0, done.stdout + done.stderr
+        ids[scope] = {line for line in done.stdout.splitlines() if '::' in line}
+    assert 'test/test_acceptance.py::test_trackdrive_lidar_only' in ids['ros']
+    assert 'test/test_acceptance.py::test_skidpad' in ids['all'] - ids['ros']
+    assert not any('test_frames' in i for i in ids['ros'])
+    assert any('test_frames' in i for i in ids['all'])

@@ -189,6 +189,7 @@ def test_a_lane_of_one_point_gives_no_line_and_no_steering() -> None:
     assert track_path(same[:1], 3.0, PursuitParams()) == (0.0, 0.0, 0.0, 0.0)
 
 
+@pytest.mark.one_distro
 @pytest.mark.parametrize('seed,colours', [(17, True), (9, False)])
 def test_lane_mode_drives_9m_hairpins_clean(seed: int, colours: bool) -> None:
     """

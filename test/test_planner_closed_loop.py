@@ -23,6 +23,7 @@ def laps() -> dict:
     return out
 
 
+@pytest.mark.one_distro
 @pytest.mark.parametrize('mode', ['cone_drive', 'midline'])
 def test_lap_completed_without_cone_hit(laps: dict, mode: str) -> None:
     res = laps[mode]
@@ -34,6 +35,7 @@ def test_lap_completed_without_cone_hit(laps: dict, mode: str) -> None:
     assert set(res.modes) == {mode}  # no stop, no fallback on the way
 
 
+@pytest.mark.one_distro
 def test_midline_faster_than_cone_drive(laps: dict) -> None:
     assert laps['midline'].lap_time < laps['cone_drive'].lap_time
 
@@ -56,6 +58,7 @@ def test_cone_drive_stops_without_cones() -> None:
     assert set(res.modes) == {'stop'}
 
 
+@pytest.mark.one_distro
 @pytest.mark.parametrize('mode', ['cone_drive', 'midline', 'lane'])
 def test_lap_with_imperfect_perception(mode: str) -> None:
     # Every cone missed with probability 0.2 each cycle, 5 cm noise, with
@@ -71,6 +74,7 @@ def test_lap_with_imperfect_perception(mode: str) -> None:
     assert res.cones_hit == 0 and res.off_courses == 0
 
 
+@pytest.mark.one_distro
 def test_lane_mode_with_false_positives_and_miscoloured_cones() -> None:
     # the same, plus a false cone a cycle anywhere in the sensor's field and
     # 5 % of the coloured detections given the other colour: single

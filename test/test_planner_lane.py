@@ -103,6 +103,7 @@ def test_track_path_feedback_signs() -> None:
     assert kappa == pytest.approx(1.0 / r, rel=0.05)
 
 
+@pytest.mark.one_distro
 @pytest.mark.parametrize('colours', [True, False])
 def test_lane_mode_finishes_a_hard_layout(colours: bool) -> None:
     """hard_7 (side-by-side lanes, 9 m hairpins): lane mode finishes clean, auto does not."""

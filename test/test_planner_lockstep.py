@@ -41,7 +41,8 @@ TIMEOUT = 400.0
 #: inputs (only after a wait ran out: the runs may then differ)
 FALLBACKS = ('fused without it', 'planning with the newest', 'lockstep: no ')
 
-pytestmark = [pytest.mark.closed_loop, pytest.mark.dds, pytest.mark.slow]
+pytestmark = [pytest.mark.closed_loop, pytest.mark.dds, pytest.mark.slow,
+              pytest.mark.one_distro]
 
 
 def _commands(bag: Path, topic: str = '/cmd_vel'

@@ -172,6 +172,7 @@ def race() -> object:
     return res
 
 
+@pytest.mark.one_distro
 def test_laps_after_the_first_are_faster_with_no_cone_hit(race) -> None:
     assert race.status == 'finished', race.reason
     assert len(race.lap_times) == 3

@@ -486,6 +486,7 @@ _NODES_UP = ('[cone_drive_planner] [', '[lidar_cone_detector] [',
              '[vision_cone_detector] [', '[cone_fusion] [', '[aeb_controller] [')
 
 
+@pytest.mark.one_distro
 @pytest.mark.dds
 @pytest.mark.slow
 def test_ctrl_c_exits_130_in_every_profile(ros_domain, tmp_path) -> None:

@@ -100,6 +100,7 @@ def _finish(run: TwoHostRun) -> Dict[str, Any]:
     return result
 
 
+@pytest.mark.one_distro
 def test_trackdrive_runner_both_hosts_link_cut(tmp_path: Any,
                                                ros_domain: int) -> None:
     """
@@ -171,6 +172,7 @@ def test_trackdrive_runner_both_hosts_link_cut(tmp_path: Any,
             run.stop_all()
 
 
+@pytest.mark.one_distro
 def test_planner_kill_and_restart(tmp_path: Any, ros_domain: int) -> None:
     """
     Trackdrive; the planner killed mid-run, then restarted.
@@ -285,6 +287,7 @@ def test_aeb_across_two_hosts_lockstep(tmp_path: Any,
             run.stop_all()
 
 
+@pytest.mark.one_distro
 def test_peers_mode_runner_on_both_hosts(tmp_path: Any, ros_domain: int) -> None:
     """
     Two-machine mode as documented: ``carla-hil run --peers`` names the other host.
