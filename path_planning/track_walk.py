@@ -69,6 +69,10 @@ LAG_MARGIN = 1.0
 #: largest angle between the track direction and a chain's last segment
 #: where a chain may take a ``long_gap`` step (a straight)
 LONG_TURN = math.radians(10.0)
+#: what a cone inside the fitted lane costs, in units of a far cone's: a
+#: lane has no cones in it (an arc leaning into the section beside puts
+#: the lane's own boundary cones inside)
+INSIDE_COST = 3.0
 
 
 @dataclass(frozen=True)
@@ -375,7 +379,8 @@ def _fit_arc(lp: np.ndarray, rp: np.ndarray, pts: np.ndarray, colours: np.ndarra
     ``fit_tol`` of the arc's offset lines at +-``width / 2`` (a truncated
     quadratic: far cones cost the same whatever the arc, so the sections
     beside the lane do not pull it); a blue cone on the right or a yellow
-    one on the left costs as much as a far one.
+    one on the left costs as much as a far one, a cone ahead inside the
+    lane :data:`INSIDE_COST` times as much.
     """
     mid = 0.5 * (lp + rp)
     allp = np.vstack((lp[None], rp[None], pts))
@@ -389,7 +394,9 @@ def _fit_arc(lp: np.ndarray, rp: np.ndarray, pts: np.ndarray, colours: np.ndarra
         res = np.abs(np.abs(n)[:, None, :] - halves[None, :, None])
         wrong = ((col == CONE_BLUE)[None] & (n < 0.0)) | ((col == CONE_YELLOW)[None] & (n > 0.0))
         use = ((s >= -1.0) & (s <= p.fit_reach) & ~wrong)[:, None, :]
-        c = np.where(use, np.minimum(res * res, tol2), tol2).sum(axis=2)
+        c = np.where(use, np.minimum(res * res, tol2), tol2)
+        inside = use & (np.abs(n)[:, None, :] < halves[None, :, None] - p.fit_tol)
+        c = np.where(inside & (s[:, None, :] > 0.0), INSIDE_COST * tol2, c).sum(axis=2)
         # the gate's own cones must sit on their side
         c += (np.where(n[:, 0] > 0.0, 0.0, 10.0 * tol2) +
               np.where(n[:, 1] < 0.0, 0.0, 10.0 * tol2))[:, None]

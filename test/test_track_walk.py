@@ -241,3 +241,43 @@ def test_the_walk_steps_over_cones_missing_round_the_start_line() -> None:
     assert left_line.xy[:, 0].max() > 12.0 and right_line.xy[:, 0].max() > 12.0
     with pytest.raises(ValueError, match='long_gap'):
         WalkParams(long_gap=0.0)
+
+
+#: hard layout 23, lidar-only, 12.5 s: the map's cones round the exit of a
+#: hairpin (m, ``map``); the right chain ran 3.5 m ahead of the left one
+HARD_23_LEFT = [(-7.64, -88.92), (-9.54, -85.63), (-10.27, -81.89), (-10.47, -77.15)]
+HARD_23_RIGHT = [(-6.15, -85.82), (-7.27, -81.76), (-7.47, -77.02), (-8.42, -73.59)]
+HARD_23_NEXT_LEFT = (-11.14, -74.85)
+HARD_23_OTHERS = [
+    (-7.54, -63.64), (-8.0, -66.45), (-10.97, -65.42), (-8.75, -69.21), (1.66, -72.77),
+    (-11.57, -68.2), (1.84, -77.16), (-12.17, -71.57), (2.03, -81.56), (-16.52, -66.52),
+    (-16.35, -70.46), (-16.18, -74.39), (-3.23, -88.85), (-16.01, -78.33), (-15.83, -82.26),
+    (-16.09, -85.3), (-17.13, -88.15), (-18.83, -82.38), (-19.71, -86.61), (-19.0, -78.45),
+    (-19.17, -74.51), (-23.74, -77.82), (-19.34, -70.58), (-19.52, -66.66)]
+
+
+@pytest.mark.parametrize('inside_cost', [None, 1.0])
+def test_the_arc_does_not_lean_into_the_section_beside(monkeypatch, inside_cost) -> None:
+    """
+    Past a hairpin, with a skewed last gate, the lane's next left cone is taken.
+
+    The arc fit once preferred an arc leaning left into the section 5-8 m
+    beside (its cones on the arc's offset lines) that put the lane's own
+    next left cone inside the lane: the walk stalled 5 m ahead of a car at
+    9 m/s and the fallback left the track (hard layout 23, lidar-only).
+    A cone inside the fitted lane costs more than a far one; with it
+    costing the same (``inside_cost`` 1) the step finds nothing.
+    """
+    import path_planning.track_walk as track_walk
+    if inside_cost is not None:
+        monkeypatch.setattr(track_walk, 'INSIDE_COST', inside_cost)
+    xy = np.array(HARD_23_LEFT + HARD_23_RIGHT + [HARD_23_NEXT_LEFT] + HARD_23_OTHERS)
+    st = WalkState(left=[0, 1, 2, 3], right=[4, 5, 6, 7],
+                   gates=[(1, 1), (2, 2), (3, 3), (4, 4)], widths=[2.94, 3.0, 2.98, 2.98],
+                   length=[0.0, 3.8, 7.6, 11.4])
+    colours = np.zeros(len(xy), np.uint8)
+    cone, side, _width = _step(st, xy, colours, np.arange(8, len(xy)), WalkParams())
+    if inside_cost is None:
+        assert (cone, side) == (8, 1)
+    else:
+        assert cone == -1
