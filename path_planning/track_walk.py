@@ -96,7 +96,10 @@ class WalkParams:
     side were seen); the longer of the two walks is kept.
     ``reseed_distance``: a walk that stalled (no gate ahead of the car)
     while the car drove on this far (m) past its last gate starts afresh
-    at the car (:func:`stalled`). ``heading_span_colour`` replaces
+    at the car (:func:`stalled`), as does one the car has left: no gate
+    from the car's current one on within ``reseed_far`` (m) of the car
+    (it went past the walk's end beside its last gates, where the car
+    does not count as passing them). ``heading_span_colour`` replaces
     ``heading_span`` in the arc fit when the cones around the gate have
     colours (a wrong-coloured cone cannot pull the wider search into a
     neighbouring section; without colours the wider search does).
@@ -127,13 +130,14 @@ class WalkParams:
     retry_length: float = 10.0
     retry_gates: int = 3
     reseed_distance: float = 3.0
+    reseed_far: float = 10.0
 
     def __post_init__(self) -> None:
         """Validate every field (ValueError naming the field)."""
         for name in ('max_gap', 'long_gap', 'min_width', 'max_width', 'width_change',
                      'max_gate_turn', 'horizon', 'seed_reach', 'min_loop', 'fit_reach', 'fit_tol',
                      'heading_span', 'heading_span_colour', 'max_curvature', 'retry_length',
-                     'reseed_distance'):
+                     'reseed_distance', 'reseed_far'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f'WalkParams.{name} must be finite and > 0, got {value}')
@@ -249,17 +253,27 @@ def seed_gate(st: WalkState, xy: np.ndarray, colours: np.ndarray, ok: np.ndarray
 def stalled(st: WalkState, xy: np.ndarray, pose: Tuple[float, float, float],
             p: WalkParams) -> bool:
     """
-    Return True when the car is ``reseed_distance`` past the last gate of an open walk.
+    Return True when the car has left an open walk behind.
 
     The walk found no cone to go on with (a layout it cannot read) and
-    the car drove on, by the fallback planner: the walk then starts again
-    at the car (:func:`seed_gate`) rather than stay behind for the lap.
+    the car drove on, by the fallback planner: ``reseed_distance`` past
+    the last gate, or farther than ``reseed_far`` from every gate from
+    the current one on (it passed the last gates outside them). The walk
+    then starts again at the car (:func:`seed_gate`) rather than stay
+    behind for the lap.
     """
-    if not st.gates or st.closed or st.current < len(st.gates) - 1:
+    if not st.gates or st.closed:
+        return False
+    car = np.asarray(pose[:2], dtype=float)
+    nl, nr = np.array(st.gates[st.current:]).T
+    mids = 0.5 * (xy[np.array(st.left)[nl - 1]] + xy[np.array(st.right)[nr - 1]])
+    if float(np.min(np.hypot(*(mids - car).T))) > p.reseed_far:
+        return True
+    if st.current < len(st.gates) - 1:
         return False
     lp, rp = st.gate_points(xy, len(st.gates) - 1)
     f, _w = _forward(lp, rp)
-    return float((np.asarray(pose[:2]) - 0.5 * (lp + rp)) @ f) > p.reseed_distance
+    return float((car - 0.5 * (lp + rp)) @ f) > p.reseed_distance
 
 
 def _passed(st: WalkState, xy: np.ndarray, k: int, car: np.ndarray) -> bool:

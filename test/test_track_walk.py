@@ -18,7 +18,7 @@ from hil_bridge.interface.cones import CONE_BLUE, CONE_YELLOW
 import numpy as np
 from path_planning.cone_map import ConeMap, to_vehicle
 from path_planning.lane import lane_view
-from path_planning.track_walk import _step, walk, WalkParams, WalkState
+from path_planning.track_walk import _step, stalled, walk, WalkParams, WalkState
 import pytest
 
 
@@ -281,3 +281,30 @@ def test_the_arc_does_not_lean_into_the_section_beside(monkeypatch, inside_cost)
         assert (cone, side) == (8, 1)
     else:
         assert cone == -1
+
+
+def test_a_car_that_left_the_walk_beside_its_last_gates_starts_it_again() -> None:
+    """
+    Far from every gate from its current one on, the car has left the walk: it is stalled.
+
+    Hard layout 40, lap 2 (lidar-only): the walk ended at the start line
+    (a gap it could not close), the car passed its last gates beside them
+    (never counted as passing), drove 100 m by the fallback planner and
+    left the track; the walk only restarted once the car was past the
+    last gate. Near the gates, or behind them, it is not stalled.
+    """
+    x = np.arange(0.0, 13.0, 3.0)
+    xy = np.vstack([np.column_stack([x, np.full(x.size, 1.5)]),
+                    np.column_stack([x, np.full(x.size, -1.5)])])
+    n = x.size
+    st = WalkState(left=list(range(n)), right=list(range(n, 2 * n)),
+                   gates=[(k, k) for k in range(1, n + 1)], widths=[3.0] * n,
+                   length=list(x), current=2)
+    p = WalkParams()
+    assert not stalled(st, xy, (6.5, 0.0, 0.0), p)             # on the lane
+    assert not stalled(st, xy, (2.0, 0.0, 0.0), p)             # just behind gate 2
+    assert stalled(st, xy, (6.0, 1.5 + p.reseed_far + 1.0, 0.0), p)
+    assert stalled(st, xy, (12.0 + p.reseed_far + 1.0, 0.0, 0.0), p)
+    assert not stalled(st, xy, (12.0 + p.reseed_distance + 1.0, 0.0, 0.0), p)  # not passed
+    st.current = n - 1
+    assert stalled(st, xy, (12.0 + p.reseed_distance + 1.0, 0.0, 0.0), p)
