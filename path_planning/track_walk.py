@@ -183,6 +183,11 @@ class WalkState:
         nl, nr = self.gates[k]
         return xy[self.left[nl - 1]], xy[self.right[nr - 1]]
 
+    def gates_from(self, xy: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
+        """Return the (K, 2) left and right cone positions of gates ``k`` to the last."""
+        nl, nr = np.array(self.gates[k:], dtype=int).reshape(-1, 2).T
+        return xy[np.array(self.left)[nl - 1]], xy[np.array(self.right)[nr - 1]]
+
     def remap(self, remap: np.ndarray, keep: np.ndarray) -> None:
         """Renumber the chains after map cones were dropped (chain cones never are)."""
         self.left = [int(remap[i]) for i in self.left if keep[i]]
@@ -265,9 +270,8 @@ def stalled(st: WalkState, xy: np.ndarray, pose: Tuple[float, float, float],
     if not st.gates or st.closed:
         return False
     car = np.asarray(pose[:2], dtype=float)
-    nl, nr = np.array(st.gates[st.current:]).T
-    mids = 0.5 * (xy[np.array(st.left)[nl - 1]] + xy[np.array(st.right)[nr - 1]])
-    if float(np.min(np.hypot(*(mids - car).T))) > p.reseed_far:
+    gl, gr = st.gates_from(xy, st.current)
+    if float(np.min(np.hypot(*(0.5 * (gl + gr) - car).T))) > p.reseed_far:
         return True
     if st.current < len(st.gates) - 1:
         return False
@@ -405,11 +409,12 @@ def _fit_arc(lp: np.ndarray, rp: np.ndarray, pts: np.ndarray, colours: np.ndarra
     def cost(heading: np.ndarray, kappa: np.ndarray) -> np.ndarray:
         """Return (H, W) costs of the arcs at each of the widths."""
         s, n = arc_coordinates(allp, mid, heading, kappa)
-        res = np.abs(np.abs(n)[:, None, :] - halves[None, :, None])
+        dist = np.abs(n)[:, None, :]
+        res = np.abs(dist - halves[None, :, None])
         wrong = ((col == CONE_BLUE)[None] & (n < 0.0)) | ((col == CONE_YELLOW)[None] & (n > 0.0))
         use = ((s >= -1.0) & (s <= p.fit_reach) & ~wrong)[:, None, :]
         c = np.where(use, np.minimum(res * res, tol2), tol2)
-        inside = use & (np.abs(n)[:, None, :] < halves[None, :, None] - p.fit_tol)
+        inside = use & (dist < halves[None, :, None] - p.fit_tol)
         c = np.where(inside & (s[:, None, :] > 0.0), INSIDE_COST * tol2, c).sum(axis=2)
         # the gate's own cones must sit on their side
         c += (np.where(n[:, 0] > 0.0, 0.0, 10.0 * tol2) +
@@ -580,8 +585,7 @@ def walk(st: WalkState, xy: np.ndarray, colours: np.ndarray, ok: np.ndarray,
         k = len(st.gates) - 1
         ids = np.flatnonzero(fresh)
         if ids.size:
-            gl = xy[[st.left[nl - 1] for nl, _nr in st.gates[keep:]]]
-            gr = xy[[st.right[nr - 1] for _nl, nr in st.gates[keep:]]]
+            gl, gr = st.gates_from(xy, keep)
             near = np.minimum(
                 np.hypot(*(gl[:, None] - xy[ids][None]).transpose(2, 0, 1)).min(axis=1),
                 np.hypot(*(gr[:, None] - xy[ids][None]).transpose(2, 0, 1)).min(axis=1))
