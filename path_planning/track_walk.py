@@ -64,7 +64,10 @@ import numpy as np
 END_CONES = 3
 #: lane widths the arc fit tries, relative to the running width (m)
 FIT_WIDTHS = np.array([-0.5, 0.0, 0.5])
-#: how far (m) beyond the fitted half width a cone of the lagging chain may lie
+#: how far (m) beyond the fitted half width a cone of the lagging chain may
+#: lie; at a skewed gate (wider than the running width: one chain ran ahead
+#: round a hairpin's apex) up to twice this, by half the excess width, since
+#: the arc starts at the skewed gate's midpoint, off the lane's centre
 LAG_MARGIN = 1.0
 #: largest angle between the track direction and a chain's last segment
 #: where a chain may take a ``long_gap`` step (a straight)
@@ -478,7 +481,8 @@ def _step(st: WalkState, xy: np.ndarray, colours: np.ndarray, cand: np.ndarray,
     # which lags behind, within the lane's half width plus a margin
     lag = np.where(side > 0, s_l < s_r, s_r < s_l)
     match = ((col == CONE_BLUE) & (side > 0)) | ((col == CONE_YELLOW) & (side < 0))
-    ok = (res <= p.fit_tol) | (lag & match & (np.abs(n) <= 0.5 * w_fit + LAG_MARGIN))
+    lag_margin = LAG_MARGIN + min(max(0.5 * (w - w_run), 0.0), LAG_MARGIN)
+    ok = (res <= p.fit_tol) | (lag & match & (np.abs(n) <= 0.5 * w_fit + lag_margin))
     ok &= ahead > p.min_forward
     ok &= s > np.where(side > 0, s_l, s_r) + p.min_forward
     ok &= ~((col == CONE_BLUE) & (side < 0)) & ~((col == CONE_YELLOW) & (side > 0))

@@ -308,3 +308,47 @@ def test_a_car_that_left_the_walk_beside_its_last_gates_starts_it_again() -> Non
     assert not stalled(st, xy, (12.0 + p.reseed_distance + 1.0, 0.0, 0.0), p)  # not passed
     st.current = n - 1
     assert stalled(st, xy, (12.0 + p.reseed_distance + 1.0, 0.0, 0.0), p)
+
+
+#: hard layout 9's 9 m hairpin (a right turn) in map, as the fused run's map
+#: had it: the right (inner) chain has run round the apex onto the exit's
+#: first cone, the left (outer) one waits at the apex; the last gate is
+#: 6.8 m wide (the lane 3.1 m)
+HARD_9_LEFT = [(0.0, 10.95), (3.74, 9.24), (7.05, 6.04), (6.98, 1.45)]
+HARD_9_RIGHT = [(-1.25, 8.23), (2.48, 6.51), (4.24, 2.69), (0.17, 1.56)]
+#: the outer chain's next cone, then the exit's cones
+HARD_9_NEXT_LEFT = (3.5, -1.62)
+HARD_9_OTHERS = [(-2.7, 2.89), (-3.96, 0.16), (-1.09, -1.17)]
+HARD_9_OTHER_COLOURS = [CONE_YELLOW, CONE_BLUE, CONE_BLUE]
+
+
+@pytest.mark.parametrize('mirrored', [False, True])
+def test_the_lagging_chain_goes_on_round_a_hairpin_past_a_skewed_gate(mirrored) -> None:
+    """
+    At a hairpin's apex the outer chain takes its next cone though the gate is skewed.
+
+    Hard layout 9, fused (coloured cones): the inner chain had run round
+    the apex onto the exit's first cone; the arc fitted from the skewed
+    gate's midpoint put the outer chain's next cone (blue, 4.7 m on)
+    1.2 m beyond its offset line, past the lagging chain's 1 m margin: the
+    lane ended at the apex with a kink, the car came in on the inside at
+    12 m/s, could not make the turn and hit the outer cone (layout 10 the
+    same, mirrored: off course). The lagging chain's margin grows with
+    half the gate's excess width (up to twice): the step takes that cone.
+    ``mirrored`` is the same hairpin turning left (y and colours swapped).
+    """
+    xy = np.array(HARD_9_LEFT + HARD_9_RIGHT + [HARD_9_NEXT_LEFT] + HARD_9_OTHERS)
+    colours = np.array([CONE_BLUE] * 4 + [CONE_YELLOW] * 4 + [CONE_BLUE]
+                       + HARD_9_OTHER_COLOURS, np.uint8)
+    left, right = [0, 1, 2, 3], [4, 5, 6, 7]
+    if mirrored:
+        xy[:, 1] *= -1.0
+        colours = np.where(colours == CONE_BLUE, CONE_YELLOW, CONE_BLUE).astype(np.uint8)
+        left, right = right, left
+    gates = [(1, 1), (2, 2), (3, 2), (3, 3), (4, 3), (4, 4)]
+    st = WalkState(left=left, right=right, gates=gates, widths=[3.03, 3.03, 3.1, 3.09, 3.09, 3.1],
+                   length=[0.0, 4.0, 6.1, 8.4, 10.5, 12.6])
+    lp, rp = st.gate_points(xy, len(gates) - 1)
+    assert math.hypot(*(lp - rp)) > 6.5                      # the skewed gate
+    cone, side, _width = _step(st, xy, colours, np.arange(8, len(xy)), WalkParams())
+    assert (cone, side) == (8, -1 if mirrored else 1)
