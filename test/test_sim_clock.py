@@ -129,6 +129,30 @@ def test_lockstep_timeout_counted_and_reported() -> None:
     assert 'cmd_vel' in d.message and '0.050' in d.message
 
 
+def test_awaiting_the_last_frame_ignores_pause_and_pacing() -> None:
+    """
+    The wait for the last frame's answers times out as a tick does, paused or paced.
+
+    The bridge waits for the answers to the frame it ends on with
+    :meth:`SimClock.awaiting` (no tick follows, so pause and real-time
+    pacing do not apply): the same limit, counted once, with what happens
+    next in the message; answered, nothing is awaited.
+    """
+    c = SimClock('lockstep', 0.05, real_time_factor=1.0, lockstep_timeout=0.5)
+    c.on_command('cmd_vel', 0.0)
+    c.on_published(0.05, 0.0)
+    c.pause(True)
+    assert c.awaiting(0.49, 'ending') == (True, None)
+    waiting, message = c.awaiting(0.51, 'ending without it')
+    assert not waiting and c.timeouts == 1
+    assert message.startswith('lockstep: no cmd_vel for the frame at t=0.050 s within 0.5 s')
+    assert message.endswith('(timeout #1); ending without it')
+    assert c.awaiting(5.0, 'ending') == (False, None) and c.timeouts == 1
+    c.on_published(0.1, 6.0)
+    c.on_command('cmd_vel', 0.1)
+    assert c.awaiting(9.0, 'ending') == (False, None) and c.timeouts == 1
+
+
 def test_lockstep_startup_timeout() -> None:
     """Before the first command the longer startup timeout applies."""
     c = SimClock('lockstep', 0.05, lockstep_timeout=0.5, startup_timeout=2.0)

@@ -700,23 +700,20 @@ class BridgeNode(Node):
         last one is not ticked on, so without this wait the run ended
         while the detectors and the planner still worked on it and a
         recording missed their last messages (one frame in 150 of a CI
-        acceleration run). Waits ``lockstep_timeout`` wall s at most; a
-        timeout counts in ``lockstep_timeouts``.
+        acceleration run). Waits as :meth:`SimClock.awaiting` says (the
+        limit from the frame's publication); a timeout counts in
+        ``lockstep_timeouts``.
         """
         if self.mode != 'lockstep':
             return
-        deadline = time.monotonic() + self.clock.lockstep_timeout
         with self.wake:
-            while self._running() and self.clock.missing():
-                left = deadline - time.monotonic()
-                if left <= 0.0:
-                    self.clock.timeouts += 1
-                    self.get_logger().warning(
-                        'lockstep: no ' + ', '.join(self.clock.missing()) +
-                        ' for the last frame within '
-                        f'{self.clock.lockstep_timeout:g} s; ending without it')
+            while self._running():
+                waiting, message = self.clock.awaiting(time.monotonic(), 'ending without it')
+                if message:
+                    self.get_logger().warning(message)
+                if not waiting:
                     return
-                self.wake.wait(timeout=min(left, 0.05))
+                self.wake.wait(timeout=0.05)
 
     def _final_ack(self) -> None:
         """Wait until the recorder acknowledged the last frame published."""

@@ -30,7 +30,7 @@ decision is testable without sleeping.
 """
 
 import math
-from typing import Dict, Iterable, List, NamedTuple, Optional
+from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 MODES = ('async', 'sync', 'lockstep')
 
@@ -188,6 +188,30 @@ class SimClock:
         return [name for name in self.topics
                 if self.latest.get(name, -math.inf) < self._waiting_for - STAMP_EPS]
 
+    def awaiting(self, wall: float, then: str) -> Tuple[bool, Optional[str]]:
+        """
+        Return (still waiting, timeout message) for the last frame's answers.
+
+        Waiting while a lockstep topic has no command for the frame last
+        published and its limit (``lockstep_timeout``, before every topic
+        has answered once ``startup_timeout``; 0 = none) has not passed
+        since it was published at wall time ``wall``. When it has, the
+        timeout is counted, the frame is given up and the message says
+        what was missing and ``then`` what happens next.
+        """
+        missing = self.missing()
+        if not missing:
+            return False, None
+        limit = self.lockstep_timeout if self.started() else self.startup_timeout
+        if limit == 0.0 or wall - self._published_wall < limit:
+            return True, None
+        self.timeouts += 1
+        message = (f'lockstep: no {", ".join(missing)} for the frame at '
+                   f't={self._waiting_for:.3f} s within {limit:g} s '
+                   f'(timeout #{self.timeouts}); {then}')
+        self._waiting_for = None
+        return False, message
+
     # ------------------------------------------------------------- decision
     def ready(self, wall: float) -> Decision:
         """Return whether to tick now and, if not, how long to wait (s)."""
@@ -195,18 +219,9 @@ class SimClock:
             return Decision(False, 0.05)
         if self.mode == 'async':
             return Decision(True, 0.0)
-        message = None
-        missing = self.missing()
-        if missing:
-            limit = self.lockstep_timeout if self.started() else self.startup_timeout
-            waited = wall - self._published_wall
-            if limit == 0.0 or waited < limit:
-                return Decision(False, self.poll_period)
-            self.timeouts += 1
-            message = (f'lockstep: no {", ".join(missing)} for the frame at '
-                       f't={self._waiting_for:.3f} s within {limit:g} s '
-                       f'(timeout #{self.timeouts}); ticking on')
-            self._waiting_for = None
+        waiting, message = self.awaiting(wall, 'ticking on')
+        if waiting:
+            return Decision(False, self.poll_period)
         if self._next_due is not None and self.real_time_factor > 0.0 \
                 and wall < self._next_due - 1e-9:
             return Decision(False, self._next_due - wall, message)
