@@ -86,11 +86,10 @@ def lane_view(cmap: ConeMap, pose: Tuple[float, float, float], reach: float = 25
         return None
     xy = cmap.xy
     gates = _gate_range(st, max_gates)
-    li = [st.left[st.gates[k][0] - 1] for k in gates]
-    ri = [st.right[st.gates[k][1] - 1] for k in gates]
+    li, ri = st.gate_cones(gates)
     # the chains' cones of these gates, in order, without repeats
-    left = list(dict.fromkeys(li))
-    right = list(dict.fromkeys(ri))
+    left = list(dict.fromkeys(li.tolist()))
+    right = list(dict.fromkeys(ri.tolist()))
     gl, gr = to_vehicle(xy[li], pose), to_vehicle(xy[ri], pose)
     mid = 0.5 * (gl + gr)
     if smooth > 0 and len(mid) > 2 * smooth + 1:

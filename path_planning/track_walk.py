@@ -54,7 +54,7 @@ gates form a ring and walking stops.
 
 from dataclasses import dataclass, field, replace
 import math
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from hil_bridge.interface.cones import CONE_BLUE, CONE_YELLOW
 import numpy as np
@@ -186,10 +186,16 @@ class WalkState:
         nl, nr = self.gates[k]
         return xy[self.left[nl - 1]], xy[self.right[nr - 1]]
 
+    def gate_cones(self, ks: Sequence[int]) -> Tuple[np.ndarray, np.ndarray]:
+        """Return the (K,) map indices of the left and right cones of gates ``ks``."""
+        nl, nr = np.array([self.gates[k] for k in ks], dtype=int).reshape(-1, 2).T
+        return (np.array(self.left, dtype=int)[nl - 1],
+                np.array(self.right, dtype=int)[nr - 1])
+
     def gates_from(self, xy: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
         """Return the (K, 2) left and right cone positions of gates ``k`` to the last."""
-        nl, nr = np.array(self.gates[k:], dtype=int).reshape(-1, 2).T
-        return xy[np.array(self.left)[nl - 1]], xy[np.array(self.right)[nr - 1]]
+        li, ri = self.gate_cones(range(k, len(self.gates)))
+        return xy[li], xy[ri]
 
     def remap(self, remap: np.ndarray, keep: np.ndarray) -> None:
         """Renumber the chains after map cones were dropped (chain cones never are)."""
