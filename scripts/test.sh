@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test suite on both pinned ROS 2 distros (what .ci/run calls):
-#   bash scripts/test.sh                       # Jazzy whole, then Kilted (--distro all)
+#   bash scripts/test.sh                       # Jazzy whole and Kilted, side by side (--distro all)
 #   bash scripts/test.sh --distro kilted|jazzy [PYTEST_ARGS...]   # whole suite
 # --distro all runs the whole suite on Jazzy (the distro users run) and on
 # Kilted the modules that reach a ROS package or start a process
@@ -10,6 +10,13 @@
 # caller applies to every distro.
 # Per distro: set-up of its venv, colcon build, colcon test, colcon
 # test-result --verbose. Exit code non-zero when any distro failed; both run.
+# The two distros run at the same time (each line prefixed [jazzy] or
+# [kilted]): their venvs, colcon build bases and logs are separate, every
+# DDS test leases its own domain for the host (hil_bridge/tools/domains.py)
+# and the closed loops run in lockstep, so they give the same results
+# beside each other; much of a pass waits on processes and DDS, so side by
+# side takes about the Jazzy pass's time. CARLA_HIL_TEST_SERIAL=1 runs
+# them one after the other (Jazzy first).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 distro=all
@@ -23,19 +30,36 @@ case "$distro" in
       echo "test.sh: CARLA_HIL_VENV/CARLA_HIL_REQUIREMENTS name one venv: use --distro kilted|jazzy" >&2
       exit 2
     fi
-    status=0
-    summary=()
-    for d in jazzy kilted; do
-      start=$SECONDS
+    results="$(mktemp -d)"
+    trap 'rm -rf "$results"' EXIT
+    one() {  # DISTRO [PYTEST_ARGS...]: one distro's pass, its result in $results/DISTRO
+      local d="$1" start=$SECONDS rc=0 scope
+      shift
       scope="${CARLA_HIL_TESTS:-$([ "$d" = jazzy ] && echo all || echo ros)}"
       echo "[test] === distro $d (tests: $scope) ==="
-      rc=0
-      CARLA_HIL_TESTS="$scope" bash "$root/scripts/test.sh" --distro "$d" "$@" || rc=$?
-      summary+=("$d ($scope): exit code $rc, $((SECONDS - start)) s (set-up, build and tests)")
-      [ "$rc" -eq 0 ] || status=1
+      CARLA_HIL_TESTS="$scope" bash "$root/scripts/test.sh" --distro "$d" "$@" 2>&1 \
+        | sed -u "s/^/[$d] /" || rc=$?
+      echo "$d ($scope): exit code $rc, $((SECONDS - start)) s (set-up, build and tests)" \
+        > "$results/$d"
+    }
+    start=$SECONDS
+    if [ "${CARLA_HIL_TEST_SERIAL:-0}" = 1 ]; then
+      one jazzy "$@"
+      one kilted "$@"
+    else
+      one jazzy "$@" &
+      jazzy_pid=$!
+      one kilted "$@" &
+      kilted_pid=$!
+      wait "$jazzy_pid" "$kilted_pid" || true
+    fi
+    echo "[test] === summary ($((SECONDS - start)) s in all) ==="
+    status=0
+    for d in jazzy kilted; do
+      line="$(cat "$results/$d" 2>/dev/null || echo "$d: no result (the pass did not end)")"
+      echo "[test] $line"
+      case "$line" in *"exit code 0,"*) ;; *) status=1 ;; esac
     done
-    echo "[test] === summary ==="
-    printf '[test] %s\n' "${summary[@]}"
     exit "$status"
     ;;
   kilted|jazzy) ;;
