@@ -50,6 +50,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 from hil_bridge.bridge.backend import (ActorState, Backend, BackendError, Event, Frame,
                                        SensorReading, VehicleControl)
 from hil_bridge.carla_backend import ue_frames
+from hil_bridge.carla_backend.retired_clients import retire
 from hil_bridge.interface import frames
 from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_UNKNOWN,
                                         CONE_YELLOW)
@@ -1603,15 +1604,16 @@ class CarlaBackend(Backend):
                 except RuntimeError as exc:
                     self._log.error(f'could not restore the world settings '
                                     f'of the {self._where()}: {exc}')
-            # Let the client go here, in this thread. Its last reference must
-            # not be dropped in one of its own threads (a callback's carla
-            # object, or this backend freed by the garbage collector from a
-            # callback that still holds it): the 0.9.16 client then joins
-            # its own thread and aborts the process (std::terminate in
-            # ~ThreadGroup). Callbacks were closed first; the running ones are
-            # waited for.
+            # The client's last reference must not be dropped in one of its
+            # own threads (a callback's carla object, a sensor message in
+            # flight, this backend freed by the garbage collector from a
+            # callback): the 0.9.16 client then joins its own thread and
+            # aborts the process (std::terminate in ~ThreadGroup).
+            # Callbacks were closed first; the running ones are waited for,
+            # and the client is retired, not dropped (retired_clients).
             with self._callbacks:
                 self._callbacks.wait_for(lambda: self._in_callback == 0, timeout=2.0)
+            retire(self._client, self._world)
             self._world = None
             self._client = None
 
