@@ -83,6 +83,11 @@ EXIT_OK, EXIT_CONFIG, EXIT_BACKEND = 0, 2, 3
 RESULT_PREFIX = 'REFEREE_RESULT '
 #: lockstep: re-send the current frame this often (s) until the first commands
 REPUBLISH_PERIOD = 1.0
+#: lockstep after start-up: a frame still unanswered after this share of
+#: ``lockstep_timeout`` (at least REPUBLISH_PERIOD s) is re-sent, and again
+#: each such period: a best-effort sensor message lost under load (a camera
+#: image) is sent again instead of waited out into a timeout
+RESEND_SHARE = 0.25
 #: wall seconds to wait for the recorder's acknowledgement of the last frame
 FINAL_ACK_TIMEOUT = 10.0
 #: contract keys lockstep may wait for (recorder_status: a recorder's /clock
@@ -278,7 +283,12 @@ class BridgeNode(Node):
         #: messages published per topic name (the runner compares a
         #: recording's counts with these)
         self.published: Dict[str, int] = {}
-        self.republished = 0  # first frame re-sent while waiting (in ``published``)
+        self.republished = 0  # frames re-sent while waiting (in ``published``)
+        self.resent = 0  # of those, after start-up (an answer was lost)
+        self.last_pub = 0.0  # wall time of the last publication of a frame
+        timeout = float(v['lockstep_timeout'])
+        #: wall seconds after which an unanswered frame is re-sent (lockstep)
+        self.resend_period = max(REPUBLISH_PERIOD, RESEND_SHARE * timeout)
         self.bridge_services = [
             self.create_service(SetBool, '~/pause', self._srv_pause),
             self.create_service(Trigger, '~/step', self._srv_step),
@@ -557,7 +567,8 @@ class BridgeNode(Node):
                     'sources': self.guard.summary(),
                     'rejected_commands': {k: dict(g.rejected) for k, g in self.gates.items()},
                     'published': dict(sorted(self.published.items())),
-                    'republished_frames': self.republished})
+                    'republished_frames': self.republished,
+                    'resent_frames': self.resent})
         return out
 
     def request_stop(self, signum: int = 0, _frame: object = None) -> None:
@@ -654,19 +665,14 @@ class BridgeNode(Node):
             self._wait_recorder(frame)
         with self.lock:
             self.clock.on_published(frame.sim_time, time.monotonic())
-        last_pub = time.monotonic()
+        self.last_pub = time.monotonic()
         while self._running():
             with self.wake:
                 decision = self.clock.ready(time.monotonic())
                 if not decision.tick:
                     self.wake.wait(timeout=min(decision.wait, 0.05))
-                    waiting_first = self.mode == 'lockstep' and not self.clock.started()
             if not decision.tick:
-                if waiting_first and time.monotonic() - last_pub > REPUBLISH_PERIOD:
-                    # nodes that came up after frame k was sent still get it
-                    self.publish_frame(frame)
-                    self.republished += 1
-                    last_pub = time.monotonic()
+                self._resend(frame)
                 continue
             if decision.message:
                 self.get_logger().warning(decision.message)
@@ -680,9 +686,9 @@ class BridgeNode(Node):
                 self._sim_time = frame.sim_time
             self.frame = frame
             self.publish_frame(frame)
-            last_pub = time.monotonic()
+            self.last_pub = time.monotonic()
             with self.lock:
-                self.clock.on_published(frame.sim_time, last_pub)
+                self.clock.on_published(frame.sim_time, self.last_pub)
             ended = any(ev.kind == 'mission_end' for ev in frame.events)
             for ev in frame.events:
                 self.get_logger().info(f'referee: {ev.kind} at t={ev.sim_time:.2f} {ev.data}')
@@ -691,6 +697,35 @@ class BridgeNode(Node):
             if duration > 0.0 and frame.sim_time >= duration - 1e-9:
                 return self.finish('duration')
         return self.finish('shutdown')
+
+    def _resend(self, frame: Frame) -> None:
+        """
+        Lockstep: publish ``frame`` again when its answers are overdue.
+
+        Before every lockstep topic has answered once, every
+        ``REPUBLISH_PERIOD`` s (nodes that came up after the frame was sent
+        still get it); after that, every ``resend_period`` s while an
+        answer is missing (a best-effort message lost under load). The
+        onboard nodes answer a copy as they answered the original (same
+        stamp, same inputs), and the clock's timeout still counts from the
+        first publication.
+        """
+        if self.mode != 'lockstep':
+            return
+        with self.lock:
+            started = self.clock.started()
+            missing = self.clock.missing()
+        period = self.resend_period if started else REPUBLISH_PERIOD
+        if not missing or time.monotonic() - self.last_pub <= period:
+            return
+        self.publish_frame(frame)
+        self.republished += 1
+        self.resent += int(started)
+        self.last_pub = time.monotonic()
+        if started:
+            self.get_logger().warning(
+                f'lockstep: no {", ".join(missing)} for the frame at '
+                f't={frame.sim_time:.3f} s after {period:g} s: sent it again')
 
     def _final_answers(self) -> None:
         """
@@ -706,14 +741,16 @@ class BridgeNode(Node):
         """
         if self.mode != 'lockstep':
             return
-        with self.wake:
-            while self._running():
+        while self._running():
+            with self.wake:
                 waiting, message = self.clock.awaiting(time.monotonic(), 'ending without it')
                 if message:
                     self.get_logger().warning(message)
                 if not waiting:
                     return
                 self.wake.wait(timeout=0.05)
+            if self.frame is not None:
+                self._resend(self.frame)
 
     def _final_ack(self) -> None:
         """Wait until the recorder acknowledged the last frame published."""
