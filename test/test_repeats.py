@@ -52,6 +52,24 @@ def test_check_repeats_fails_runs_whose_copies_differ() -> None:
     assert lines == [] and rows[0]['pass']
 
 
+def test_compare_batches_run_separately(tmp_path: Path, capsys) -> None:
+    """``scenarios compare`` reads two batches' summary.csv and names what differs."""
+    first, second, third = (str(tmp_path / n) for n in ('first', 'second', 'third'))
+    suites.write_summary([_row('a'), _row('b'), _row('c')], first, title='first')
+    suites.write_summary([_row('a_r1'), _row('a_r2'), _row('b', cones_hit=1),
+                          _row('d')], second, title='second')
+    suites.write_summary([_row('a'), _row('b'), _row('c')], third, title='third')
+    assert suites.main(['scenarios', 'compare', first, third][1:]) == 0
+    assert '3 of 3 runs gave the same result in every batch' in capsys.readouterr().out
+    assert suites.main(['compare', first, second]) == 1
+    out = capsys.readouterr().out
+    assert '1 of 2 runs gave the same result in every batch' in out
+    assert '- b: cones_hit 0 / 1' in out
+    assert 'Not in every batch (or without a result): c, d' in out
+    assert suites.main(['compare', first, str(tmp_path / 'none')]) == 2
+    assert 'cannot read the batch summary' in capsys.readouterr().err
+
+
 def test_check_repeats_keeps_an_earlier_failure_reason() -> None:
     """A copy that already failed keeps its reason; the difference is added."""
     rows, _ = check_repeats([_row('a_r1'),

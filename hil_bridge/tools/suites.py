@@ -29,6 +29,8 @@ each with ``pass:`` criteria (:func:`hil_bridge.tools.batch.judge`) and
 ``--repeat N`` runs every run N times side by side and fails the runs
 whose copies differ (:mod:`hil_bridge.tools.repeats`); a sweep's summary
 adds its figures per mode (:mod:`hil_bridge.tools.sweep_stats`).
+``carla-hil scenarios compare OUT1 OUT2 ..`` compares batches run
+separately (another time, load or machine) the same way.
 """
 
 import argparse
@@ -43,7 +45,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from hil_bridge.interface.config import config_dir, load_yaml
 from hil_bridge.tools.batch import describe_jobs, Job, run_batch
-from hil_bridge.tools.repeats import check_repeats, repeat_jobs
+from hil_bridge.tools.repeats import check_repeats, compare_runs, read_summary, repeat_jobs
 from hil_bridge.tools.sweep_stats import sweep_figures
 
 #: criteria of a run when its suite names none
@@ -333,6 +335,10 @@ def make_parser() -> argparse.ArgumentParser:
     run.add_argument('--repeat', type=int, default=1, metavar='N',
                      help='run every run N times (NAME_r1..), copies side by '
                      'side; a run whose copies differ fails (determinism)')
+    compare = sub.add_parser('compare', help='compare the results of batches run '
+                             'separately (same result every time: exit 0)')
+    compare.add_argument('outs', nargs='+', metavar='OUT',
+                         help='output directories of the batches (summary.csv)')
     return parser
 
 
@@ -362,6 +368,12 @@ def _main(args: argparse.Namespace) -> int:
                   + ', '.join(j.name for j in jobs[:6])
                   + (', ...' if len(jobs) > 6 else ''))
         return 0
+    if args.cmd == 'compare':
+        if len(args.outs) < 2:
+            raise SystemExit('compare needs at least two output directories')
+        same, lines = compare_runs([read_summary(d) for d in args.outs], args.outs)
+        print('\n'.join(lines))
+        return 0 if same else 1
     if bool(args.suite) == bool(args.scenarios):
         raise SystemExit('give a suite or --scenarios (not both)')
     params = {}
