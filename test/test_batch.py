@@ -79,9 +79,11 @@ def test_referee_result_and_row() -> None:
     log = ('[hil_bridge] REFEREE_RESULT {"status": "DNF"}\nnoise\n'
            '[hil_bridge] REFEREE_RESULT {"status": "finished", "laps": 2, '
            '"lap_times": [20.5, 18.25], "lap_time_ratio": [1.2, null], '
-           '"cones_hit": 1, "collisions": [], "penalty_time": 2.0}\n')
+           '"cones_hit": 1, "collisions": [], "penalty_time": 2.0, '
+           '"lockstep_timeouts": 1, "resent_frames": 3}\n')
     row = batch.run_row(0, batch.referee_result(log), 0)
     assert row['status'] == 'finished' and row['laps'] == 2
+    assert row['lockstep_timeouts'] == 1 and row['resent_frames'] == 3
     assert row['lap_times'] == '20.50 18.25'
     assert row['max_lap_time_ratio'] == 1.2 and row['collisions'] == 0
     assert batch.run_row(2, batch.referee_result('crash'))['status'] == \

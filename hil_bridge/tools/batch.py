@@ -262,7 +262,11 @@ def run_row(code: int, result: Dict[str, Any],
             'penalties_s': result.get('penalty_time', ''),
             'collisions': len(result.get('collisions') or [])
             if result else '',
-            'brake_requests': brake_requests}
+            'brake_requests': brake_requests,
+            # lockstep: frames ticked on without an answer, frames sent again
+            # because an answer was overdue (a lost message)
+            'lockstep_timeouts': result.get('lockstep_timeouts', ''),
+            'resent_frames': result.get('resent_frames', '')}
 
 
 def _run_module(job: Job, run_dir: str, domain: int) -> Dict[str, Any]:

@@ -232,8 +232,8 @@ COLUMNS = ('name', 'pass', 'why', 'status', 'reason', 'exit_code', 'wall_s',
            'attempts', 'retried', 'host', 'domain', 'laps', 'lap_times',
            'max_lap_time_ratio', 'lap_time_ratios', 'cones_hit',
            'off_courses', 'penalties_s', 'collisions',
-           'brake_requests', 'impact_kmh', 'min_distance_m', 'score',
-           'left_on_worker')
+           'brake_requests', 'lockstep_timeouts', 'resent_frames', 'impact_kmh',
+           'min_distance_m', 'score', 'left_on_worker')
 #: row fields kept out of the Markdown table (still in the CSV)
 CSV_ONLY = ('kind', 'started', 'ended')
 
