@@ -446,6 +446,27 @@ def test_recording_table_counts_missing() -> None:
         '(/clock)' in text
 
 
+@pytest.mark.dds
+def test_progress_monitor_close_is_bounded(ros_domain: int) -> None:
+    """A DDS shutdown that hangs is left behind after the timeout; a normal one closes."""
+    import threading
+    import time
+    from hil_bridge.tools.progress import ProgressMonitor, RunProgress
+    monitor = ProgressMonitor(RunProgress(1))
+    release = threading.Event()
+    real = monitor._shutdown
+
+    def hanging() -> None:
+        release.wait(30.0)
+        real()
+    monitor._shutdown = hanging
+    t0 = time.monotonic()
+    assert monitor.close(timeout=0.3) is False
+    assert time.monotonic() - t0 < 5.0
+    release.set()                               # the left-behind shutdown ends
+    assert ProgressMonitor(RunProgress(1)).close() is True
+
+
 def test_progress_line() -> None:
     """The live line: lap k/N, lap time, speed, cones, sim time, RTF, ETA."""
     from hil_bridge.tools.progress import RunProgress

@@ -601,8 +601,10 @@ def _run(args: argparse.Namespace) -> int:
         codes = sup.stop_all(keep=[r.name for r in recorders])
         if recorders:  # last, so they see the nodes' final messages
             codes.update(sup.stop_all(grace=120.0))
-        if monitor is not None:
-            monitor.close()
+        if monitor is not None and not monitor.close():
+            from hil_bridge.tools.progress import CLOSE_TIMEOUT
+            out.write('[carla-hil] the progress monitor did not shut down within '
+                      f'{CLOSE_TIMEOUT:g} s; left behind')
         _clean_shm(out, 'of nodes that had to be killed')
         _stop_cleaner(cleaner)
         out.close()

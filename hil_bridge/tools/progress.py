@@ -136,6 +136,10 @@ def _float(value: Any, default: float) -> float:
     return out
 
 
+#: wall seconds :meth:`ProgressMonitor.close` waits for the shutdown
+CLOSE_TIMEOUT = 10.0
+
+
 class ProgressMonitor:
     """Subscribe to clock, odometry and referee events in a thread."""
 
@@ -189,13 +193,25 @@ class ProgressMonitor:
         with self._lock:
             return self.progress.line()
 
-    def close(self) -> None:
-        """Stop spinning and shut the context down."""
-        import rclpy
+    def close(self, timeout: float = CLOSE_TIMEOUT) -> bool:
+        """
+        Stop spinning and shut the context down; False if that took over ``timeout`` s.
+
+        The shutdown runs in a daemon thread: a DDS shutdown that hangs (one
+        sweep run's runner hung 28 min after its result, until the batch
+        killed it) must not keep the run from ending; it is left behind.
+        """
         self._stop.set()
+        closer = threading.Thread(target=self._shutdown, daemon=True)
+        closer.start()
+        closer.join(timeout=timeout)
+        return not closer.is_alive()
+
+    def _shutdown(self) -> None:
+        import rclpy
         self._thread.join(timeout=2.0)
         try:
-            self.executor.shutdown()
+            self.executor.shutdown(timeout_sec=0.0)
             self.node.destroy_node()
         finally:
             rclpy.try_shutdown(context=self.context)
