@@ -327,3 +327,18 @@ def test_batch_on_a_cluster_by_address(ros_domain: int, tmp_path: Path) -> None:
     while _tagged(tag) and time.monotonic() < deadline:
         time.sleep(0.3)
     assert _tagged(tag) == [], _tagged(tag)
+
+
+def test_a_run_past_its_timeout_dumps_its_stacks_then_stops(tmp_path: Path) -> None:
+    """Timed out: SIGUSR1 (every thread's stack into the log), SIGINT, exit 124."""
+    log = tmp_path / 'log.txt'
+    child = ('import faulthandler, signal, time\n'
+             'faulthandler.register(signal.SIGUSR1, all_threads=True)\n'
+             'def hung_here():\n'
+             '    time.sleep(60)\n'
+             'hung_here()\n')
+    code = batch._spawn([sys.executable, '-c', child], dict(os.environ), str(log),
+                        timeout=2.0, dump=True)
+    assert code == 124
+    text = log.read_text(encoding='utf-8', errors='replace')
+    assert 'most recent call first' in text and 'hung_here' in text, text

@@ -157,11 +157,19 @@ def _rmtree(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _wait(proc: 'subprocess.Popen[bytes]', timeout: float) -> int:
-    """Wait for ``proc``; on timeout SIGINT, then SIGKILL; return 124 then."""
+def _wait(proc: 'subprocess.Popen[bytes]', timeout: float, dump: bool = False) -> int:
+    """
+    Wait for ``proc``; on timeout SIGINT, then SIGKILL; return 124 then.
+
+    ``dump``: first SIGUSR1, on which ``carla-hil`` writes every thread's
+    stack to its log (where it hung), then SIGINT.
+    """
     try:
         return proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
+        if dump:
+            proc.send_signal(signal.SIGUSR1)
+            time.sleep(1.0)
         proc.send_signal(signal.SIGINT)
         try:
             proc.wait(timeout=STOP_GRACE_S)
@@ -188,14 +196,14 @@ def _child_preexec(parent_pid: int) -> Callable[[], None]:
 
 
 def _spawn(argv: List[str], env: Dict[str, str], log_path: str,
-           timeout: float) -> int:
-    """Run ``argv`` with its output in ``log_path``; it dies with us."""
+           timeout: float, dump: bool = False) -> int:
+    """Run ``argv`` with its output in ``log_path``; it dies with us (``dump``: see _wait)."""
     with open(log_path, 'wb') as log:
         proc = subprocess.Popen(argv, env=env, stdout=log,
                                 stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL,
                                 preexec_fn=_child_preexec(os.getpid()))
-        return _wait(proc, timeout)
+        return _wait(proc, timeout, dump)
 
 
 def _child_env(domain: int) -> Dict[str, str]:
@@ -218,7 +226,7 @@ def _run_graph(job: Job, run_dir: str, domain: int) -> Dict[str, Any]:
     for item in job.sets:
         argv += ['--set', item]
     log_path = os.path.join(run_dir, 'log.txt')
-    code = _spawn(argv, _child_env(domain), log_path, job.timeout)
+    code = _spawn(argv, _child_env(domain), log_path, job.timeout, dump=True)
     with open(log_path, encoding='utf-8', errors='replace') as f:
         result = referee_result(f.read())
     brakes: Any = ''

@@ -50,6 +50,7 @@ those of the runner and its children if the runner is killed
 
 import argparse
 import datetime
+import faulthandler
 import importlib
 import json
 import os
@@ -834,7 +835,9 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """Entry point of ``carla-hil``."""
+    """Entry point of ``carla-hil`` (SIGUSR1: every thread's stack to stderr)."""
+    if hasattr(signal, 'SIGUSR1'):
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = make_parser()
     args, rest = parser.parse_known_args(argv)
