@@ -276,6 +276,48 @@ def test_batch_ctrl_c_leaves_no_process(ros_domain: int,
     assert _tagged(tag) == []
 
 
+def _cluster_pids(temp: str) -> List[int]:
+    """Return the processes of the Ray cluster in ``temp`` (its path in their command line) and their children."""
+    parents: Dict[int, int] = {}
+    mine = set()
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f'/proc/{entry}/cmdline', 'rb') as f:
+                cmdline = f.read().replace(b'\0', b' ').decode(errors='replace')
+            with open(f'/proc/{entry}/stat', encoding='utf-8') as f:
+                parents[int(entry)] = int(f.read().rsplit(')', 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if temp in cmdline:
+            mine.add(int(entry))
+    grown = True
+    while grown:
+        more = {pid for pid, ppid in parents.items() if ppid in mine} - mine
+        mine |= more
+        grown = bool(more)
+    pid = os.getpid()
+    while pid in parents and pid > 1:   # never this process or its ancestors
+        mine.discard(pid)
+        pid = parents[pid]
+    return sorted(mine - {os.getpid()})
+
+
+def _stop_cluster(temp: str, grace: float = 10.0) -> None:
+    """SIGTERM the cluster's processes (:func:`_cluster_pids`), SIGKILL what is left after ``grace`` s."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        pids = _cluster_pids(temp)
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace
+        while pids and _cluster_pids(temp) and time.monotonic() < deadline:
+            time.sleep(0.2)
+
+
 @pytest.mark.one_distro
 def test_batch_on_a_cluster_by_address(ros_domain: int, tmp_path: Path) -> None:
     """
@@ -319,9 +361,9 @@ def test_batch_on_a_cluster_by_address(ros_domain: int, tmp_path: Path) -> None:
         for item in ('report.html', 'result.json', 'log.txt'):
             assert (out / CASES[1] / item).is_file(), item
     finally:
-        subprocess.run([ray_bin, 'stop', '--force'], env=env,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       timeout=120)
+        # not `ray stop`: it ends every Ray instance on the machine (it killed
+        # a sweep running beside the tests), only this cluster's processes go
+        _stop_cluster(temp)
         shutil.rmtree(temp, ignore_errors=True)
     deadline = time.monotonic() + 15.0
     while _tagged(tag) and time.monotonic() < deadline:
