@@ -277,7 +277,11 @@ def test_batch_ctrl_c_leaves_no_process(ros_domain: int,
 
 
 def _cluster_pids(temp: str) -> List[int]:
-    """Return the processes of the Ray cluster in ``temp`` (its path in their command line) and their children."""
+    """
+    Return the processes of the Ray cluster in ``temp`` and their children.
+
+    A cluster's processes carry its temp directory in their command line.
+    """
     parents: Dict[int, int] = {}
     mine = set()
     for entry in os.listdir('/proc'):
@@ -305,7 +309,7 @@ def _cluster_pids(temp: str) -> List[int]:
 
 
 def _stop_cluster(temp: str, grace: float = 10.0) -> None:
-    """SIGTERM the cluster's processes (:func:`_cluster_pids`), SIGKILL what is left after ``grace`` s."""
+    """SIGTERM the cluster's processes, SIGKILL what is left after ``grace`` s."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         pids = _cluster_pids(temp)
         for pid in pids:
@@ -328,7 +332,8 @@ def test_batch_on_a_cluster_by_address(ros_domain: int, tmp_path: Path) -> None:
     address (it failed on the token before: Ray's client does not send it
     without ``RAY_AUTH_MODE=token``), the worker imports the project
     through the runtime environment, runs the whole graph, the run
-    directory comes back. ``ray stop`` ends the cluster.
+    directory comes back. Its processes are stopped at the end (not by
+    ``ray stop``, which ends every Ray instance on the machine).
     """
     import socket
     import tempfile
