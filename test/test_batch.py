@@ -389,3 +389,19 @@ def test_a_run_past_its_timeout_dumps_its_stacks_then_stops(tmp_path: Path) -> N
     assert code == 124
     text = log.read_text(encoding='utf-8', errors='replace')
     assert 'most recent call first' in text and 'hung_here' in text, text
+
+
+def test_carla_hil_writes_its_stacks_on_sigusr1() -> None:
+    """carla-hil registers SIGUSR1 (the batch's timeout signal); captured stderr is no error."""
+    from hil_bridge.tools import cli
+    child = ('import os, signal, time\n'
+             'from hil_bridge.tools import cli\n'
+             'cli._dump_stacks_on_sigusr1()\n'
+             'os.kill(os.getpid(), signal.SIGUSR1)\n'
+             'time.sleep(0.2)\n'
+             'print("alive")\n')
+    run = subprocess.run([sys.executable, '-c', child], capture_output=True, text=True,
+                         timeout=60, cwd=str(Path(__file__).resolve().parents[1]))
+    assert run.returncode == 0 and 'alive' in run.stdout, run.stderr
+    assert 'most recent call first' in run.stderr
+    cli._dump_stacks_on_sigusr1()   # pytest's captured stderr has no fileno: no error

@@ -834,10 +834,17 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _dump_stacks_on_sigusr1() -> None:
+    """Let SIGUSR1 write every thread's stack to stderr (where a run hangs)."""
+    try:
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    except (AttributeError, OSError, ValueError):
+        pass    # no SIGUSR1 (Windows), or stderr is no file (captured in tests)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of ``carla-hil`` (SIGUSR1: every thread's stack to stderr)."""
-    if hasattr(signal, 'SIGUSR1'):
-        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    _dump_stacks_on_sigusr1()
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = make_parser()
     args, rest = parser.parse_known_args(argv)
