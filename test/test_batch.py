@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tarfile
 import time
-from typing import Dict, List
+from typing import Dict, List, NamedTuple
 import uuid
 
 from hil_bridge.tools import batch, suites
@@ -165,24 +165,39 @@ def _cli(args: List[str], env: Dict[str, str],
         stderr=subprocess.STDOUT, text=True, preexec_fn=ignore if sigint_ignored else None)
 
 
-def _tagged(tag: str) -> List[str]:
-    """Return the command lines of the live processes carrying ``tag``."""
+class _Proc(NamedTuple):
+    """A live process as /proc shows it."""
+
+    pid: int
+    ppid: int
+    environ: bytes
+    cmdline: str
+
+
+def _procs() -> List[_Proc]:
+    """Return the live processes but zombies (pid, parent, environment, command line)."""
     found = []
     for pid in os.listdir('/proc'):
         if not pid.isdigit():
             continue
         try:
-            with open(f'/proc/{pid}/environ', 'rb') as f:
-                if tag.encode() not in f.read():
-                    continue
             with open(f'/proc/{pid}/stat', encoding='utf-8') as f:
-                if f.read().rsplit(')', 1)[1].split()[0] == 'Z':
-                    continue
+                state, ppid = f.read().rsplit(')', 1)[1].split()[:2]
+            if state == 'Z':
+                continue
+            with open(f'/proc/{pid}/environ', 'rb') as f:
+                environ = f.read()
             with open(f'/proc/{pid}/cmdline', 'rb') as f:
-                found.append(f.read().replace(b'\0', b' ').decode()[:120])
-        except OSError:
+                cmdline = f.read().replace(b'\0', b' ').decode(errors='replace')
+        except (OSError, ValueError):
             continue
+        found.append(_Proc(int(pid), int(ppid), environ, cmdline))
     return found
+
+
+def _tagged(tag: str) -> List[str]:
+    """Return the command lines of the live processes carrying ``tag``."""
+    return [p.cmdline[:120] for p in _procs() if tag.encode() in p.environ]
 
 
 def _alive(pid: int) -> bool:
@@ -280,32 +295,22 @@ def _cluster_pids(temp: str) -> List[int]:
     """
     Return the processes of the Ray cluster in ``temp`` and their children.
 
-    A cluster's processes carry its temp directory in their command line.
+    A cluster's processes carry its temp directory in their command line;
+    never this process or its ancestors.
     """
-    parents: Dict[int, int] = {}
-    mine = set()
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f'/proc/{entry}/cmdline', 'rb') as f:
-                cmdline = f.read().replace(b'\0', b' ').decode(errors='replace')
-            with open(f'/proc/{entry}/stat', encoding='utf-8') as f:
-                parents[int(entry)] = int(f.read().rsplit(')', 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        if temp in cmdline:
-            mine.add(int(entry))
+    procs = _procs()
+    parents = {p.pid: p.ppid for p in procs}
+    mine = {p.pid for p in procs if temp in p.cmdline}
     grown = True
     while grown:
         more = {pid for pid, ppid in parents.items() if ppid in mine} - mine
         mine |= more
         grown = bool(more)
     pid = os.getpid()
-    while pid in parents and pid > 1:   # never this process or its ancestors
+    while pid > 1:
         mine.discard(pid)
-        pid = parents[pid]
-    return sorted(mine - {os.getpid()})
+        pid = parents.get(pid, 1)
+    return sorted(mine)
 
 
 def _stop_cluster(temp: str, grace: float = 10.0) -> None:

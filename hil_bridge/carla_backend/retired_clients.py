@@ -21,6 +21,7 @@ the caller's thread after its streams went quiet.
 """
 
 import atexit
+import math
 import threading
 import time
 from typing import Any, Callable, List, Tuple
@@ -42,12 +43,12 @@ def retire(*objects: Any, clock: Callable[[], float] = time.monotonic) -> int:
     ago; returns how many entries that were. ``None`` objects are ignored.
     """
     now = clock()
-    kept = tuple(o for o in objects if o is not None)
+    objs = tuple(o for o in objects if o is not None)
     with _lock:
         due = [entry for entry in _kept if now - entry[0] >= RETIRE_QUIET]
         _kept[:] = [entry for entry in _kept if now - entry[0] < RETIRE_QUIET]
-        if kept:
-            _kept.append((now, kept))
+        if objs:
+            _kept.append((now, objs))
     released = len(due)
     due.clear()     # the last references go here, in the caller's thread
     return released
@@ -66,10 +67,7 @@ def release_all(clock: Callable[[], float] = time.monotonic,
         newest = max((entry[0] for entry in _kept), default=None)
     if newest is not None:
         sleep(max(0.0, RETIRE_QUIET - (clock() - newest)))
-    with _lock:
-        due = list(_kept)
-        _kept.clear()
-    due.clear()
+    retire(clock=lambda: math.inf)      # everything is due
 
 
 atexit.register(release_all)
