@@ -416,7 +416,8 @@ def plan_lane_line(centre: np.ndarray, left: np.ndarray, right: np.ndarray,
                     solve_ms=(time.perf_counter() - t0) * 1e3, offsets=alpha)
 
 
-def beyond_steering(line: LaneLine, limit: float, distance: float) -> int:
+def beyond_steering(line: LaneLine, limit: float, distance: float,
+                    steering: Optional[float] = None) -> int:
     """
     Return the side (+1 left, -1 right) the line first bends beyond ``limit``.
 
@@ -424,7 +425,13 @@ def beyond_steering(line: LaneLine, limit: float, distance: float) -> int:
     within ``limit`` 1/m there, or ``distance`` <= 0). A car following
     such a line must already steer to its stop: the tracking law's
     feedback builds up only as the car falls off the line, too late in a
-    hairpin at the turning limit.
+    hairpin at the turning limit. ``steering`` (rad, + left), when given,
+    is what the tracking law asks for: a side against it gives 0. Where
+    the car is beside a tight turn's kinked lane centre, the line's first
+    stations can bend the wrong way (its linearised curvature is far off
+    there: +0.45 1/m planned as -0.42 at the start of a right turn on a
+    public track); full lock to that side held the car wide for 0.6-1 s
+    and put it on the outer cones.
     """
     if distance <= 0.0 or not line.ok or line.xy.shape[0] < 2:
         return 0
@@ -432,7 +439,10 @@ def beyond_steering(line: LaneLine, limit: float, distance: float) -> int:
     over = np.flatnonzero((np.abs(line.kappa) > limit) & (s <= distance))
     if over.size == 0:
         return 0
-    return 1 if line.kappa[over[0]] > 0.0 else -1
+    side = 1 if line.kappa[over[0]] > 0.0 else -1
+    if steering is not None and side * steering <= 0.0:
+        return 0
+    return side
 
 
 def line_speed(line: LaneLine, speed: float, max_speed: float, a_lat_max: float,

@@ -589,11 +589,13 @@ class Planner:
                                         length=line.length)
             if line is not None and line.ok:
                 delta = track_path(follow, speed_est, self.line_pursuit, kappa=line.kappa)[0]
-                turn = beyond_steering(line, 1.02 * cfg.line.max_curvature, cfg.lane_commit)
+                turn = beyond_steering(line, 1.02 * cfg.line.max_curvature, cfg.lane_commit,
+                                       steering=delta)
                 if turn:
                     # the line bends tighter than the steering just ahead (a
                     # hairpin at the car's turning limit): full lock now,
-                    # the feedback's build-up would cut the far side
+                    # the feedback's build-up would cut the far side (never
+                    # against the tracking law: a kink at the line's start)
                     delta = turn * cfg.cone_drive.max_steer
             else:
                 delta = track_path(follow, speed_est, cfg.pursuit)[0]

@@ -20,7 +20,8 @@ from typing import Tuple
 from hil_bridge.bridge.scenario import load_scenario
 from hil_bridge.interface.vehicle_profile import load_vehicle_profile
 import numpy as np
-from path_planning.lane_line import LaneLineParams, line_speed, plan_lane_line
+from path_planning.lane_line import (beyond_steering, LaneLine, LaneLineParams, line_speed,
+                                     plan_lane_line)
 from path_planning.raceline import box_intrusion, signed_curvature
 from path_planning.tools.closed_loop import default_config, run_lap
 import pytest
@@ -205,3 +206,34 @@ def test_lane_mode_drives_9m_hairpins_clean(seed: int, colours: bool) -> None:
     assert res.cones_hit == 0 and res.off_courses == 0
     again = run_lap(default_config('lane'), scn, colours=colours)
     assert again.lap_times == res.lap_times and again.knocked == res.knocked
+
+
+def _line_with(kappa: np.ndarray, step: float = 0.25) -> LaneLine:
+    """Return a line along x (the points only give its stations' spacing) with ``kappa``."""
+    xy = np.column_stack([np.arange(kappa.size) * step, np.zeros(kappa.size)])
+    return LaneLine(xy=xy, kappa=kappa, ok=True)
+
+
+def test_full_lock_follows_the_turn_not_a_kink_at_the_lines_start() -> None:
+    """
+    A line beyond the steering within 2 m commits to full lock on the tracking law's side only.
+
+    The kinked start seen on a public track (FSS19, 41.1 s): the line's
+    first stations at +0.45 1/m, then -0.72 in a right turn, the tracking
+    law asking for a right turn; full left lock there put the car on the
+    outer cones. A hairpin whose line bends beyond the steering the way
+    the car already steers still commits.
+    """
+    limit = 1.02 * _params().max_curvature
+    kinked = _line_with(np.array([0.45, 0.45] + [-0.72] * 10))
+    assert beyond_steering(kinked, limit, 2.0) == 1            # first over-limit station
+    assert beyond_steering(kinked, limit, 2.0, steering=-0.3) == 0
+    assert beyond_steering(kinked, limit, 2.0, steering=0.1) == 1
+    assert beyond_steering(kinked, limit, 2.0, steering=0.0) == 0
+    hairpin = _line_with(np.array([-0.2, -0.25] + [-0.34] * 10))
+    assert beyond_steering(hairpin, limit, 2.0, steering=-0.3) == -1
+    assert beyond_steering(hairpin, limit, 0.0, steering=-0.3) == 0
+    within = _line_with(np.full(12, 0.5 * limit))
+    assert beyond_steering(within, limit, 2.0, steering=0.4) == 0
+    far = _line_with(np.array([0.1] * 10 + [0.5] * 4))       # beyond only after 2.25 m
+    assert beyond_steering(far, limit, 2.0, steering=0.4) == 0
