@@ -87,7 +87,9 @@ class LaneLineParams:
     the boundaries and cones ahead, growing from 0 at the line's start to
     the full value ``far_margin_ramp`` m along it (a cone entering it
     moves the line ahead, never the line at the car; the body check and
-    ``clearance`` use ``margin`` only).
+    ``clearance`` use ``margin`` only); ``error_share`` (0-1) of the car's
+    offset from a line started on the last one is kept as more room on
+    the car's side.
     """
 
     wheelbase: float = 1.53
@@ -111,6 +113,7 @@ class LaneLineParams:
     outside_turn: float = 0.08
     far_margin: float = 0.0
     far_margin_ramp: float = 6.0
+    error_share: float = 0.0
 
     def __post_init__(self) -> None:
         """Validate every field (ValueError naming the field)."""
@@ -121,10 +124,12 @@ class LaneLineParams:
                 raise ValueError(f'LaneLineParams.{name} must be finite and > 0, got {value}')
         for name in ('front', 'rear', 'cone_radius', 'margin', 'smooth', 'centre_weight',
                      'smoothness', 'keep_weight', 'keep_length', 'start_weight',
-                     'far_margin'):
+                     'far_margin', 'error_share'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise ValueError(f'LaneLineParams.{name} must be finite and >= 0, got {value}')
+        if self.error_share > 1.0:
+            raise ValueError('LaneLineParams.error_share must be in [0, 1]')
         if not 0.0 < self.curvature_fraction <= 1.0:
             raise ValueError('LaneLineParams.curvature_fraction must be in (0, 1]')
         if self.iterations < 0:
@@ -175,16 +180,30 @@ class LaneLine:
 
 
 def _smooth_open(xy: np.ndarray, n: int) -> np.ndarray:
-    """Return a moving average over 2n+1 points, the window shrinking at the ends."""
-    if n <= 0 or len(xy) < 3:
+    """
+    Return a moving average over 2n+1 points; the first n on a fitted line.
+
+    The window shrinks towards the last point (the ends stay put); the
+    first n points lie on the least-squares line through the first 2n+1,
+    which passes through their mean, the average at point n. A window
+    shrinking to the first point kept the polyline's kinks there, where
+    the lane line starts (at the car).
+    """
+    m = len(xy)
+    if n <= 0 or m < 3:
         return xy
     c = np.vstack([np.zeros((1, 2)), np.cumsum(xy, axis=0)])
-    i = np.arange(len(xy))
-    lo = np.maximum(i - n, 0)
-    hi = np.minimum(i + n, len(xy) - 1)
-    half = np.minimum(i - lo, hi - i)   # symmetric window: the ends stay put
-    lo, hi = i - half, i + half
-    return (c[hi + 1] - c[lo]) / (hi - lo + 1)[:, None]
+    i = np.arange(m)
+    half = np.minimum(np.minimum(i, m - 1 - i), n)   # symmetric window
+    out = (c[i + half + 1] - c[i - half]) / (2 * half + 1)[:, None]
+    k = min(n, (m - 1) // 2)
+    if k > 0:
+        t = np.arange(-k, k + 1, dtype=np.float64)
+        win = xy[:2 * k + 1]
+        mean = win.mean(axis=0)
+        slope = (t @ (win - mean)) / float(t @ t)
+        out[:k] = mean + (np.arange(k) - k)[:, None] * slope[None, :]
+    return out
 
 
 def _reference(centre: np.ndarray, p: LaneLineParams) -> Optional[np.ndarray]:
@@ -342,6 +361,20 @@ def plan_lane_line(centre: np.ndarray, left: np.ndarray, right: np.ndarray,
         b_lo, b_hi = box_bounds(ref, nrm, cones, side, d_l, d_r, p, extra)
         hi = np.minimum(hi, b_hi)
         lo = np.maximum(lo, b_lo)
+    # a line started on the last one (not at the car): the car is off it by
+    # its tracking error, and its box with it; that side gets error_share of
+    # the error as more room over the first far_margin_ramp m, fading over
+    # the next as the feedback brings the car back (else a car 0.15 m
+    # outside its line at 5 m/s touched the cone the line passed with
+    # exactly the margin)
+    sx, sy, sth = (float(v) for v in start)
+    off = p.error_share * (sx * math.sin(sth) - sy * math.cos(sth))  # + car left of line
+    if abs(off) > 1e-3:
+        fade = np.clip(2.0 - np.arange(n) * h / p.far_margin_ramp, 0.0, 1.0)
+        if off > 0.0:
+            hi = hi - off * fade
+        else:
+            lo = lo - off * fade
     # near the start the bounds give way to where the car goes anyway: a car
     # already nearer a cone than the margin is brought back smoothly, not
     # by a kink the steering cannot follow

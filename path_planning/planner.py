@@ -104,9 +104,12 @@ class PlannerConfig:
     the car is held). Lane mode (``lane_*``): see ``config/
     cone_drive_planner.yaml``; its line keeps ``line.margin`` to the
     cones and, growing over the first ``line.far_margin_ramp`` m of it,
-    ``lane_margin_speed * speed`` (m, s x m/s) more; a line bending beyond
-    the steering within ``lane_commit`` m of the car is driven at full
-    lock (0 = off); its speed profile brakes ``lane_latency`` s late.
+    ``lane_margin_speed * speed`` (m, s x m/s) more, and on the car's side
+    its offset from a line continued from the last one (none up to half
+    ``lane_error_speed``, all of it from ``lane_error_speed`` m/s on; 0 =
+    off); a line bending beyond the steering within ``lane_commit`` m of
+    the car is driven at full lock (0 = off); its speed profile brakes
+    ``lane_latency`` s late.
     """
 
     mode: str = 'lane'
@@ -137,6 +140,7 @@ class PlannerConfig:
     lane_tight_fraction: float = 0.8
     lane_tight_speed: float = 3.0
     lane_margin_speed: float = 0.025
+    lane_error_speed: float = 4.0
     lane_commit: float = 2.0
     lane_latency: float = 0.45
     line: LaneLineParams = LaneLineParams()
@@ -155,7 +159,7 @@ class PlannerConfig:
                                  f' got {value}')
         for name in ('min_midline_length', 'memory', 'memory_radius',
                      'ramp_lead', 'min_lane_length', 'lane_check_lookahead', 'lane_stitch',
-                     'lane_margin_speed', 'lane_commit', 'lane_latency'):
+                     'lane_margin_speed', 'lane_error_speed', 'lane_commit', 'lane_latency'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise ValueError(f'PlannerConfig.{name} must be finite and >= '
@@ -222,6 +226,7 @@ class PlannerConfig:
                    lane_tight_fraction=float(v['lane_tight_fraction']),
                    lane_tight_speed=float(v['lane_tight_speed']),
                    lane_margin_speed=float(v['lane_margin_speed']),
+                   lane_error_speed=float(v['lane_error_speed']),
                    lane_commit=float(v['lane_commit']),
                    lane_latency=float(v['lane_latency']),
                    line=LaneLineParams(
@@ -563,6 +568,12 @@ class Planner:
                 # ahead (not at the car: a cone entering it moves the line ahead)
                 params = cfg.line if cfg.lane_margin_speed <= 0.0 else replace(
                     cfg.line, far_margin=cfg.lane_margin_speed * max(speed_est, 0.0))
+                if cfg.lane_error_speed > 0.0:
+                    # the tracking error counts at speed (none at a 9 m
+                    # hairpin's 2 m/s: it has no room to give)
+                    half = 0.5 * cfg.lane_error_speed
+                    params = replace(params, error_share=min(max(speed_est / half - 1.0, 0.0),
+                                                             1.0))
                 line = plan_lane_line(view.centre, view.left, view.right, xy, side, params,
                                       closed=view.closed, start=start, start_kappa=start_kappa,
                                       previous=last)

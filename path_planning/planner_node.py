@@ -158,6 +158,9 @@ PARAMS = [
               'speed (m/s) to the cones ahead (growing over lane_margin_ramp)', lo=0.0, hi=1.0),
     ParamSpec('lane_margin_ramp', 'lane mode: arc length (m) from the start of the line over '
               'which the margin grows by lane_margin_speed x speed', lo=0.1, hi=50.0),
+    ParamSpec('lane_error_speed', "lane mode: from this speed (m/s) the car's offset from "
+              'a line continued from the last one is kept as more room on its side (none '
+              'up to half of it; 0 = off)', lo=0.0, hi=40.0),
     ParamSpec('lane_commit', 'lane mode: a line bending beyond the steering within this many '
               'm of the car is driven at full lock (0 = off)', lo=0.0, hi=20.0),
     ParamSpec('lane_latency', "lane mode: seconds the line's speed profile allows before "

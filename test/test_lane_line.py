@@ -14,14 +14,15 @@ hairpins the lane-centre follower hit cones on (hard_9: 2, hard_17: 1)
 are driven clean, with colours and lidar-only.
 """
 
+from dataclasses import replace
 import math
 from typing import Tuple
 
 from hil_bridge.bridge.scenario import load_scenario
 from hil_bridge.interface.vehicle_profile import load_vehicle_profile
 import numpy as np
-from path_planning.lane_line import (beyond_steering, LaneLine, LaneLineParams, line_speed,
-                                     plan_lane_line)
+from path_planning.lane_line import (_reference, beyond_steering, LaneLine, LaneLineParams,
+                                     line_speed, plan_lane_line)
 from path_planning.raceline import box_intrusion, signed_curvature
 from path_planning.tools.closed_loop import default_config, run_lap
 import pytest
@@ -237,3 +238,56 @@ def test_full_lock_follows_the_turn_not_a_kink_at_the_lines_start() -> None:
     assert beyond_steering(within, limit, 2.0, steering=0.4) == 0
     far = _line_with(np.array([0.1] * 10 + [0.5] * 4))       # beyond only after 2.25 m
     assert beyond_steering(far, limit, 2.0, steering=0.4) == 0
+
+
+@pytest.mark.parametrize('gap', [2.0, 2.5, 3.0, 3.5])
+def test_the_reference_keeps_no_gate_kink_at_the_car(gap: float) -> None:
+    """
+    Gate midpoints on a 6 m right turn: the smoothed lane centre's first 2 m bend no more than 2/R.
+
+    The moving average's window shrank to nothing at the car, so the
+    reference kept the gate polyline's kinks there (|kappa| up to 0.74
+    1/m on this 0.17 1/m turn); on public tracks the line then bent the
+    wrong way at its start and its speed limit collapsed to a crawl.
+    """
+    radius = 6.0
+    for phase in np.linspace(0.0, 1.0, 8, endpoint=False):
+        a = (np.arange(-2, 6) + phase) * gap / radius
+        gates = np.column_stack([radius * np.sin(a), radius * (np.cos(a) - 1.0)])
+        ref = _reference(gates, _params())
+        assert ref is not None
+        k = signed_curvature(ref, closed=False)[1:]
+        s = np.cumsum(np.hypot(*np.diff(ref, axis=0).T))
+        assert np.abs(k[s <= 2.0]).max() <= 2.0 / radius, (gap, phase)
+
+
+def test_a_car_off_its_line_keeps_its_error_as_room_on_its_side() -> None:
+    """
+    A line continued 0.3 m left of the car passes a right cone 0.3 m wider with error_share 1.
+
+    The car's box is where the car is: at 5 m/s a car 0.15 m outside its
+    line touched the cone the line passed with exactly the margin.
+    """
+    x = np.arange(-4.0, 30.0, 0.5)
+    centre = np.column_stack([x, np.zeros_like(x)])
+    left = np.column_stack([x[::6], np.full(x[::6].size, 2.0)])
+    right = np.column_stack([x[::6], np.full(x[::6].size, -2.0)])
+    cone = np.array([[6.0, -0.6]])
+    cones = np.vstack([left, right, cone])
+    side = np.concatenate([np.ones(len(left)), -np.ones(len(right) + 1)])
+    p = _params()
+    keep = p.half_width + p.cone_radius + p.margin
+    at_cone = []
+    for share in (0.0, 1.0):
+        line = plan_lane_line(centre, left, right, cones, side, replace(p, error_share=share),
+                              start=(0.0, 0.3, 0.0))
+        assert line.ok and _distance((0.0, 0.3), line.xy[:2]) < 1e-6
+        near = np.abs(line.xy[:, 0] - 6.0) <= 1.0
+        at_cone.append(float(line.xy[near, 1].min()))
+    assert at_cone[0] >= -0.6 + keep - 0.03
+    assert at_cone[1] >= -0.6 + keep + 0.3 - 0.03
+    assert at_cone[1] - at_cone[0] > 0.2
+    # from the car itself (no error): the same line whatever the share
+    lines = [plan_lane_line(centre, left, right, cones, side, replace(p, error_share=share))
+             for share in (0.0, 1.0)]
+    assert np.array_equal(lines[0].xy, lines[1].xy)
