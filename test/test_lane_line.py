@@ -192,14 +192,17 @@ def test_a_lane_of_one_point_gives_no_line_and_no_steering() -> None:
 
 
 @pytest.mark.one_distro
-@pytest.mark.parametrize('seed,colours', [(17, True), (9, False)])
+@pytest.mark.parametrize('seed,colours', [(17, True), (9, False), (9, True), (18, True)])
 def test_lane_mode_drives_9m_hairpins_clean(seed: int, colours: bool) -> None:
     """
     Layouts the lane-centre follower hit hairpin cones on: 0 cones, twice the same.
 
     hard_9 lidar-only hit a chicane cone at 12 m/s (t=14.4 s, the car
     0.24-0.35 m off its line, 0.12 m margin) until the line kept more room
-    ahead at speed (``lane_margin_speed``, growing along the line).
+    ahead at speed (``lane_margin_speed``, growing along the line). With
+    colours, hard_9 and hard_18 hit a hairpin's exit cone at 5 m/s, the car
+    0.1-0.15 m outside its line, until that offset was kept as room
+    (``lane_error_speed``).
     """
     scn = load_scenario('track_sweep', seed=seed, laps=1, timeout=150.0)
     res = run_lap(default_config('lane'), scn, colours=colours)
