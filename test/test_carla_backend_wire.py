@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from typing import Any, List
 
 from hil_bridge.bridge.backend import VehicleControl
@@ -185,6 +186,16 @@ def test_a_map_the_server_lacks_is_a_clear_error(server, check) -> None:
 
 
 # ---------------------------------------------------------------- recovery
+def _actor_ids(client: Any, done: Any, timeout: float = 10.0) -> set:
+    """Return the ids of the non-spectator actors once ``done(ids)``, or after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        ids = {a.id for a in client.get_world().get_actors() if a.type_id != 'spectator'}
+        if done(ids) or time.monotonic() > deadline:
+            return ids
+        time.sleep(0.05)
+
+
 def test_recovery_after_a_run_that_died(server, check, caplog) -> None:
     """
     A run that died leaves its actors and a synchronous server behind.
@@ -194,13 +205,17 @@ def test_recovery_after_a_run_that_died(server, check, caplog) -> None:
     synchronous state it found).
     """
     s, client = server
+    # this client's actor list is that of the last world snapshot its
+    # stream thread received (behind under load): subscribe before the dead
+    # run ticks, and wait (at most 10 s) for the snapshots to arrive
+    client.get_world()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         p for p in (str(ROOT / 'test'), os.environ.get('PYTHONPATH', '')) if p))
     dead = subprocess.run([sys.executable, '-c', DEAD_RUN.format(port=s.port)],
                           cwd=str(ROOT), env=env, capture_output=True, text=True,
                           timeout=120)
     assert dead.returncode == -signal.SIGKILL, dead.stderr[-2000:]
-    leftover = {a.id for a in client.get_world().get_actors() if a.type_id != 'spectator'}
+    leftover = _actor_ids(client, lambda ids: len(ids) >= 5)
     assert len(leftover) == 5                  # ego, target, collision, camera, lidar
     assert client.get_world().get_settings().synchronous_mode
     caplog.set_level(logging.WARNING)
@@ -208,7 +223,8 @@ def test_recovery_after_a_run_that_died(server, check, caplog) -> None:
     try:
         backend.setup(aeb(), rig())
         assert backend.recovered == {'synchronous': True, 'leftover_actors': 5}
-        alive = {a.id for a in client.get_world().get_actors()}
+        # a snapshot taken after the destroy (set-up ticked since)
+        alive = _actor_ids(client, lambda ids: not leftover & ids)
         assert not leftover & alive
         egos = [a for a in client.get_world().get_actors().filter('vehicle.*')
                 if a.attributes.get('role_name') == 'ego_vehicle']
