@@ -120,6 +120,35 @@ def child_pids(pid: int) -> Set[int]:
     return out
 
 
+def _late_zombies(shm_dir: str, since: float, recheck: float) -> Set[str]:
+    """
+    Return the lock files made at or after ``since`` (epoch s) that nobody holds.
+
+    A file must be free on two looks ``recheck`` s apart: Fast DDS creates
+    a lock file and locks it at once, so a participant being set up is
+    never taken for a zombie.
+    """
+    try:
+        names = os.listdir(shm_dir)
+    except OSError:
+        return set()
+    out: Set[str] = set()
+    for name in names:
+        if not (_SEGMENT_LOCK.match(name) or _PORT_LOCK.match(name)):
+            continue
+        lock = os.path.join(shm_dir, name)
+        try:
+            made = os.stat(lock).st_mtime
+        except OSError:
+            continue
+        if made >= since and not is_locked(lock):
+            out.add(lock)
+    if out:
+        time.sleep(recheck)
+        out = {lock for lock in out if os.path.exists(lock) and not is_locked(lock)}
+    return out
+
+
 def clean_after(parent: int, shm_dir: str = SHM_DIR, period: float = 0.5,
                 settle: float = 5.0) -> CleanReport:
     """
@@ -130,10 +159,14 @@ def clean_after(parent: int, shm_dir: str = SHM_DIR, period: float = 0.5,
     (it exited or was killed, even with SIGKILL), the children end too
     (PR_SET_PDEATHSIG: SIGTERM, gone within a second); after at most
     ``settle`` s of waiting for them, the recorded lock files nobody holds
-    any more go with their segments and ports. Files another live process
+    any more go with their segments and ports, and so do those made while
+    this watcher ran that nobody holds (a participant the parent made
+    less than ``period`` s before it died was never recorded: its files
+    are gone with its process's fd table). Files another live process
     holds are never touched.
     """
     me = os.getpid()
+    since = time.time() - 1.0  # file times are coarse (a kernel tick)
     tracked: Set[str] = set()
     while os.getppid() == parent:
         for pid in {parent} | (child_pids(parent) - {me}):
@@ -143,6 +176,7 @@ def clean_after(parent: int, shm_dir: str = SHM_DIR, period: float = 0.5,
     while time.monotonic() < deadline and \
             any(os.path.exists(p) and is_locked(p) for p in tracked):
         time.sleep(0.1)
+    tracked |= _late_zombies(shm_dir, since, recheck=0.5)
     removed: List[str] = []
     freed = 0
     in_use = {True: 0, False: 0}
