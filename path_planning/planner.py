@@ -43,7 +43,7 @@ One cycle (:meth:`Planner.plan`):
 
 from dataclasses import dataclass, field, replace
 import math
-from typing import Any, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional
 
 from hil_bridge.interface.cones import CONE_BLUE, CONE_YELLOW
 import numpy as np
@@ -566,14 +566,15 @@ class Planner:
                     to_vehicle(self._line_map[0], self._pose)
                 # the faster the car, the larger its tracking error: more room
                 # ahead (not at the car: a cone entering it moves the line ahead)
-                params = cfg.line if cfg.lane_margin_speed <= 0.0 else replace(
-                    cfg.line, far_margin=cfg.lane_margin_speed * max(speed_est, 0.0))
+                change: Dict[str, float] = {}
+                if cfg.lane_margin_speed > 0.0:
+                    change['far_margin'] = cfg.lane_margin_speed * max(speed_est, 0.0)
                 if cfg.lane_error_speed > 0.0:
                     # the tracking error counts at speed (none at a 9 m
                     # hairpin's 2 m/s: it has no room to give)
                     half = 0.5 * cfg.lane_error_speed
-                    params = replace(params, error_share=min(max(speed_est / half - 1.0, 0.0),
-                                                             1.0))
+                    change['error_share'] = min(max(speed_est / half - 1.0, 0.0), 1.0)
+                params = replace(cfg.line, **change) if change else cfg.line
                 line = plan_lane_line(view.centre, view.left, view.right, xy, side, params,
                                       closed=view.closed, start=start, start_kappa=start_kappa,
                                       previous=last)
