@@ -410,3 +410,17 @@ def test_carla_hil_writes_its_stacks_on_sigusr1() -> None:
     assert run.returncode == 0 and 'alive' in run.stdout, run.stderr
     assert 'most recent call first' in run.stderr
     cli._dump_stacks_on_sigusr1()   # pytest's captured stderr has no fileno: no error
+
+
+def test_carla_hil_writes_its_stacks_when_it_crashes() -> None:
+    """A segmentation fault in the runner leaves its stack in the log (not one silent -11)."""
+    child = ('import ctypes\n'
+             'from hil_bridge.tools import cli\n'
+             'cli._dump_stacks_on_sigusr1()\n'
+             'def crashed_here():\n'
+             '    ctypes.string_at(0)\n'
+             'crashed_here()\n')
+    run = subprocess.run([sys.executable, '-c', child], capture_output=True, text=True,
+                         timeout=60, cwd=str(Path(__file__).resolve().parents[1]))
+    assert run.returncode == -signal.SIGSEGV, (run.returncode, run.stderr)
+    assert 'Segmentation fault' in run.stderr and 'crashed_here' in run.stderr, run.stderr

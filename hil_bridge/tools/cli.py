@@ -835,15 +835,22 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def _dump_stacks_on_sigusr1() -> None:
-    """Let SIGUSR1 write every thread's stack to stderr (where a run hangs)."""
+    """
+    Let SIGUSR1 write every thread's stack to stderr (where a run hangs).
+
+    A crash (SIGSEGV, SIGABRT, ... in a C extension: rclpy, Fast DDS)
+    writes them too, so the run's log says where (a sweep's runner once
+    ended with -11 after its recorder was ready, and left one line).
+    """
     try:
         faulthandler.register(signal.SIGUSR1, all_threads=True)
+        faulthandler.enable(all_threads=True)
     except (AttributeError, OSError, ValueError):
         pass    # no SIGUSR1 (Windows), or stderr is no file (captured in tests)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """Entry point of ``carla-hil`` (SIGUSR1: every thread's stack to stderr)."""
+    """Entry point of ``carla-hil`` (SIGUSR1 or a crash: every thread's stack to stderr)."""
     _dump_stacks_on_sigusr1()
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = make_parser()
