@@ -40,7 +40,8 @@ one cone ``c`` to one chain:
   matches the side.
 
 In a lidar-only map (no coloured cone about) where no cone qualifies on
-the fitted arc once a lap is walked, a cone within ``max_gap`` of a
+the fitted arc once a lap is walked and the loop does not close as the
+chains are, a cone within ``max_gap`` of a
 chain's first cones may join that chain, either side, by the rules above
 that do not use the arc (``geometric_fallback``): the loop's last cones
 round a hairpin's exit, where the arc leans on the one cone seen.
@@ -127,8 +128,11 @@ class WalkParams:
     lidar-only walk at a hairpin's exit, before the next cones of its inner
     side are seen, would otherwise take the outer boundary's next cone into
     the inner chain (a zigzag of 3 m radius) and lead the lane off the track.
-    ``geometric_fallback``: in a lidar-only map, after ``min_loop`` m and
-    when no cone lies on the fitted arc's offset lines, a cone within
+    Cones without a colour only (a coloured cone's side is its colour's;
+    public tracks' sparse outer cones round tight bends pass 3.5 m).
+    ``geometric_fallback``: in a lidar-only map, after ``min_loop`` m,
+    when no cone lies on the fitted arc's offset lines and the chains do
+    not close the loop as they are (:func:`closes`), a cone within
     ``max_gap`` of a chain's first cones may join that chain (either side)
     by the step's other rules (the gate's width within the running width's
     allowance, ahead of its chain along the track): the loop then closes.
@@ -470,16 +474,18 @@ def _fit_arc(lp: np.ndarray, rp: np.ndarray, pts: np.ndarray, colours: np.ndarra
 
 
 def _side_checks(st: WalkState, xy: np.ndarray, pts: np.ndarray, side: np.ndarray,
-                 lp: np.ndarray, rp: np.ndarray, u: np.ndarray, p: 'WalkParams'
-                 ) -> Tuple[np.ndarray, np.ndarray]:
+                 lp: np.ndarray, rp: np.ndarray, u: np.ndarray, p: 'WalkParams',
+                 uncoloured: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """
     Return which candidates may join their ``side``'s chain, and that chain's last cone.
 
     The rules of a step that do not depend on the fitted arc (module
     docstring): the gate's width and turn, the other chain's ends, no
-    crossing of the other chain, the outside of a turn no tighter than
-    ``outer_radius``. ``pts`` (N, 2), ``side`` (N,) +1 left, -1 right;
-    ``lp`` / ``rp`` the last gate's cones, ``u`` the track direction.
+    crossing of the other chain, and for the ``uncoloured`` (N,) cones
+    (a coloured one's side is its colour's) the outside of a turn no
+    tighter than ``outer_radius``. ``pts`` (N, 2), ``side`` (N,) +1 left,
+    -1 right; ``lp`` / ``rp`` the last gate's cones, ``u`` the track
+    direction.
     """
     own = np.where(side[:, None] > 0, lp[None], rp[None])
     other = np.where(side[:, None] > 0, rp[None], lp[None])
@@ -503,7 +509,7 @@ def _side_checks(st: WalkState, xy: np.ndarray, pts: np.ndarray, side: np.ndarra
     prev_other = np.where(side[:, None] > 0, prev_r[None], prev_l[None])
     ok &= ~_segments_cross(own, pts, prev_other, other)
     prev_own = np.where(side[:, None] > 0, prev_l[None], prev_r[None])
-    ok &= side * _turn_curvature(prev_own, own, pts) >= -1.0 / p.outer_radius
+    ok &= ~uncoloured | (side * _turn_curvature(prev_own, own, pts) >= -1.0 / p.outer_radius)
     return ok, own
 
 
@@ -552,7 +558,8 @@ def _step(st: WalkState, xy: np.ndarray, colours: np.ndarray, cand: np.ndarray,
     ok &= ahead > p.min_forward
     ok &= s > np.where(side > 0, s_l, s_r) + p.min_forward
     ok &= ~((col == CONE_BLUE) & (side < 0)) & ~((col == CONE_YELLOW) & (side > 0))
-    geo, own = _side_checks(st, xy, pts, side, lp, rp, u, p)
+    plain = ~np.isin(col, (CONE_BLUE, CONE_YELLOW))
+    geo, own = _side_checks(st, xy, pts, side, lp, rp, u, p, plain)
     ok &= geo
     width = np.clip(2.0 * np.abs(n), p.min_width, min(p.max_width, w_run + p.width_change))
     step = np.hypot(*(pts - own).T)
@@ -565,18 +572,20 @@ def _step(st: WalkState, xy: np.ndarray, colours: np.ndarray, cand: np.ndarray,
     ok &= near
     idx = np.flatnonzero(ok)
     if idx.size == 0 and p.geometric_fallback and st.length[-1] >= p.min_loop and \
-            not np.isin(col, (CONE_BLUE, CONE_YELLOW)).any():
-        # lidar-only, a lap walked, no cone on the arc's offset lines: a
-        # cone between a chain's tail and its first cones (one the car
-        # started beside, never walked) may close that chain's loop, on
-        # either side by the step's other rules (at a hairpin's exit the
-        # fit leans on the one cone seen of the outer boundary and puts it
-        # on the wrong side), with a gate no wider than the running width
-        # allows and the cone ahead of its chain along the track
+            plain.all() and not closes(st, xy, p):
+        # lidar-only, a lap walked, no cone on the arc's offset lines, the
+        # loop not closing: a cone between a chain's tail and its first
+        # cones (one the car started beside, never walked) may close that
+        # chain's loop, on either side by the step's other rules (at a
+        # hairpin's exit the fit leans on the one cone seen of the outer
+        # boundary and puts it on the wrong side), with a gate no wider
+        # than the running width allows and the cone ahead of its chain
+        # along the track
         n_c = pts.shape[0]
         side = np.repeat([1, -1], n_c)
-        pts, cand, rel, ahead = (np.concatenate([a, a]) for a in (pts, cand, rel, ahead))
-        geo, own = _side_checks(st, xy, pts, side, lp, rp, u, p)
+        pts, cand, rel, ahead, plain = (np.concatenate([a, a])
+                                        for a in (pts, cand, rel, ahead, plain))
+        geo, own = _side_checks(st, xy, pts, side, lp, rp, u, p, plain)
         geo &= np.where(side > 0, _near_ends(pts, xy, st.left[:END_CONES]),
                         _near_ends(pts, xy, st.right[:END_CONES])) <= p.max_gap
         other = np.where(side[:, None] > 0, rp[None], lp[None])

@@ -409,9 +409,12 @@ def test_a_hairpins_exit_cone_of_the_outer_boundary_joins_the_outer_chain(colour
     lp, rp = st.gate_points(xy, len(st.gates) - 1)
     u = np.array([0.79, -0.61])
     pts = xy[14:15]
-    ok_right, _own = _side_checks(st, xy, pts, np.array([-1]), lp, rp, u, p)
-    ok_left, _own = _side_checks(st, xy, pts, np.array([1]), lp, rp, u, p)
+    plain = np.array([True])
+    ok_right, _own = _side_checks(st, xy, pts, np.array([-1]), lp, rp, u, p, plain)
+    ok_left, _own = _side_checks(st, xy, pts, np.array([1]), lp, rp, u, p, plain)
     assert not ok_right[0] and ok_left[0]
+    # a coloured cone's side is its colour's: no bend limit
+    assert _side_checks(st, xy, pts, np.array([-1]), lp, rp, u, p, ~plain)[0][0]
     assert 1.0 / 3.5 < _turn_curvature(xy[12:13], xy[13:14], pts)[0] < 1.0 / 2.5
     # the old walk: the right chain took it (no outside-bend limit, no fallback)
     old = WalkParams(outer_radius=1e-3, geometric_fallback=False)
