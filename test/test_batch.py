@@ -396,6 +396,12 @@ def test_a_run_past_its_timeout_dumps_its_stacks_then_stops(tmp_path: Path) -> N
     assert 'most recent call first' in text and 'hung_here' in text, text
 
 
+def _python_child(code: str) -> 'subprocess.CompletedProcess[str]':
+    """Run ``code`` in a Python child in the checkout; its output captured."""
+    return subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                          timeout=60, cwd=str(Path(__file__).resolve().parents[1]))
+
+
 def test_carla_hil_writes_its_stacks_on_sigusr1() -> None:
     """carla-hil registers SIGUSR1 (the batch's timeout signal); captured stderr is no error."""
     from hil_bridge.tools import cli
@@ -405,8 +411,7 @@ def test_carla_hil_writes_its_stacks_on_sigusr1() -> None:
              'os.kill(os.getpid(), signal.SIGUSR1)\n'
              'time.sleep(0.2)\n'
              'print("alive")\n')
-    run = subprocess.run([sys.executable, '-c', child], capture_output=True, text=True,
-                         timeout=60, cwd=str(Path(__file__).resolve().parents[1]))
+    run = _python_child(child)
     assert run.returncode == 0 and 'alive' in run.stdout, run.stderr
     assert 'most recent call first' in run.stderr
     cli._dump_stacks_on_sigusr1()   # pytest's captured stderr has no fileno: no error
@@ -420,7 +425,6 @@ def test_carla_hil_writes_its_stacks_when_it_crashes() -> None:
              'def crashed_here():\n'
              '    ctypes.string_at(0)\n'
              'crashed_here()\n')
-    run = subprocess.run([sys.executable, '-c', child], capture_output=True, text=True,
-                         timeout=60, cwd=str(Path(__file__).resolve().parents[1]))
+    run = _python_child(child)
     assert run.returncode == -signal.SIGSEGV, (run.returncode, run.stderr)
     assert 'Segmentation fault' in run.stderr and 'crashed_here' in run.stderr, run.stderr

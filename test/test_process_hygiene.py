@@ -191,15 +191,19 @@ def test_shm_clean_removes_zombies_only(tmp_path: Path) -> None:
     assert report.segments_in_use == 1 and report.ports_in_use == 0
 
 
-KILLED_PARENT = textwrap.dedent("""
-    import fcntl, os, subprocess, sys, time
-    shm = sys.argv[1]
+#: a segment and a port with their lock files held (as a live participant)
+MAKE_FILES = textwrap.dedent("""
     held = []
     for name in ('fastdds_0123456789abcdef', 'fastdds_port7411'):
         open(os.path.join(shm, name), 'wb').write(b'x' * 1000)
         lock = open(os.path.join(shm, name + '_el'), 'wb')
         fcntl.flock(lock, fcntl.LOCK_SH)
         held.append(lock)
+""").strip()
+KILLED_PARENT = textwrap.dedent("""
+    import fcntl, os, subprocess, sys, time
+    shm = sys.argv[1]
+    MAKE_FILES
     open(os.path.join(shm, 'sem.fastdds_port7411_mutex'), 'wb').write(b'x')
     code = ('import os, sys; from hil_bridge.interface.dds_shm import clean_after; '
             'r = clean_after(os.getppid(), sys.argv[1], period=0.05, settle=2.0); '
@@ -207,7 +211,39 @@ KILLED_PARENT = textwrap.dedent("""
     watcher = subprocess.Popen([sys.executable, '-c', code, shm], start_new_session=True)
     print(watcher.pid, flush=True)
     time.sleep(60.0)
-""")
+""").replace('MAKE_FILES', MAKE_FILES)
+
+
+def _watch_a_killed_parent(tmp_path: Path, script: str, files: int, pause: float) -> List[str]:
+    """
+    Run ``script`` (a parent that starts its watcher), kill -9 it; return the files left.
+
+    We hold a lock file of our own in ``tmp_path`` (a live owner's, which
+    must stay); ``files`` files are there before the kill, ``pause`` s after
+    the parent printed its watcher's pid; the watcher must have ended.
+    """
+    import fcntl
+    (tmp_path / 'fastdds_fedcba9876543210').write_bytes(b'x')
+    other = open(tmp_path / 'fastdds_fedcba9876543210_el', 'wb')  # a live owner: us
+    fcntl.flock(other, fcntl.LOCK_SH)
+    parent = subprocess.Popen([sys.executable, '-c', script, str(tmp_path)],
+                              cwd=str(ROOT), stdout=subprocess.PIPE, text=True)
+    try:
+        watcher = int(parent.stdout.readline())
+        time.sleep(pause)
+        assert len(list(tmp_path.iterdir())) == files
+        parent.kill()
+        parent.wait(timeout=10)
+        gone_by = time.monotonic() + 15.0
+        while time.monotonic() < gone_by and _alive(watcher):
+            time.sleep(0.05)
+        left = sorted(p.name for p in tmp_path.iterdir())
+    finally:
+        other.close()
+        if parent.poll() is None:
+            parent.kill()
+    assert not _alive(watcher)
+    return left
 
 
 def test_files_of_a_killed_process_removed_by_its_watcher(tmp_path: Path) -> None:
@@ -219,27 +255,7 @@ def test_files_of_a_killed_process_removed_by_its_watcher(tmp_path: Path) -> Non
     removes them with their segment, port and mutex, never a file another
     live process holds.
     """
-    import fcntl
-    (tmp_path / 'fastdds_fedcba9876543210').write_bytes(b'x')
-    other = open(tmp_path / 'fastdds_fedcba9876543210_el', 'wb')  # a live owner: us
-    fcntl.flock(other, fcntl.LOCK_SH)
-    parent = subprocess.Popen([sys.executable, '-c', KILLED_PARENT, str(tmp_path)],
-                              cwd=str(ROOT), stdout=subprocess.PIPE, text=True)
-    try:
-        watcher = int(parent.stdout.readline())
-        time.sleep(0.5)  # the watcher has recorded the locks
-        assert len(list(tmp_path.iterdir())) == 7
-        parent.kill()
-        parent.wait(timeout=10)
-        gone_by = time.monotonic() + 10.0
-        while time.monotonic() < gone_by and _alive(watcher):
-            time.sleep(0.05)
-        left = sorted(p.name for p in tmp_path.iterdir())
-    finally:
-        other.close()
-        if parent.poll() is None:
-            parent.kill()
-    assert not _alive(watcher)
+    left = _watch_a_killed_parent(tmp_path, KILLED_PARENT, files=7, pause=0.5)
     assert left == ['fastdds_fedcba9876543210', 'fastdds_fedcba9876543210_el'], left
 
 
@@ -254,15 +270,10 @@ LATE_PARENT = textwrap.dedent("""
                                stdout=subprocess.PIPE, text=True)
     watcher.stdout.readline()
     time.sleep(0.3)  # the watcher's first look is done; its next comes in 3 s
-    held = []
-    for name in ('fastdds_0123456789abcdef', 'fastdds_port7411'):
-        open(os.path.join(shm, name), 'wb').write(b'x' * 1000)
-        lock = open(os.path.join(shm, name + '_el'), 'wb')
-        fcntl.flock(lock, fcntl.LOCK_SH)
-        held.append(lock)
+    MAKE_FILES
     print(watcher.pid, flush=True)
     time.sleep(60.0)
-""")
+""").replace('MAKE_FILES', MAKE_FILES)
 
 
 def test_files_made_just_before_a_kill_9_removed_by_the_watcher(tmp_path: Path) -> None:
@@ -276,26 +287,7 @@ def test_files_made_just_before_a_kill_9_removed_by_the_watcher(tmp_path: Path) 
     watcher looks every 3 s: only that rule can catch them); a file a live
     process holds stays.
     """
-    import fcntl
-    (tmp_path / 'fastdds_fedcba9876543210').write_bytes(b'x')
-    other = open(tmp_path / 'fastdds_fedcba9876543210_el', 'wb')  # a live owner: us
-    fcntl.flock(other, fcntl.LOCK_SH)
-    parent = subprocess.Popen([sys.executable, '-c', LATE_PARENT, str(tmp_path)],
-                              cwd=str(ROOT), stdout=subprocess.PIPE, text=True)
-    try:
-        watcher = int(parent.stdout.readline())
-        assert len(list(tmp_path.iterdir())) == 6
-        parent.kill()
-        parent.wait(timeout=10)
-        gone_by = time.monotonic() + 15.0
-        while time.monotonic() < gone_by and _alive(watcher):
-            time.sleep(0.05)
-        left = sorted(p.name for p in tmp_path.iterdir())
-    finally:
-        other.close()
-        if parent.poll() is None:
-            parent.kill()
-    assert not _alive(watcher)
+    left = _watch_a_killed_parent(tmp_path, LATE_PARENT, files=6, pause=0.0)
     assert left == ['fastdds_fedcba9876543210', 'fastdds_fedcba9876543210_el'], left
 
 
