@@ -28,10 +28,10 @@ one cone ``c`` to one chain:
   line, bounds one side only, also where the loop comes back to its
   start), it turns by at most
   ``max_gate_turn``, the new boundary segment crosses no segment of
-  the right chain, and where the left chain bends right (the outside of
-  a right turn) the circle through its last two cones and ``c`` has a
-  radius of at least ``outer_radius``; the same for the right chain
-  mirrored (not blue);
+  the right chain, and, for a ``c`` without a colour, where the left
+  chain bends right (the outside of a right turn) the circle through its
+  last two cones and ``c`` has a radius of at least ``outer_radius``; the
+  same for the right chain mirrored (not blue);
 * no other candidate lies inside the triangle ``(l, r, c)`` (the front
   advances by the nearest cone, as a Delaunay strip does);
 * of the valid (cone, side) options the one with the least cost wins:
