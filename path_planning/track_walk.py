@@ -27,24 +27,14 @@ one cone ``c`` to one chain:
   pair of cones side by side, such as the big orange ones at the timing
   line, bounds one side only, also where the loop comes back to its
   start), it turns by at most
-  ``max_gate_turn``, the new boundary segment crosses no segment of
-  the right chain, and, for a ``c`` without a colour, where the left
-  chain bends right (the outside of a right turn) the circle through its
-  last two cones and ``c`` has a radius of at least ``outer_radius``; the
-  same for the right chain mirrored (not blue);
+  ``max_gate_turn`` and the new boundary segment crosses no segment of
+  the right chain; the same for the right chain mirrored (not blue);
 * no other candidate lies inside the triangle ``(l, r, c)`` (the front
   advances by the nearest cone, as a Delaunay strip does);
 * of the valid (cone, side) options the one with the least cost wins:
   the distance ahead of the gate, plus how far the cone lies beside the
   gate's span, plus the change of width, minus a bonus when its colour
   matches the side.
-
-In a lidar-only map (no coloured cone about) where no cone qualifies on
-the fitted arc once a lap is walked and the loop does not close as the
-chains are, a cone within ``max_gap`` of a
-chain's first cones may join that chain, either side, by the rules above
-that do not use the arc (``geometric_fallback``): the loop's last cones
-round a hairpin's exit, where the arc leans on the one cone seen.
 
 So the walk keeps the lane's width: a cone of a section running side by
 side (4-6 m beyond a boundary) would make a gate of two lane widths plus
@@ -121,21 +111,7 @@ class WalkParams:
     11.7 m), a cone up to this far straight ahead of its chain's last
     cone (within ``fit_tol`` of the line along the track direction, as
     the chains' last segments give it; the arc fit has too few cones there
-    to go by) continues its chain. ``outer_radius``: least radius (m) of
-    a chain where it bends away from its side (the outside of a turn: the
-    right chain turning left); FS rules: a hairpin's outside diameter is at
-    least 9 m, so 4.5 m less a margin for cone placement and noise. A
-    lidar-only walk at a hairpin's exit, before the next cones of its inner
-    side are seen, would otherwise take the outer boundary's next cone into
-    the inner chain (a zigzag of 3 m radius) and lead the lane off the track.
-    Cones without a colour only (a coloured cone's side is its colour's;
-    public tracks' sparse outer cones round tight bends pass 3.5 m).
-    ``geometric_fallback``: in a lidar-only map, after ``min_loop`` m,
-    when no cone lies on the fitted arc's offset lines and the chains do
-    not close the loop as they are (:func:`closes`), a cone within
-    ``max_gap`` of a chain's first cones may join that chain (either side)
-    by the step's other rules (the gate's width within the running width's
-    allowance, ahead of its chain along the track): the loop then closes.
+    to go by) continues its chain.
     """
 
     max_gap: float = 6.0
@@ -158,15 +134,13 @@ class WalkParams:
     retry_gates: int = 3
     reseed_distance: float = 3.0
     reseed_far: float = 10.0
-    outer_radius: float = 3.5
-    geometric_fallback: bool = True
 
     def __post_init__(self) -> None:
         """Validate every field (ValueError naming the field)."""
         for name in ('max_gap', 'long_gap', 'min_width', 'max_width', 'width_change',
                      'max_gate_turn', 'horizon', 'seed_reach', 'min_loop', 'fit_reach', 'fit_tol',
                      'heading_span', 'heading_span_colour', 'max_curvature', 'retry_length',
-                     'reseed_distance', 'reseed_far', 'outer_radius'):
+                     'reseed_distance', 'reseed_far'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f'WalkParams.{name} must be finite and > 0, got {value}')
@@ -473,46 +447,6 @@ def _fit_arc(lp: np.ndarray, rp: np.ndarray, pts: np.ndarray, colours: np.ndarra
     return float(heading[j]), float(kappa[j]), float(2.0 * halves[m])
 
 
-def _side_checks(st: WalkState, xy: np.ndarray, pts: np.ndarray, side: np.ndarray,
-                 lp: np.ndarray, rp: np.ndarray, u: np.ndarray, p: 'WalkParams',
-                 uncoloured: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """
-    Return which candidates may join their ``side``'s chain, and that chain's last cone.
-
-    The rules of a step that do not depend on the fitted arc (module
-    docstring): the gate's width and turn, the other chain's ends, no
-    crossing of the other chain, and for the ``uncoloured`` (N,) cones
-    (a coloured one's side is its colour's) the outside of a turn no
-    tighter than ``outer_radius``. ``pts`` (N, 2), ``side`` (N,) +1 left,
-    -1 right; ``lp`` / ``rp`` the last gate's cones, ``u`` the track
-    direction.
-    """
-    own = np.where(side[:, None] > 0, lp[None], rp[None])
-    other = np.where(side[:, None] > 0, rp[None], lp[None])
-    gate = np.hypot(*(pts - other).T)
-    # a gate is at least min_width and at most a diagonal of max_width across
-    # and max_gap along: a chain that runs further ahead of the other (its
-    # cones seen first round a corner) waits for the other side's cones
-    ok = (gate >= p.min_width) & (gate <= math.hypot(p.max_width, p.max_gap))
-    # the new gate faces along the track (within max_gate_turn of the
-    # chains' direction): a cone of one side taken into the other chain
-    # (its own side's cone not yet confirmed) makes a gate along the lane
-    g = np.where(side[:, None] > 0, pts - other, other - pts)
-    ok &= g[:, 1] * u[0] - g[:, 0] * u[1] >= math.cos(p.max_gate_turn) * np.maximum(gate, 1e-9)
-    # nor near the other chain's first or last cones: a pair of cones side
-    # by side (big orange at the timing line) bounds one side, also where
-    # the walk comes back to the loop's start
-    ok &= np.where(side > 0, _near_ends(pts, xy, st.right), _near_ends(pts, xy, st.left)) \
-        >= p.min_width
-    prev_l = xy[st.left[-2]] if len(st.left) > 1 else lp
-    prev_r = xy[st.right[-2]] if len(st.right) > 1 else rp
-    prev_other = np.where(side[:, None] > 0, prev_r[None], prev_l[None])
-    ok &= ~_segments_cross(own, pts, prev_other, other)
-    prev_own = np.where(side[:, None] > 0, prev_l[None], prev_r[None])
-    ok &= ~uncoloured | (side * _turn_curvature(prev_own, own, pts) >= -1.0 / p.outer_radius)
-    return ok, own
-
-
 def _step(st: WalkState, xy: np.ndarray, colours: np.ndarray, cand: np.ndarray,
           p: 'WalkParams') -> Tuple[int, int, float]:
     """
@@ -558,10 +492,28 @@ def _step(st: WalkState, xy: np.ndarray, colours: np.ndarray, cand: np.ndarray,
     ok &= ahead > p.min_forward
     ok &= s > np.where(side > 0, s_l, s_r) + p.min_forward
     ok &= ~((col == CONE_BLUE) & (side < 0)) & ~((col == CONE_YELLOW) & (side > 0))
-    plain = ~np.isin(col, (CONE_BLUE, CONE_YELLOW))
-    geo, own = _side_checks(st, xy, pts, side, lp, rp, u, p, plain)
-    ok &= geo
+    own = np.where(side[:, None] > 0, lp[None], rp[None])
+    other = np.where(side[:, None] > 0, rp[None], lp[None])
+    gate = np.hypot(*(pts - other).T)
+    # a gate is at least min_width and at most a diagonal of max_width across
+    # and max_gap along: a chain that runs further ahead of the other (its
+    # cones seen first round a corner) waits for the other side's cones
+    ok &= (gate >= p.min_width) & (gate <= math.hypot(p.max_width, p.max_gap))
+    # the new gate faces along the track (within max_gate_turn of the
+    # chains' direction): a cone of one side taken into the other chain
+    # (its own side's cone not yet confirmed) makes a gate along the lane
+    g = np.where(side[:, None] > 0, pts - other, other - pts)
+    ok &= g[:, 1] * u[0] - g[:, 0] * u[1] >= math.cos(p.max_gate_turn) * np.maximum(gate, 1e-9)
+    # nor near the other chain's first or last cones: a pair of cones side
+    # by side (big orange at the timing line) bounds one side, also where
+    # the walk comes back to the loop's start
+    ok &= np.where(side > 0, _near_ends(pts, xy, st.right), _near_ends(pts, xy, st.left)) \
+        >= p.min_width
     width = np.clip(2.0 * np.abs(n), p.min_width, min(p.max_width, w_run + p.width_change))
+    prev_l = xy[st.left[-2]] if len(st.left) > 1 else lp
+    prev_r = xy[st.right[-2]] if len(st.right) > 1 else rp
+    prev_other = np.where(side[:, None] > 0, prev_r[None], prev_l[None])
+    ok &= ~_segments_cross(own, pts, prev_other, other)
     step = np.hypot(*(pts - own).T)
     near = (step <= p.max_gap) & (s <= p.fit_reach)
     if not (ok & near).any() and _straight(xy, st, u):
@@ -571,30 +523,6 @@ def _step(st: WalkState, xy: np.ndarray, colours: np.ndarray, cand: np.ndarray,
         near = (beside <= p.fit_tol) & (step <= p.long_gap) & ((pts - own) @ u > 0.0)
     ok &= near
     idx = np.flatnonzero(ok)
-    if idx.size == 0 and p.geometric_fallback and st.length[-1] >= p.min_loop and \
-            plain.all() and not closes(st, xy, p):
-        # lidar-only, a lap walked, no cone on the arc's offset lines, the
-        # loop not closing: a cone between a chain's tail and its first
-        # cones (one the car started beside, never walked) may close that
-        # chain's loop, on either side by the step's other rules (at a
-        # hairpin's exit the fit leans on the one cone seen of the outer
-        # boundary and puts it on the wrong side), with a gate no wider
-        # than the running width allows and the cone ahead of its chain
-        # along the track
-        n_c = pts.shape[0]
-        side = np.repeat([1, -1], n_c)
-        pts, cand, rel, ahead, plain = (np.concatenate([a, a])
-                                        for a in (pts, cand, rel, ahead, plain))
-        geo, own = _side_checks(st, xy, pts, side, lp, rp, u, p, plain)
-        geo &= np.where(side > 0, _near_ends(pts, xy, st.left[:END_CONES]),
-                        _near_ends(pts, xy, st.right[:END_CONES])) <= p.max_gap
-        other = np.where(side[:, None] > 0, rp[None], lp[None])
-        gate = np.hypot(*(pts - other).T)
-        ok = geo & (ahead > p.min_forward) & ((pts - own) @ u > p.min_forward)
-        ok &= (np.hypot(*(pts - own).T) <= p.max_gap) & \
-            (gate <= min(p.max_width, w_run + p.width_change))
-        width = np.clip(gate, p.min_width, p.max_width)
-        idx = np.flatnonzero(ok)
     if idx.size == 0:
         return -1, 0, 0.0
     # the advancing front's (Delaunay) choice: the cone whose circle through
@@ -602,26 +530,6 @@ def _step(st: WalkState, xy: np.ndarray, colours: np.ndarray, cand: np.ndarray,
     reach = (np.einsum('ij,ij->i', rel[idx], rel[idx]) - 0.25 * w * w) / (2.0 * ahead[idx])
     j = int(idx[np.argmin(reach)])
     return int(cand[j]), int(side[j]), float(width[j])
-
-
-def _turn_curvature(a: np.ndarray, b: np.ndarray, c: np.ndarray,
-                    min_step: float = 1.0) -> np.ndarray:
-    """
-    Return the signed curvature (1/m, > 0 left) of the circle through a, b, c.
-
-    Rows of (N, 2) points (or (1, 2), broadcast) in driving order: a chain's
-    cone before its last, its last and a candidate. 0 where a step is
-    shorter than ``min_step`` m (a pair of cones side by side, or a chain
-    of one cone: ``a`` == ``b``) or the points are in a line.
-    """
-    ab = b - a
-    bc = c - b
-    ac = c - a
-    la, lb, lc = (np.hypot(v[..., 0], v[..., 1]) for v in (ab, bc, ac))
-    cross = ab[..., 0] * bc[..., 1] - ab[..., 1] * bc[..., 0]
-    long_enough = (la >= min_step) & (lb >= min_step)
-    denom = np.where(long_enough, la * lb * lc, 1.0)
-    return np.where(long_enough, 2.0 * cross / denom, 0.0)
 
 
 def _straight(xy: np.ndarray, st: WalkState, u: np.ndarray) -> bool:

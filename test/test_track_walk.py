@@ -18,8 +18,7 @@ from hil_bridge.interface.cones import CONE_BLUE, CONE_YELLOW
 import numpy as np
 from path_planning.cone_map import ConeMap, to_vehicle
 from path_planning.lane import lane_view
-from path_planning.track_walk import _side_checks, _step, _turn_curvature, stalled, walk, \
-    WalkParams, WalkState
+from path_planning.track_walk import _step, stalled, walk, WalkParams, WalkState
 import pytest
 
 
@@ -353,90 +352,3 @@ def test_the_lagging_chain_goes_on_round_a_hairpin_past_a_skewed_gate(mirrored) 
     assert math.hypot(*(lp - rp)) > 6.5                      # the skewed gate
     cone, side, _width = _step(st, xy, colours, np.arange(8, len(xy)), WalkParams())
     assert (cone, side) == (8, -1 if mirrored else 1)
-
-
-# hard_47, lidar-only (no colours), in-process lap: the walk at a hairpin's
-# exit (the last gate left to right), the loop's start a few metres on
-HARD_47_LEFT = [(-9.32, 2.03), (-6.64, 4.06), (-3.29, 4.38), (-0.26, 2.91)]
-HARD_47_RIGHT = [(-7.21, -3.32), (-6.97, 0.16), (-3.73, 1.41), (-1.21, -1.01)]
-HARD_47_NEXT_LEFT = (1.58, 0.09)
-#: the chains' first cones (the car started between them, past that cone)
-HARD_47_LEFT_START = [(2.74, -2.86), (3.9, -5.8), (4.92, -8.38)]
-HARD_47_RIGHT_START = [(-0.05, -3.96), (1.11, -6.9), (2.13, -9.48)]
-
-
-def test_turn_curvature_of_three_cones() -> None:
-    """The circle through three cones: 1/R, > 0 turning left; 0 for a short step."""
-    r = 5.0
-    ang = np.radians([-40.0, 0.0, 40.0])
-    arc = np.column_stack([r * np.sin(ang), r - r * np.cos(ang)])    # turning left
-    assert _turn_curvature(arc[:1], arc[1:2], arc[2:])[0] == pytest.approx(1.0 / r)
-    mirror = arc * [1.0, -1.0]
-    assert _turn_curvature(mirror[:1], mirror[1:2], mirror[2:])[0] == pytest.approx(-1.0 / r)
-    line = np.array([[0.0, 0.0], [3.0, 0.0], [6.0, 0.0]])
-    assert _turn_curvature(line[:1], line[1:2], line[2:])[0] == 0.0
-    pair = np.array([[0.0, 0.0], [0.5, 0.0], [2.0, 1.5]])            # big orange pair
-    assert _turn_curvature(pair[:1], pair[1:2], pair[2:])[0] == 0.0
-
-
-@pytest.mark.parametrize('colour', [0, CONE_BLUE])
-def test_a_hairpins_exit_cone_of_the_outer_boundary_joins_the_outer_chain(colour: int) -> None:
-    """
-    Lidar-only, the one cone seen past a hairpin's exit continues the outer chain.
-
-    hard_47 without colours: the arc fitted from the exit gate leaned on
-    that cone alone and put it on the right, so the inner (right) chain
-    took it, a zigzag of 3 m radius on the outside of a left bend (FS
-    rules: a hairpin's outside diameter is at least 9 m); the lane led off
-    the track across the loop's start and the car stopped at the apex
-    ("no_free_range"). The outside of a bend is held to ``outer_radius``,
-    and with no coloured cone about, a lap walked, a cone near a chain's
-    first cones may join it by the step's other rules: it continues the left
-    chain (as its colour says where it has one) and the loop closes.
-    """
-    xy = np.array(HARD_47_LEFT_START + HARD_47_LEFT + HARD_47_RIGHT_START + HARD_47_RIGHT
-                  + [HARD_47_NEXT_LEFT])
-    colours = np.array([0] * 14 + [colour], np.uint8)
-    # a lap walked (222 m, as there): the chains' starts, then their tails
-    st = WalkState(left=list(range(7)), right=list(range(7, 14)),
-                   gates=[(1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 6), (7, 7)],
-                   widths=[3.0] * 8, length=[0.0, 3.0, 6.0, 9.0, 212.0, 215.0, 217.0, 221.6])
-    p = WalkParams()
-    cone, side, width = _step(st, xy, colours, np.array([14]), p)
-    assert (cone, side) == (14, 1)
-    assert p.min_width <= width <= p.max_width
-    # the right chain may not take it: a bend of 3 m radius on its outside
-    lp, rp = st.gate_points(xy, len(st.gates) - 1)
-    u = np.array([0.79, -0.61])
-    pts = xy[14:15]
-    plain = np.array([True])
-    ok_right, _own = _side_checks(st, xy, pts, np.array([-1]), lp, rp, u, p, plain)
-    ok_left, _own = _side_checks(st, xy, pts, np.array([1]), lp, rp, u, p, plain)
-    assert not ok_right[0] and ok_left[0]
-    # a coloured cone's side is its colour's: no bend limit
-    assert _side_checks(st, xy, pts, np.array([-1]), lp, rp, u, p, ~plain)[0][0]
-    assert 1.0 / 3.5 < _turn_curvature(xy[12:13], xy[13:14], pts)[0] < 1.0 / 2.5
-    # the old walk: the right chain took it (no outside-bend limit, no fallback)
-    old = WalkParams(outer_radius=1e-3, geometric_fallback=False)
-    assert _step(st, xy, colours, np.array([14]), old)[:2] == (14, -1 if colour == 0 else 1)
-    # mid-lap (less than min_loop walked) the walk waits for the inner side's cone
-    early = WalkState(left=st.left, right=st.right, gates=st.gates, widths=st.widths,
-                      length=[x - 200.0 for x in st.length])
-    assert _step(early, xy, colours, np.array([14]), p)[0] == (-1 if colour == 0 else 14)
-    # and the loop closes once it is in the left chain
-    st.current = len(st.gates) - 1
-    walk(st, xy, colours, np.ones(len(xy), bool), (-1.0, 2.0, -0.3), p)
-    assert st.left[-1] == 14 and st.closed
-
-
-@pytest.mark.one_distro
-def test_lidar_only_lap_of_hard_47_closes_the_loop_past_the_hairpin() -> None:
-    """The in-process lidar-only lap that stalled at hard_47's last hairpin: clean, same twice."""
-    from hil_bridge.bridge.scenario import load_scenario
-    from path_planning.tools.closed_loop import default_config, run_lap
-    scn = load_scenario('track_sweep', seed=47, laps=1, timeout=150.0)
-    res = run_lap(default_config('lane'), scn, colours=False)
-    assert res.status == 'finished', res.reason
-    assert res.cones_hit == 0 and res.off_courses == 0
-    again = run_lap(default_config('lane'), scn, colours=False)
-    assert again.lap_times == res.lap_times and again.knocked == res.knocked
