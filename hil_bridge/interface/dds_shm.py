@@ -36,7 +36,7 @@ import re
 import subprocess
 import sys
 import time
-from typing import List, NamedTuple, Set, Union
+from typing import Iterator, List, NamedTuple, Set, Tuple, Union
 
 SHM_DIR = '/dev/shm'
 _SEGMENT_LOCK = re.compile(r'^(fastrtps|fastdds)_[0-9a-z]{16}(_el|_sl)$')
@@ -120,6 +120,25 @@ def child_pids(pid: int) -> Set[int]:
     return out
 
 
+def _lock_files(shm_dir: str) -> Iterator[Tuple[str, str, float]]:
+    """Yield (path, 'segment' or 'port', mtime in epoch s) of the Fast DDS lock files, by name."""
+    try:
+        names = os.listdir(shm_dir)
+    except OSError:
+        return
+    for name in sorted(names):
+        kind = 'segment' if _SEGMENT_LOCK.match(name) else \
+            'port' if _PORT_LOCK.match(name) else ''
+        if not kind:
+            continue
+        lock = os.path.join(shm_dir, name)
+        try:
+            made = os.stat(lock).st_mtime
+        except OSError:
+            continue
+        yield lock, kind, made
+
+
 def _late_zombies(shm_dir: str, since: float, recheck: float) -> Set[str]:
     """
     Return the lock files made at or after ``since`` (epoch s) that nobody holds.
@@ -128,21 +147,8 @@ def _late_zombies(shm_dir: str, since: float, recheck: float) -> Set[str]:
     a lock file and locks it at once, so a participant being set up is
     never taken for a zombie.
     """
-    try:
-        names = os.listdir(shm_dir)
-    except OSError:
-        return set()
-    out: Set[str] = set()
-    for name in names:
-        if not (_SEGMENT_LOCK.match(name) or _PORT_LOCK.match(name)):
-            continue
-        lock = os.path.join(shm_dir, name)
-        try:
-            made = os.stat(lock).st_mtime
-        except OSError:
-            continue
-        if made >= since and not is_locked(lock):
-            out.add(lock)
+    out = {lock for lock, _kind, made in _lock_files(shm_dir)
+           if made >= since and not is_locked(lock)}
     if out:
         time.sleep(recheck)
         out = {lock for lock in out if os.path.exists(lock) and not is_locked(lock)}
@@ -193,25 +199,12 @@ def clean_after(parent: int, shm_dir: str = SHM_DIR, period: float = 0.5,
 
 def clean_zombies(shm_dir: str = SHM_DIR, min_age: float = 5.0) -> CleanReport:
     """Remove zombie Fast DDS segments and ports in ``shm_dir``; return a report."""
-    try:
-        names = os.listdir(shm_dir)
-    except OSError:
-        return CleanReport([], 0, 0, 0)
     removed: List[str] = []
     freed = 0
     in_use = {'segment': 0, 'port': 0}
     now = time.time()
-    for name in sorted(names):
-        kind = 'segment' if _SEGMENT_LOCK.match(name) else \
-            'port' if _PORT_LOCK.match(name) else ''
-        if not kind:
-            continue
-        lock = os.path.join(shm_dir, name)
-        try:
-            age = now - os.stat(lock).st_mtime
-        except OSError:
-            continue
-        if age < min_age or is_locked(lock):
+    for lock, kind, made in _lock_files(shm_dir):
+        if now - made < min_age or is_locked(lock):
             in_use[kind] += 1
             continue
         freed += _remove_entry(lock, kind == 'port', removed)
