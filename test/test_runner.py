@@ -447,24 +447,64 @@ def test_recording_table_counts_missing() -> None:
 
 
 @pytest.mark.dds
-def test_progress_monitor_close_is_bounded(ros_domain: int) -> None:
-    """A DDS shutdown that hangs is left behind after the timeout; a normal one closes."""
-    import threading
-    import time
-    from hil_bridge.tools.progress import ProgressMonitor, RunProgress
-    monitor = ProgressMonitor(RunProgress(1))
-    release = threading.Event()
-    real = monitor._shutdown
+def test_progress_process_prints_the_line_and_ends_on_sigint(ros_domain: int) -> None:
+    """
+    The progress line comes from a process of its own, fed over DDS.
 
-    def hanging() -> None:
-        release.wait(30.0)
-        real()
-    monitor._shutdown = hanging
-    t0 = time.monotonic()
-    assert monitor.close(timeout=0.3) is False
-    assert time.monotonic() - t0 < 5.0
-    release.set()                               # the left-behind shutdown ends
-    assert ProgressMonitor(RunProgress(1)).close() is True
+    Issue 17: the runner's in-process monitor hung in rclpy
+    ``destroy_publisher`` with the GIL held, so a finished run ended only
+    when its batch killed it. Now the runner starts
+    ``python -m hil_bridge.tools.progress`` like a node: its lines reach
+    ``on_line`` but not the log, they show what was published (sim time,
+    speed, a lap, a cone hit), and SIGINT ends it with 0 within seconds.
+    """
+    import rclpy
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+    from hil_bridge.tools.progress import PROGRESS_PREFIX
+    import io
+    got: list = []
+    log = io.StringIO()
+    sup = Supervisor(out=log, on_line=lambda name, line: got.append(line))
+    sup.start(ProcessSpec('progress', [sys.executable, '-m', 'hil_bridge.tools.progress',
+                                       '--laps', '2', '--period', '0.2'],
+                          essential=False, hide=PROGRESS_PREFIX))
+    ctx = rclpy.context.Context()
+    rclpy.init(context=ctx)
+    node = rclpy.create_node('progress_feeder', context=ctx)
+    try:
+        pubs = {k: contract.create_publisher(node, k)
+                for k in ('clock', 'odometry', 'referee_events')}
+        clock = pubs['clock'].msg_type()
+        odom = pubs['odometry'].msg_type()
+        events = DiagnosticArray(status=[DiagnosticStatus(
+            name='referee/lap', values=[KeyValue(key='lap', value='1'),
+                                        KeyValue(key='lap_time', value='41.25'),
+                                        KeyValue(key='sim_time', value='42.0')]),
+            DiagnosticStatus(name='referee/cone_hit')])
+        deadline = time.monotonic() + 60.0
+        want = ('lap 2/2', 'last 41.25 s', '36.0 km/h', 'cones hit 1', 'sim   43.0 s')
+        line, sent = '', False
+        while time.monotonic() < deadline and not all(w in line for w in want):
+            clock.clock.sec = 43
+            odom.twist.twist.linear.x = 10.0
+            pubs['clock'].publish(clock)
+            pubs['odometry'].publish(odom)
+            if not sent and pubs['referee_events'].get_subscription_count():
+                pubs['referee_events'].publish(events)       # once: one cone hit
+                sent = True
+            time.sleep(0.2)
+            lines = [g for g in got if g.startswith(PROGRESS_PREFIX)]
+            line = lines[-1] if lines else ''
+        assert all(w in line for w in want), (line, got[-5:])
+        assert PROGRESS_PREFIX not in log.getvalue()       # not in the run's log
+        t0 = time.monotonic()
+        codes = sup.stop_all(grace=10.0)
+        assert codes['progress'] == 0, (codes, log.getvalue()[-2000:])
+        assert time.monotonic() - t0 < 10.0
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown(context=ctx)
+        sup.stop_all(grace=1.0)
 
 
 def test_progress_line() -> None:

@@ -64,6 +64,7 @@ from hil_bridge.interface import graph
 from hil_bridge.interface.config import (check_peers_resolve, dds_environment,
                                          node_params, parse_peers)
 from hil_bridge.interface.params import coerce_text
+from hil_bridge.tools.progress import PROGRESS_PREFIX
 from hil_bridge.tools.supervisor import ProcessSpec, Supervisor
 
 RESULT_PREFIX = 'REFEREE_RESULT '
@@ -244,8 +245,13 @@ class _Lines:
         self.result: Optional[Dict[str, Any]] = None
         self.recorder: Dict[str, Dict[str, Any]] = {}
         self.ready: set = set()
+        #: the progress process's latest line ('' before its first)
+        self.progress = ''
 
     def on_line(self, name: str, line: str) -> None:
+        if line.startswith(PROGRESS_PREFIX):
+            self.progress = line[len(PROGRESS_PREFIX):]
+            return
         for prefix in (RESULT_PREFIX, RECORDER_PREFIX):
             idx = line.find(prefix)
             if idx < 0:
@@ -577,7 +583,6 @@ def _run(args: argparse.Namespace) -> int:
            for sig in (signal.SIGINT, signal.SIGTERM)}
     code = EXIT_OK
     started = time.monotonic()
-    monitor = None
     _clean_shm(out, 'of earlier runs that died')
     cleaner = _start_cleaner()
     try:
@@ -591,9 +596,8 @@ def _run(args: argparse.Namespace) -> int:
         for spec in procs:
             sup.start(spec)
         if has_bridge:
-            monitor = _start_monitor(args, out)
-        code = _supervise(args, sup, lines, procs, stop, out, monitor,
-                          started)
+            sup.start(_progress_spec(args))
+        code = _supervise(args, sup, lines, procs, stop, out, started)
     except _Abort:
         pass
     finally:
@@ -602,10 +606,6 @@ def _run(args: argparse.Namespace) -> int:
         codes = sup.stop_all(keep=[r.name for r in recorders])
         if recorders:  # last, so they see the nodes' final messages
             codes.update(sup.stop_all(grace=120.0))
-        if monitor is not None and not monitor.close():
-            from hil_bridge.tools.progress import CLOSE_TIMEOUT
-            out.write('[carla-hil] the progress monitor did not shut down within '
-                      f'{CLOSE_TIMEOUT:g} s; left behind')
         _clean_shm(out, 'of nodes that had to be killed')
         _stop_cleaner(cleaner)
         out.close()
@@ -634,10 +634,10 @@ def _clean_shm(out: '_Output', whose: str) -> None:
 
 def _start_cleaner() -> Any:
     """
-    Start the watcher that removes this runner's shared memory if it is killed.
+    Start the watcher that removes the run's shared memory if the runner is killed.
 
-    The runner's own participant (the progress line) and those of children
-    killed while they started cannot be removed by them after ``kill -9``
+    The participants of children killed while they started (and of any
+    that could not clean up) cannot be removed by them after ``kill -9``
     (:func:`hil_bridge.interface.dds_shm.clean_after`); None where it
     cannot start.
     """
@@ -659,8 +659,13 @@ def _stop_cleaner(cleaner: Any) -> None:
         pass
 
 
-def _start_monitor(args: argparse.Namespace, out: _Output) -> Any:
-    from hil_bridge.tools.progress import ProgressMonitor, RunProgress
+def _progress_spec(args: argparse.Namespace) -> ProcessSpec:
+    """
+    Return the process that prints the live progress line (not essential).
+
+    A process of its own, stopped with the nodes: the runner itself has no
+    DDS participant, so nothing in it can hang in a DDS shutdown.
+    """
     laps = 0
     try:
         from hil_bridge.bridge.scenario import load_scenario
@@ -669,16 +674,14 @@ def _start_monitor(args: argparse.Namespace, out: _Output) -> Any:
             'trackdrive', 'autocross', 'skidpad', 'acceleration') else 0
     except (FileNotFoundError, ValueError):
         pass
-    try:
-        return ProgressMonitor(RunProgress(laps))
-    except Exception as err:  # noqa: B902 - progress is optional
-        out.write(f'[carla-hil] no live progress: {err}')
-        return None
+    return ProcessSpec('progress', [sys.executable, '-m', 'hil_bridge.tools.progress',
+                                    '--laps', str(laps)],
+                       essential=False, hide=PROGRESS_PREFIX)
 
 
 def _supervise(args: argparse.Namespace, sup: Supervisor, lines: _Lines,
                procs: List[ProcessSpec], stop: threading.Event,
-               out: _Output, monitor: Any, started: float) -> int:
+               out: _Output, started: float) -> int:
     """Watch the nodes until the run ends; return the exit code."""
     essential = [p.name for p in procs if p.essential]
     wall_limit = None if not args.duration else \
@@ -703,8 +706,8 @@ def _supervise(args: argparse.Namespace, sup: Supervisor, lines: _Lines,
                 else EXIT_OK
         if now - last_line >= period:
             last_line = now
-            if monitor is not None:
-                out.status(monitor.line())
+            if lines.progress:
+                out.status(lines.progress)
             elif not out.live:
                 out.write(f'[carla-hil] running {now - started:.0f} s, '
                           f'{len(essential)} nodes alive')

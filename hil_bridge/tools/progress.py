@@ -4,17 +4,18 @@
 Live progress of a run: one line with lap, speed, cones, sim time, RTF, ETA.
 
 :class:`RunProgress` is the pure part (fed with sim time, speed and
-referee events; formats the line; tested alone). :class:`ProgressMonitor`
-is the ROS shell the runner starts in a thread: it subscribes to
-``/clock``, the ego's odometry and the referee events of the contract.
+referee events; formats the line; tested alone). :func:`make_progress_node`
+is the ROS shell, run as a process of its own that the runner starts beside
+the nodes: it subscribes to ``/clock``, the ego's odometry and the referee
+events of the contract and prints the line for the runner to show.
 """
 
 import collections
 import json
 import math
-import threading
+import sys
 import time
-from typing import Any, Deque, Dict, List, Optional, Tuple
+from typing import Any, Deque, Dict, List, Optional, TextIO, Tuple
 
 from hil_bridge.interface import contract
 
@@ -136,82 +137,71 @@ def _float(value: Any, default: float) -> float:
     return out
 
 
-#: wall seconds :meth:`ProgressMonitor.close` waits for the shutdown
-CLOSE_TIMEOUT = 10.0
+#: what the progress process writes before each line (the runner reads it)
+PROGRESS_PREFIX = 'PROGRESS_LINE '
+
+#: wall seconds between two lines of the progress process
+PERIOD = 0.5
 
 
-class ProgressMonitor:
-    """Subscribe to clock, odometry and referee events in a thread."""
+def make_progress_node(laps: int, role: str = contract.DEFAULT_ROLE,
+                       period: float = PERIOD, out: Optional[TextIO] = None) -> Any:
+    """
+    Return the ROS node that feeds a :class:`RunProgress` and prints its line.
 
-    def __init__(self, progress: RunProgress,
-                 role: str = contract.DEFAULT_ROLE) -> None:
-        """Create the node in its own context and start spinning."""
-        import rclpy
-        from rclpy.executors import SingleThreadedExecutor
-        self.progress = progress
-        self._lock = threading.Lock()
-        self.context = rclpy.context.Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node('carla_hil_progress',
-                                      context=self.context)
-        contract.create_subscription(self.node, 'clock', self._on_clock, role)
-        contract.create_subscription(self.node, 'odometry', self._on_odom,
-                                     role)
-        contract.create_subscription(self.node, 'referee_events',
-                                     self._on_events, role)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
+    It subscribes to ``/clock``, the ego's odometry and the referee events
+    of the contract and writes ``PROGRESS_PREFIX + line`` to ``out``
+    (stdout) every ``period`` wall seconds. It runs in its own process
+    (``python -m hil_bridge.tools.progress``), not in the runner: a DDS
+    shutdown that hangs in C++ while holding the GIL (issue 17: rclpy
+    ``destroy_publisher`` in the runner's closer thread kept a finished run
+    alive until the batch killed it 28 min later) can then be ended with a
+    signal like any node.
+    """
+    from rclpy.node import Node
+    progress = RunProgress(laps)
+    stream = out if out is not None else sys.stdout
 
-    def _spin(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.executor.spin_once(timeout_sec=0.2)
-            except Exception:  # noqa: B902 - context shut down under us
-                return
+    class ProgressNode(Node):
+        def __init__(self) -> None:
+            super().__init__('carla_hil_progress')
+            self.progress = progress
+            contract.create_subscription(self, 'clock', self._on_clock, role)
+            contract.create_subscription(self, 'odometry', self._on_odom, role)
+            contract.create_subscription(self, 'referee_events', self._on_events, role)
+            self.create_timer(period, self._print)
 
-    def _on_clock(self, msg: Any) -> None:
-        t = msg.clock.sec + msg.clock.nanosec * 1e-9
-        with self._lock:
-            self.progress.on_clock(t, time.monotonic())
+        def _on_clock(self, msg: Any) -> None:
+            progress.on_clock(msg.clock.sec + msg.clock.nanosec * 1e-9, time.monotonic())
 
-    def _on_odom(self, msg: Any) -> None:
-        with self._lock:
-            self.progress.on_speed(msg.twist.twist.linear.x)
+        def _on_odom(self, msg: Any) -> None:
+            progress.on_speed(msg.twist.twist.linear.x)
 
-    def _on_events(self, msg: Any) -> None:
-        with self._lock:
+        def _on_events(self, msg: Any) -> None:
             for st in msg.status:
-                kind = st.name.split('/', 1)[-1]
-                self.progress.on_event(kind, {kv.key: kv.value
-                                              for kv in st.values})
+                progress.on_event(st.name.split('/', 1)[-1],
+                                  {kv.key: kv.value for kv in st.values})
 
-    def line(self) -> str:
-        """Return the current progress line."""
-        with self._lock:
-            return self.progress.line()
+        def _print(self) -> None:
+            stream.write(PROGRESS_PREFIX + progress.line() + '\n')
+            stream.flush()
 
-    def close(self, timeout: float = CLOSE_TIMEOUT) -> bool:
-        """
-        Stop spinning and shut the context down; False if that took over ``timeout`` s.
+    return ProgressNode()
 
-        The shutdown runs in a daemon thread: a DDS shutdown that hangs (one
-        sweep run's runner hung 28 min after its result, until the batch
-        killed it) must not keep the run from ending; it is left behind.
-        """
-        self._stop.set()
-        closer = threading.Thread(target=self._shutdown, daemon=True)
-        closer.start()
-        closer.join(timeout=timeout)
-        return not closer.is_alive()
 
-    def _shutdown(self) -> None:
-        import rclpy
-        self._thread.join(timeout=2.0)
-        try:
-            self.executor.shutdown(timeout_sec=0.0)
-            self.node.destroy_node()
-        finally:
-            rclpy.try_shutdown(context=self.context)
+def main(argv: Optional[List[str]] = None) -> int:
+    """Command line: ``--laps N [--role R] [--period S]``; runs until SIGINT/SIGTERM."""
+    import argparse
+    from hil_bridge.interface.node_main import run_node
+    parser = argparse.ArgumentParser(prog='python -m hil_bridge.tools.progress',
+                                     description='print the live progress line of a run')
+    parser.add_argument('--laps', type=int, default=0, help='laps of the mission (0: none)')
+    parser.add_argument('--role', default=contract.DEFAULT_ROLE)
+    parser.add_argument('--period', type=float, default=PERIOD, help='wall s between lines')
+    args = parser.parse_args(argv)
+    return run_node(lambda: make_progress_node(args.laps, args.role, args.period),
+                    name='progress')
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -38,6 +38,8 @@ class ProcessSpec:
     env: Dict[str, str] = field(default_factory=dict)
     #: True when the whole run ends as soon as this process exits
     essential: bool = True
+    #: lines starting with this go to ``on_line`` only, not to the log
+    hide: str = ''
 
 
 PR_SET_PDEATHSIG = 1
@@ -100,18 +102,20 @@ class Supervisor:
                                 bufsize=1, start_new_session=True,
                                 preexec_fn=die_with_parent(os.getpid()))
         self.procs[spec.name] = proc
-        thread = threading.Thread(target=self._pump, args=(spec.name, proc),
+        thread = threading.Thread(target=self._pump, args=(spec.name, proc, spec.hide),
                                   daemon=True)
         thread.start()
         self._threads.append(thread)
         return proc
 
-    def _pump(self, name: str, proc: subprocess.Popen) -> None:
+    def _pump(self, name: str, proc: subprocess.Popen, hide: str = '') -> None:
         for line in proc.stdout:
             self.spoken.add(name)
             line = line.rstrip('\n')
             if self._on_line is not None:
                 self._on_line(name, line)
+            if hide and line.startswith(hide):
+                continue
             out = self._out if self._out is not None else sys.stdout
             with self._lock:
                 out.write(f'[{name}] {line}\n')
