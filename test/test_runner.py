@@ -454,7 +454,7 @@ def test_progress_process_prints_the_line_and_ends_on_sigint(ros_domain: int) ->
     Issue 17: the runner's in-process monitor hung in rclpy
     ``destroy_publisher`` with the GIL held, so a finished run ended only
     when its batch killed it. Now the runner starts
-    ``python -m hil_bridge.tools.progress`` like a node: its lines reach
+    ``python -m hil_bridge.tools.progress_node`` like a node: its lines reach
     ``on_line`` but not the log, they show what was published (sim time,
     speed, a lap, a cone hit), and SIGINT ends it with 0 within seconds.
     """
@@ -465,7 +465,7 @@ def test_progress_process_prints_the_line_and_ends_on_sigint(ros_domain: int) ->
     got: list = []
     log = io.StringIO()
     sup = Supervisor(out=log, on_line=lambda name, line: got.append(line))
-    sup.start(ProcessSpec('progress', [sys.executable, '-m', 'hil_bridge.tools.progress',
+    sup.start(ProcessSpec('progress', [sys.executable, '-m', 'hil_bridge.tools.progress_node',
                                        '--laps', '2', '--period', '0.2'],
                           essential=False, hide=PROGRESS_PREFIX))
     ctx = rclpy.context.Context()
@@ -497,6 +497,13 @@ def test_progress_process_prints_the_line_and_ends_on_sigint(ros_domain: int) ->
             line = lines[-1] if lines else ''
         assert all(w in line for w in want), (line, got[-5:])
         assert PROGRESS_PREFIX not in log.getvalue()       # not in the run's log
+        # and the runner itself never loads rclpy (nothing in it to hang)
+        check = subprocess.run(
+            [sys.executable, '-c', 'import sys; from hil_bridge.tools import cli; '
+             'cli._progress_spec(cli.make_parser().parse_args(["run"])); '
+             'print(sorted(m for m in sys.modules if m.startswith("rcl")))'],
+            cwd=str(HERE.parent), capture_output=True, text=True, timeout=60)
+        assert check.stdout.strip() == '[]', (check.stdout, check.stderr[-2000:])
         t0 = time.monotonic()
         codes = sup.stop_all(grace=10.0)
         assert codes['progress'] == 0, (codes, log.getvalue()[-2000:])

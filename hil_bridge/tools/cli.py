@@ -674,7 +674,7 @@ def _progress_spec(args: argparse.Namespace) -> ProcessSpec:
             'trackdrive', 'autocross', 'skidpad', 'acceleration') else 0
     except (FileNotFoundError, ValueError):
         pass
-    return ProcessSpec('progress', [sys.executable, '-m', 'hil_bridge.tools.progress',
+    return ProcessSpec('progress', [sys.executable, '-m', 'hil_bridge.tools.progress_node',
                                     '--laps', str(laps)],
                        essential=False, hide=PROGRESS_PREFIX)
 

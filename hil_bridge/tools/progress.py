@@ -4,7 +4,7 @@
 Live progress of a run: one line with lap, speed, cones, sim time, RTF, ETA.
 
 :class:`RunProgress` is the pure part (fed with sim time, speed and
-referee events; formats the line; tested alone). :func:`make_progress_node`
+referee events; formats the line; tested alone). :mod:`hil_bridge.tools.progress_node`
 is the ROS shell, run as a process of its own that the runner starts beside
 the nodes: it subscribes to ``/clock``, the ego's odometry and the referee
 events of the contract and prints the line for the runner to show.
@@ -13,11 +13,7 @@ events of the contract and prints the line for the runner to show.
 import collections
 import json
 import math
-import sys
-import time
-from typing import Any, Deque, Dict, List, Optional, TextIO, Tuple
-
-from hil_bridge.interface import contract
+from typing import Any, Deque, Dict, List, Optional, Tuple
 
 #: wall-clock window (s) over which the real-time factor is measured
 RTF_WINDOW = 5.0
@@ -139,69 +135,3 @@ def _float(value: Any, default: float) -> float:
 
 #: what the progress process writes before each line (the runner reads it)
 PROGRESS_PREFIX = 'PROGRESS_LINE '
-
-#: wall seconds between two lines of the progress process
-PERIOD = 0.5
-
-
-def make_progress_node(laps: int, role: str = contract.DEFAULT_ROLE,
-                       period: float = PERIOD, out: Optional[TextIO] = None) -> Any:
-    """
-    Return the ROS node that feeds a :class:`RunProgress` and prints its line.
-
-    It subscribes to ``/clock``, the ego's odometry and the referee events
-    of the contract and writes ``PROGRESS_PREFIX + line`` to ``out``
-    (stdout) every ``period`` wall seconds. It runs in its own process
-    (``python -m hil_bridge.tools.progress``), not in the runner: a DDS
-    shutdown that hangs in C++ while holding the GIL (issue 17: rclpy
-    ``destroy_publisher`` in the runner's closer thread kept a finished run
-    alive until the batch killed it 28 min later) can then be ended with a
-    signal like any node.
-    """
-    from rclpy.node import Node
-    progress = RunProgress(laps)
-    stream = out if out is not None else sys.stdout
-
-    class ProgressNode(Node):
-        def __init__(self) -> None:
-            super().__init__('carla_hil_progress')
-            self.progress = progress
-            contract.create_subscription(self, 'clock', self._on_clock, role)
-            contract.create_subscription(self, 'odometry', self._on_odom, role)
-            contract.create_subscription(self, 'referee_events', self._on_events, role)
-            self.create_timer(period, self._print)
-
-        def _on_clock(self, msg: Any) -> None:
-            progress.on_clock(msg.clock.sec + msg.clock.nanosec * 1e-9, time.monotonic())
-
-        def _on_odom(self, msg: Any) -> None:
-            progress.on_speed(msg.twist.twist.linear.x)
-
-        def _on_events(self, msg: Any) -> None:
-            for st in msg.status:
-                progress.on_event(st.name.split('/', 1)[-1],
-                                  {kv.key: kv.value for kv in st.values})
-
-        def _print(self) -> None:
-            stream.write(PROGRESS_PREFIX + progress.line() + '\n')
-            stream.flush()
-
-    return ProgressNode()
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    """Command line: ``--laps N [--role R] [--period S]``; runs until SIGINT/SIGTERM."""
-    import argparse
-    from hil_bridge.interface.node_main import run_node
-    parser = argparse.ArgumentParser(prog='python -m hil_bridge.tools.progress',
-                                     description='print the live progress line of a run')
-    parser.add_argument('--laps', type=int, default=0, help='laps of the mission (0: none)')
-    parser.add_argument('--role', default=contract.DEFAULT_ROLE)
-    parser.add_argument('--period', type=float, default=PERIOD, help='wall s between lines')
-    args = parser.parse_args(argv)
-    return run_node(lambda: make_progress_node(args.laps, args.role, args.period),
-                    name='progress')
-
-
-if __name__ == '__main__':
-    sys.exit(main())
