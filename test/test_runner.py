@@ -514,6 +514,15 @@ def test_progress_process_prints_the_line_and_ends_on_sigint(ros_domain: int) ->
         sup.stop_all(grace=1.0)
 
 
+@pytest.mark.parametrize('period', ['0', '-1', 'nan', 'inf'])
+def test_progress_process_refuses_a_bad_period(period: str) -> None:
+    """``--period`` must be finite and > 0: a clear usage error (exit 2), no node."""
+    from hil_bridge.tools import progress_node
+    with pytest.raises(SystemExit) as err:
+        progress_node.main(['--period', period])
+    assert err.value.code == 2
+
+
 def test_progress_line() -> None:
     """The live line: lap k/N, lap time, speed, cones, sim time, RTF, ETA."""
     from hil_bridge.tools.progress import RunProgress

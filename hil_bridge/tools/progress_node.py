@@ -14,6 +14,7 @@ can then be ended with a signal like any node.
 """
 
 import argparse
+import math
 import sys
 import time
 from typing import Any, List, Optional, TextIO
@@ -57,13 +58,21 @@ class ProgressNode(Node):
         self._out.flush()
 
 
+def _period(text: str) -> float:
+    """Return a period (s) from the command line: finite and > 0."""
+    value = float(text)
+    if not (math.isfinite(value) and value > 0.0):
+        raise argparse.ArgumentTypeError(f'must be finite and > 0, got {text}')
+    return value
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Command line: ``--laps N [--role R] [--period S]``; runs until SIGINT/SIGTERM."""
     parser = argparse.ArgumentParser(prog='python -m hil_bridge.tools.progress_node',
                                      description='print the live progress line of a run')
     parser.add_argument('--laps', type=int, default=0, help='laps of the mission (0: none)')
     parser.add_argument('--role', default=contract.DEFAULT_ROLE)
-    parser.add_argument('--period', type=float, default=PERIOD, help='wall s between lines')
+    parser.add_argument('--period', type=_period, default=PERIOD, help='wall s between lines')
     args = parser.parse_args(argv)
     return run_node(lambda: ProgressNode(args.laps, args.role, args.period), name='progress')
 
