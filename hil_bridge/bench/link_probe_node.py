@@ -7,9 +7,11 @@ Probes for the two-host rig: an observer and an echo "onboard" stage.
     (next to the bridge) writes one JSON line per message of the odometry,
     ``applied_control``, ``cmd_vel``, ``brake_request`` and ``aeb_status``
     topics: ``{"k": key, "w": wall receipt s, "s": header stamp s, ...}``
-    with speed (odometry, m/s), source (applied control) or the command
-    values. Wall receipt of odometry frame k vs. of the command stamped k
-    gives the loop latency on one host clock.
+    with speed, position and yaw (odometry: m/s, m, rad in ``map``),
+    source, brake and steer (applied control, steer in [-1, 1]) or the
+    command values (cmd_vel: ``v`` m/s, ``wz`` angular.z). Wall receipt
+    of odometry frame k vs. of the command stamped k gives the loop
+    latency on one host clock.
 ``python -m hil_bridge.bench.link_probe_node echo [--source odometry|camera|
     camera_compressed] [--speed V]``
     (on the onboard side) publishes for every input message a ``cmd_vel``
@@ -79,11 +81,16 @@ class ObserverNode(Node):
                 rec['v'] = math.hypot(v.x, v.y)
                 rec['x'] = msg.pose.pose.position.x
                 rec['y'] = msg.pose.pose.position.y
+                q = msg.pose.pose.orientation
+                rec['yaw'] = math.atan2(2.0 * (q.w * q.z + q.x * q.y),
+                                        1.0 - 2.0 * (q.y * q.y + q.z * q.z))
             elif key == 'applied_control':
                 rec['src'] = int(round(msg.twist.linear.z))
                 rec['brake'] = msg.twist.linear.y
+                rec['steer'] = msg.twist.angular.z
             elif key == 'cmd_vel':
                 rec['v'] = msg.twist.linear.x
+                rec['wz'] = msg.twist.angular.z
             elif key == 'brake_request':
                 rec['a'] = msg.accel.linear.x
             elif key == 'aeb_status' and msg.status:
