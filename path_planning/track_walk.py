@@ -59,6 +59,10 @@ from typing import List, Optional, Sequence, Tuple
 from hil_bridge.interface.cones import CONE_BLUE, CONE_YELLOW
 import numpy as np
 
+#: a closing loop's last gate less than this (m) behind gate 0 overlaps it
+OVERLAP_BEHIND = 0.5
+#: ... when within this (m) of gate 0 along the track (:func:`trim_overlap`)
+OVERLAP_REACH = 8.0
 #: cones at each end of a chain a new cone of the other chain must keep
 #: ``min_width`` from
 END_CONES = 3
@@ -572,6 +576,42 @@ def closes(st: WalkState, xy: np.ndarray, p: WalkParams) -> bool:
     return True
 
 
+def trim_overlap(st: WalkState, xy: np.ndarray) -> int:
+    """
+    Drop the last gates that lie past gate 0 as the loop closes; return how many.
+
+    The walk starts at the car with the cones beside it; a lap later its
+    tail comes back there on other cones where the first ones are taken
+    already (big orange cones 0.7 m outside the boundary at the start
+    line of a public track): its last gates then lie beside its first
+    ones, and the lane across the start line ran forward to the tail,
+    back to gate 0 and forward again, a zigzag the car followed lock to
+    lock. The last gate goes with its chain cones when its midpoint lies
+    from ``OVERLAP_BEHIND`` m behind gate 0's to ``OVERLAP_REACH`` m
+    ahead of it (along gate 0's forward normal) and within gate 0's half
+    width and 1 m beside it; then the one before, and so on, never the
+    car's gate or one before it.
+    """
+    if len(st.gates) < 3:
+        return 0
+    lp, rp = st.gate_points(xy, 0)
+    f0, w0 = _forward(lp, rp)
+    m0 = 0.5 * (lp + rp)
+    k = len(st.gates) - 1
+    while k > max(st.current, 1):
+        lk, rk = st.gate_points(xy, k)
+        d = 0.5 * (lk + rk) - m0
+        along = float(d @ f0)
+        beside = abs(float(d[0] * f0[1] - d[1] * f0[0])) <= 0.5 * w0 + 1.0
+        if along <= -OVERLAP_BEHIND or along > OVERLAP_REACH or not beside:
+            break
+        k -= 1
+    dropped = len(st.gates) - 1 - k
+    if dropped:
+        st.truncate(k)
+    return dropped
+
+
 def walk(st: WalkState, xy: np.ndarray, colours: np.ndarray, ok: np.ndarray,
          pose: Tuple[float, float, float], p: WalkParams,
          fresh: Optional[np.ndarray] = None) -> None:
@@ -637,6 +677,7 @@ def _extend(st: WalkState, xy: np.ndarray, colours: np.ndarray, ok: np.ndarray,
         cone, side, width = _step(st, xy, colours, np.flatnonzero(near & ~used), p)
         if cone < 0:
             if st.length[-1] >= p.min_loop and closes(st, xy, p):
+                trim_overlap(st, xy)
                 st.closed = True
                 st.final_left, st.final_right = len(st.left), len(st.right)
             break

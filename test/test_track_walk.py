@@ -14,11 +14,12 @@ of no length (never a path back to the gates behind the car).
 
 import math
 
-from hil_bridge.interface.cones import CONE_BLUE, CONE_YELLOW
+from hil_bridge.interface.cones import CONE_BIG_ORANGE, CONE_BLUE, CONE_YELLOW
 import numpy as np
 from path_planning.cone_map import ConeMap, to_vehicle
 from path_planning.lane import lane_view
-from path_planning.track_walk import _step, stalled, walk, WalkParams, WalkState
+from path_planning.track_walk import (_step, stalled, trim_overlap, walk, WalkParams,
+                                      WalkState)
 import pytest
 
 
@@ -352,3 +353,85 @@ def test_the_lagging_chain_goes_on_round_a_hairpin_past_a_skewed_gate(mirrored) 
     assert math.hypot(*(lp - rp)) > 6.5                      # the skewed gate
     cone, side, _width = _step(st, xy, colours, np.arange(8, len(xy)), WalkParams())
     assert (cone, side) == (8, -1 if mirrored else 1)
+
+
+def _closing_walk(tail: list) -> tuple:
+    """Return a walk from gate 0 at the origin (heading +x, 3 m wide), its last gates ``tail``."""
+    pts = [(0.0, 0.0), (3.0, 0.0), (-9.0, 0.0)] + list(tail)
+    left = np.array([(x, y + 1.5) for x, y in pts])
+    right = np.array([(x, y - 1.5) for x, y in pts])
+    xy = np.vstack([left, right])
+    n = len(pts)
+    st = WalkState(left=list(range(n)), right=list(range(n, 2 * n)),
+                   gates=[(k + 1, k + 1) for k in range(n)], widths=[3.0] * n,
+                   length=[float(k) for k in range(n)], current=1)
+    return st, xy
+
+
+def test_a_closing_loop_drops_the_last_gates_that_lie_beside_its_first() -> None:
+    """
+    Big orange cones beside the start line's boundary cones: the tail comes back on them.
+
+    The last two gates (midpoints 0.2 m and 2.8 m past gate 0, between
+    the big orange cones 0.7 m outside the boundary) lie beside gates 0
+    and 1; kept, the lane across the start line ran forward to 2.8 m,
+    back to 0 and forward again (EPFL's track_4: lock to lock at 7 m/s,
+    three cones on lap 2). Gates behind gate 0 stay.
+    """
+    st, xy = _closing_walk([(-6.0, 0.0), (-3.0, 0.0), (0.2, 0.0), (2.8, 0.0)])
+    assert trim_overlap(st, xy) == 2
+    assert len(st.gates) == 5 and len(st.left) == 5 and len(st.right) == 5
+    mids = np.array([0.5 * (a + b) for a, b in (st.gate_points(xy, k) for k in range(5))])
+    assert mids[-1, 0] == -3.0
+    # a tail that ends behind gate 0 (the usual closure) is left alone
+    st, xy = _closing_walk([(-6.0, 0.0), (-3.0, 0.0), (-0.6, 0.0)])
+    assert trim_overlap(st, xy) == 0 and len(st.gates) == 6
+    # as is a last gate ahead of gate 0 but off its lane (a section beside the start)
+    st, xy = _closing_walk([(-6.0, 0.0), (-3.0, 0.0), (1.0, 4.0)])
+    assert trim_overlap(st, xy) == 0 and len(st.gates) == 6
+
+
+def test_the_lane_across_the_start_line_runs_forward_after_the_loop_closes() -> None:
+    """
+    Start as on EPFL's track_4: cones every 3 m, big orange ones 0.7 m outside the start line's.
+
+    The car starts 2 m past the first cones (its 270 deg field of view
+    sees them): the walk seeds there. A lap later those are taken and the
+    big orange cones beside the next ones are free: without a trim, the
+    loop's last gates lie beside its first ones and the lane across the
+    start line ran forward, back and forward again (track_4: lock to lock
+    at 7 m/s, three cones on lap 2). From 6 m before the start line the
+    lane centre must run forward all the way.
+    """
+    cl = _stadium()
+    d = np.gradient(cl, axis=0)
+    t = d / np.hypot(*d.T)[:, None]
+    n = np.column_stack([-t[:, 1], t[:, 0]])
+    cones, cls = [], []
+    for sign, colour in ((1, CONE_BLUE), (-1, CONE_YELLOW)):
+        line = cl + sign * 1.5 * n
+        ls = np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(line, axis=0).T))])
+        q = np.arange(1.1, ls[-1] - 1.5, 3.0)
+        cones.append(np.column_stack([np.interp(q, ls, line[:, 0]), np.interp(q, ls, line[:, 1])]))
+        cls.append(np.full(len(q), colour))
+    # the start line at y = 6 on the straight x = 20 (heading +y)
+    big = np.array([[17.8, 4.7], [17.8, 7.3], [22.2, 4.7], [22.2, 7.3]])
+    xy = np.vstack(cones + [big])
+    colour = np.concatenate(cls + [np.full(4, CONE_BIG_ORANGE)]).astype(np.uint8)
+    yaw = np.arctan2(d[:, 1], d[:, 0])
+    k0 = int(np.argmin(np.hypot(cl[:, 0] - 20.0, cl[:, 1] - 3.0)))
+    cmap = ConeMap()
+    for k in range(k0, k0 + len(cl) - 36, 4):
+        k %= len(cl)
+        pose = (float(cl[k, 0]), float(cl[k, 1]), float(yaw[k]))
+        local = to_vehicle(xy, pose)
+        seen = (np.hypot(*local.T) < 20.0) & (np.abs(np.arctan2(local[:, 1], local[:, 0]))
+                                              < math.radians(135.0))
+        cmap.update(local[seen], colour[seen], pose)
+    assert cmap.closed
+    assert pose[1] < -4.0 and abs(pose[0] - 20.0) < 0.1        # before the start line
+    view = lane_view(cmap, pose)
+    ahead = view.centre[(view.centre[:, 0] > 0.0) & (view.centre[:, 0] < 18.0)
+                        & (np.abs(view.centre[:, 1]) < 3.0)]
+    assert len(ahead) >= 4
+    assert (np.diff(ahead[:, 0]) > 0.0).all(), np.round(ahead, 2)
