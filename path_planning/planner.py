@@ -51,8 +51,8 @@ from path_planning.cone_drive import (arc_points, cone_drive, ConeDriveParams, C
                                       STATUS_STOP, steering_ranges)
 from path_planning.cone_map import ConeMap, ConeMapParams, to_map, to_vehicle
 from path_planning.lane import lane_cones, lane_view, LaneView, track_path
-from path_planning.lane_line import (beyond_steering, LaneLine, LaneLineParams, line_speed,
-                                     plan_lane_line)
+from path_planning.lane_line import (beyond_steering, LaneLine, LaneLineParams, line_rank,
+                                     line_speed, plan_lane_line)
 from path_planning.midline import midline, MidlineParams, MidlineResult
 from path_planning.pure_pursuit import profile_speed, pure_pursuit, PursuitParams, PursuitResult
 from path_planning.speed_policy import command_speed, rate_limit, SpeedParams, target_speed
@@ -68,21 +68,6 @@ CAR_START = (0.0, 0.0, 0.0)
 #: line: it has fallen behind it (on the line, the lane itself is that tight)
 REPLAN_OFFSET = 0.15
 REPLAN_HEADING = math.radians(10.0)
-
-
-def _line_rank(line: LaneLine, p: LaneLineParams) -> 'tuple[int, float]':
-    """
-    Return a sort key of lane lines: drivable first, then least beyond the limits.
-
-    Drivable (first item 0): its largest curvature within 2 % of the
-    limit and clear of the cones (clearance >= 0).
-    """
-    if not line.ok:
-        return 3, math.inf
-    over = max(line.max_kappa / p.max_curvature - 1.0, 0.0)
-    short = max(-line.clearance, 0.0)
-    bad = (over > 0.02) + (line.clearance < 0.0)
-    return int(bad), over + short
 
 
 @dataclass(frozen=True)
@@ -238,7 +223,9 @@ class PlannerConfig:
                        far_margin_ramp=float(v['lane_margin_ramp']),
                        curvature_fraction=float(v['lane_curvature_fraction']),
                        horizon=float(v['lane_horizon']),
-                       smoothness=float(v['lane_smoothness'])))
+                       smoothness=float(v['lane_smoothness']),
+                       kink_ratio=float(v['lane_kink_ratio']),
+                       kink_curvature=float(v['lane_kink_curvature'])))
 
 
 @dataclass
@@ -489,8 +476,16 @@ class Planner:
         return self._cone_drive(t, dt, xy, cls, mid, counts)
 
     def _feasible(self, line: LaneLine) -> bool:
-        """Return True for a line within its curvature limit (2 % slack) and clear of cones."""
-        return _line_rank(line, self.config.line)[0] == 0
+        """
+        Return True for a line to drive at its speed profile.
+
+        Within its curvature limit (2 % slack), clear of cones and planned
+        about the lane centre as it is. A line planned again without the
+        centre's kinks is driven as tight (``narrow_speed``), as its first
+        was: at speed (tried) such lines cost cones at 9 m hairpins and on
+        public layouts the first line drove clean.
+        """
+        return line_rank(line, self.config.line)[0] == 0 and not line.dekinked
 
     def _steering_kappa(self) -> float:
         """Return the curvature the car is steering (1/m)."""
@@ -590,7 +585,7 @@ class Planner:
                                            params, closed=view.closed, start=CAR_START,
                                            start_kappa=self._steering_kappa(),
                                            previous=last)
-                    if _line_rank(again, cfg.line) < _line_rank(line, cfg.line):
+                    if line_rank(again, cfg.line) < line_rank(line, cfg.line):
                         line = again
                 self._line_map = None
                 if line.ok:

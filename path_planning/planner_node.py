@@ -144,6 +144,11 @@ PARAMS = [
               lo=2.0, hi=200.0),
     ParamSpec('lane_smoothness', "lane mode: weight (m^2) of the curvature's rate of "
               'change', lo=0.0, hi=100.0),
+    ParamSpec('lane_kink_ratio', 'lane mode: a lane-centre point bending this many times '
+              'the median around it is a kink; a line beyond the steering is planned '
+              'again without the kinks (0 = off)', lo=0.0, hi=100.0),
+    ParamSpec('lane_kink_curvature', 'lane mode: a kink bends more than this (1/m)',
+              lo=0.0, hi=10.0),
     ParamSpec('lane_kappa_rate', 'lane mode: curvature change (1/(m s)) the speed allows',
               lo=0.01, hi=10.0),
     ParamSpec('lane_stitch', 'lane mode: the next line starts on the last one when the '
