@@ -33,6 +33,7 @@ from typing import Any, Dict, List, Optional, TextIO
 
 from hil_bridge.interface import contract
 from hil_bridge.interface.codecs import images, stamps
+from hil_bridge.interface.frames import quaternion_yaw
 from hil_bridge.interface.node_main import StopRequest
 import rclpy
 from rclpy.executors import ExternalShutdownException
@@ -81,9 +82,7 @@ class ObserverNode(Node):
                 rec['v'] = math.hypot(v.x, v.y)
                 rec['x'] = msg.pose.pose.position.x
                 rec['y'] = msg.pose.pose.position.y
-                q = msg.pose.pose.orientation
-                rec['yaw'] = math.atan2(2.0 * (q.w * q.z + q.x * q.y),
-                                        1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+                rec['yaw'] = quaternion_yaw(msg.pose.pose.orientation)
             elif key == 'applied_control':
                 rec['src'] = int(round(msg.twist.linear.z))
                 rec['brake'] = msg.twist.linear.y
