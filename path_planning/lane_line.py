@@ -266,11 +266,12 @@ def remove_kinks(ref: np.ndarray, step: float, ratio: float, min_kappa: float,
     whole arc and is no kink. The points within :data:`KINK_SPREAD` m of a
     kink move halfway to their neighbours' mean, round after round, until
     none is left (at most ``rounds``); the ends stay, and the first two
-    points (the start at the car) are never a kink. Why: the line's curvature is linear in its
-    offsets only to first order (the error grows with the reference's
-    curvature times the offset); on a public track a 0.6 1/m kink with the
-    line 0.9 m to its outside gave the line 0.37 1/m where the QP planned
-    0.23, beyond the steering. Returns ``ref`` itself when it has no kink.
+    points (the start at the car) are never a kink. Why: the line's
+    curvature is linear in its offsets only to first order (the error
+    grows with the reference's curvature times the offset); on a public
+    track a 0.6 1/m kink with the line 0.9 m to its outside gave the line
+    0.37 1/m where the QP planned 0.23, beyond the steering. Returns
+    ``ref`` itself when it has no kink.
     """
     n = ref.shape[0]
     if n < 5 or ratio <= 0.0:
