@@ -3,6 +3,7 @@
 """Track files of other simulators: every format, awkward cases, errors."""
 
 from pathlib import Path
+import re
 
 from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_UNKNOWN,
                                         CONE_YELLOW)
@@ -289,6 +290,7 @@ GOOD = ('tag,x,y,direction,x_variance,y_variance,xy_covariance\n'
     (GOOD + ',1.0,3.0,0,0,0,0\n', 7, "'tag'"),
     (GOOD + 'blue,nan,3.0,0,0,0,0\n', 7, "'x'"),
     (GOOD + 'blue,1.0,abc,0,0,0,0\n', 7, "'y'"),
+    (GOOD + 'blue,1e300,3.0,0,0,0,0\n', 7, "'x'"),
     (GOOD.replace('car_start,0.0,0.0,0.0', 'car_start,0.0,0.0,inf'), 2,
      "'direction'"),
     (GOOD + 'car_start,1.0,1.0,0,0,0,0\n', 7, "'tag'"),
@@ -349,6 +351,8 @@ tk_device: []
      "'track.left[1].position[1]'"),
     ('pacsim', PACSIM, '[6.0, 1.5, 0.0]', '[6.0, a, 0.0]', 10,
      "'track.left[1].position[1]'"),
+    ('pacsim', PACSIM, '[6.0, 1.5, 0.0]', '[6.0, -2.0e+200, 0.0]', 10,
+     "'track.left[1].position[1]'"),
     ('pacsim', PACSIM, '    class: yellow\n  time', '    class: pink\n  time',
      16, "'track.right[1].class'"),
     ('pacsim', PACSIM, '  - position: [2.0, -1.5, 0.0]',
@@ -374,6 +378,91 @@ def test_bad_yaml_names_file_line_field(tmp_path: Path, fmt: str, text: str,
     path.write_text(text.replace(old, new, 1))
     with pytest.raises(ValueError) as err:
         F.load_track_file(str(path), fmt=fmt)
+    msg = str(err.value)
+    assert msg.startswith(f'{path}:{line}:'), msg
+    assert field in msg, msg
+    assert '\n' not in msg
+
+
+def test_numbers_beyond_any_map_frame_name_file_line_field(
+        tmp_path: Path) -> None:
+    """A coordinate of 1e300 (the geometry would overflow) is one clear error."""
+    text = (DATA / 'screen_oval.json').read_text()
+    assert '"x": -27.857' in text
+    path = tmp_path / 'far.json'
+    path.write_text(text.replace('"x": -27.857', '"x": -2.7857e300', 1))
+    with pytest.raises(ValueError) as err:
+        F.load_track_file(str(path))
+    msg = str(err.value)
+    line = text[:text.index('"x": -27.857')].count('\n') + 1
+    assert msg.startswith(f'{path}:{line}:'), msg
+    assert 'within 1e+08' in msg and '\n' not in msg
+    sdf = (DATA / 'fssim_oval.sdf').read_text()
+    pose = re.search(r'<pose>\s*(-?[\d.]+) ', sdf)
+    assert pose is not None
+    path = tmp_path / 'far.sdf'
+    path.write_text(sdf[:pose.start(1)] + '4e150' + sdf[pose.end(1):])
+    with pytest.raises(ValueError) as err:
+        F.load_track_file(str(path), fmt='sdf')
+    line = sdf[:pose.start(1)].count('\n') + 1
+    assert str(err.value).startswith(f'{path}:{line}:'), str(err.value)
+    assert "'pose'" in str(err.value) and 'out of range' in str(err.value)
+    # a map frame in UTM coordinates (northing ~5.3e6 m) is not refused
+    rows = GOOD.split('\n')
+    far = '\n'.join(rows[:1] + [
+        ','.join([r.split(',')[0], str(float(r.split(',')[1]) + 431234.5),
+                  str(float(r.split(',')[2]) + 5301234.25)] + r.split(',')[3:])
+        for r in rows[1:] if r])
+    path = tmp_path / 'utm.csv'
+    path.write_text(far + '\n')
+    track = F.load_track_file(str(path)).track
+    assert track.width == pytest.approx(3.0)
+    assert track.car_start.y == pytest.approx(5301234.25)
+
+
+JSON_LISTS = """{
+  "blue_cones": [
+    {"x": 2.0, "y": 1.5},
+    {"x": 6.0,
+     "y": 1.5}
+  ],
+  "yellow_cones": [[2.0, -1.5], [6.0, -1.5]],
+  "cars": [{"pos": {"x": 0.0, "y": 0.0},
+            "orientation": 0.0}]
+}
+"""
+JSON_COLUMNS = """{"x": [2.0, 6.0,
+       2.0, 6.0],
+ "y": [1.5, 1.5, -1.5, -1.5],
+ "color": ["blue", "blue",
+           "yellow", "yellow"]}
+"""
+
+
+@pytest.mark.parametrize('text, old, new, line, field', [
+    (JSON_LISTS, ' "y": 1.5}\n', ' "y": "1.5"}\n', 5, "'blue_cones[1].y'"),
+    (JSON_LISTS, '{"x": 2.0, "y": 1.5}', '{"x": 2.0}', 3, "'blue_cones[0].y'"),
+    (JSON_LISTS, '[6.0, -1.5]]', '[6.0, 1e200]]', 7, "'yellow_cones[1][1]'"),
+    (JSON_LISTS, '[6.0, -1.5]]', '6.0]', 7, "'yellow_cones[1]'"),
+    (JSON_LISTS, '"orientation": 0.0', '"orientation": NaN', 9,
+     "'cars[0].orientation'"),
+    (JSON_LISTS, '"x": 0.0, "y": 0.0', '"x": 0.0, "y": null', 8, "'cars[0].y'"),
+    (JSON_COLUMNS, '2.0, 6.0]', '2.0, Infinity]', 2, "'x[3]'"),
+    (JSON_COLUMNS, '"yellow", "yellow"', '"yellow", "pink"', 5, "'color[3]'"),
+    (JSON_COLUMNS, '-1.5, -1.5]', '-1.5]', 1, "'x'"),
+    (JSON_LISTS, '    {"x": 6.0,', '    {"x": 6.0,,', 4, 'not valid JSON'),
+])
+def test_bad_json_names_file_line_field(tmp_path: Path, text: str, old: str,
+                                        new: str, line: int, field: str) -> None:
+    """A broken JSON layout: one error line naming the line of the value at fault."""
+    path = tmp_path / 'good.json'
+    path.write_text(text)
+    assert F.load_track_file(str(path)).track.width == pytest.approx(3.0)
+    assert old in text
+    path = tmp_path / 'bad.json'
+    path.write_text(text.replace(old, new, 1))
+    with pytest.raises(ValueError) as err:
+        F.load_track_file(str(path))
     msg = str(err.value)
     assert msg.startswith(f'{path}:{line}:'), msg
     assert field in msg, msg

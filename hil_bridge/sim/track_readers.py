@@ -28,9 +28,12 @@ Every error is a ``ValueError`` with one line naming the file, the line
 and the field.
 """
 
+import bisect
 from dataclasses import dataclass, field
 import functools
 import json
+import json.decoder
+import json.scanner
 import math
 import os
 import re
@@ -52,6 +55,10 @@ CSV_HEADER = ['tag', 'x', 'y', 'direction', 'x_variance', 'y_variance',
               'xy_covariance']
 #: Largest text file read (bytes): track files are kilobytes.
 MAX_BYTES = 64 * 1024 * 1024
+# largest magnitude of any number in a track file: a map frame, even in UTM
+# coordinates (northing < 1e7 m), is far inside it; beyond it the squared
+# distances of the geometry overflow (1e300 -> inf)
+MAX_ABS = 1e8
 
 # Normalised cone tags (lower case, '-' and ' ' as '_') -> (class, side).
 _TAG_CLASSES: Dict[str, Tuple[int, int]] = {}
@@ -215,6 +222,9 @@ def _number(path: str, line: int, name: str, text: Optional[str]) -> float:
     if not math.isfinite(value):
         raise ValueError(f'{path}:{line}: field {name!r} is not finite: '
                          f'{text!r}')
+    if abs(value) > MAX_ABS:
+        raise ValueError(f'{path}:{line}: field {name!r} is out of range: '
+                         f'{text!r} (|value| > {MAX_ABS:g})')
     return value
 
 
@@ -508,6 +518,9 @@ class _Yaml:
                              ) from None
         if not math.isfinite(value):
             raise self.error(node, where, f'not finite: {node.value!r}')
+        if abs(value) > MAX_ABS:
+            raise self.error(node, where, f'out of range: {node.value!r} '
+                             f'(|value| > {MAX_ABS:g})')
         return value
 
     def vector(self, node: Any, where: str, lo: int, hi: int) -> List[float]:
@@ -800,6 +813,64 @@ _JSON_LISTS = {'blue_cones': 'blue', 'yellow_cones': 'yellow',
                'big_orange'}
 
 
+class _JsonLines:
+    """
+    JSON parsed with the line of every list item and object value.
+
+    The standard library's pure-Python scanner with its array and object
+    parsers wrapped: each records where its items start, keyed by the id
+    of the list or dict it returns (kept alive in ``data``).
+    """
+
+    def __init__(self, path: str, text: str) -> None:
+        self._starts: Dict[int, Dict[Any, int]] = {}
+        self._newlines = [m.start() for m in re.finditer('\n', text)]
+        dec = json.JSONDecoder()
+        dec.parse_array = self._array
+        dec.parse_object = self._object
+        dec.scan_once = json.scanner.py_make_scanner(dec)
+        try:
+            self.data = dec.decode(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f'{path}:{exc.lineno}: not valid JSON: '
+                             f'{exc.msg}') from None
+        except RecursionError:
+            raise ValueError(f'{path}:1: not valid JSON: nested too deeply'
+                             ) from None
+
+    def _array(self, s_and_end: Tuple[str, int], scan_once: Any) -> Any:
+        seen: List[int] = []
+
+        def scan(s: str, idx: int) -> Any:
+            seen.append(idx)
+            return scan_once(s, idx)
+        values, end = json.decoder.JSONArray(s_and_end, scan)
+        self._starts[id(values)] = dict(enumerate(seen))
+        return values, end
+
+    def _object(self, s_and_end: Tuple[str, int], strict: bool, scan_once: Any,
+                object_hook: Any, object_pairs_hook: Any, memo: Any = None) -> Any:
+        seen: List[int] = []
+        keys: List[str] = []
+
+        def scan(s: str, idx: int) -> Any:
+            seen.append(idx)
+            return scan_once(s, idx)
+
+        def pairs(items: List[Tuple[str, Any]]) -> Dict[str, Any]:
+            keys.extend(k for k, _ in items)
+            return dict(items)
+        obj, end = json.decoder.JSONObject(s_and_end, strict, scan, None, pairs,
+                                           memo)
+        self._starts[id(obj)] = dict(zip(keys, seen))
+        return obj, end
+
+    def line(self, container: Any, key: Any, default: int = 1) -> int:
+        """Return the 1-based line of ``container[key]`` (``default`` if unknown)."""
+        at = self._starts.get(id(container), {}).get(key)
+        return default if at is None else bisect.bisect_left(self._newlines, at) + 1
+
+
 def read_json(path: str, text: str) -> TrackFile:
     """
     Read a JSON cone layout.
@@ -807,36 +878,34 @@ def read_json(path: str, text: str) -> TrackFile:
     ``{"blue_cones": [{"x":, "y":} or [x, y], ...], "yellow_cones", ...,
     "cars": [{"pos": {x, y}, "orientation": yaw}]}``, columns ``{"x": [...],
     "y": [...], "color": [...]}`` or ``{"cones": [{"x", "y", "color"}]}``.
+    Errors name the line of the value at fault.
     """
     out = _Cones(path, 'json')
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f'{path}:{exc.lineno}: not valid JSON: {exc.msg}'
-                         ) from None
+    doc = _JsonLines(path, text)
+    data = doc.data
 
-    def line_of(key: str) -> int:
-        i = text.find(f'"{key}"')
-        return text.count('\n', 0, i) + 1 if i >= 0 else 1
-
-    def num(v: Any, where: str, key: str) -> float:
+    def num(v: Any, where: str, line: int) -> float:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or \
-                not math.isfinite(v):
-            raise ValueError(f'{path}:{line_of(key)}: field {where!r}: '
-                             f'expected a finite number, got {v!r}')
+                not math.isfinite(v) or abs(v) > MAX_ABS:
+            raise ValueError(f'{path}:{line}: field {where!r}: '
+                             f'expected a finite number within '
+                             f'{MAX_ABS:g}, got {v!r}')
         return float(v)
 
-    def xy_of(item: Any, where: str, key: str) -> Tuple[float, float]:
+    def xy_of(item: Any, where: str, line: int) -> Tuple[float, float]:
         if isinstance(item, dict):
-            p = item.get('pos', item.get('position', item))
+            key = 'pos' if 'pos' in item else 'position' if 'position' in item else None
+            if key is not None:
+                line = doc.line(item, key, line)
+            p = item if key is None else item[key]
             if isinstance(p, dict):
-                return (num(p.get('x'), f'{where}.x', key),
-                        num(p.get('y'), f'{where}.y', key))
+                return (num(p.get('x'), f'{where}.x', doc.line(p, 'x', line)),
+                        num(p.get('y'), f'{where}.y', doc.line(p, 'y', line)))
             item = p
         if isinstance(item, (list, tuple)) and 2 <= len(item) <= 3:
-            return (num(item[0], f'{where}[0]', key),
-                    num(item[1], f'{where}[1]', key))
-        raise ValueError(f'{path}:{line_of(key)}: field {where!r}: expected '
+            return (num(item[0], f'{where}[0]', doc.line(item, 0, line)),
+                    num(item[1], f'{where}[1]', doc.line(item, 1, line)))
+        raise ValueError(f'{path}:{line}: field {where!r}: expected '
                          f'[x, y] or {{"x": , "y": }}, got {item!r}'[:200])
     if not isinstance(data, dict):
         if isinstance(data, list):
@@ -849,11 +918,12 @@ def read_json(path: str, text: str) -> TrackFile:
             found = True
             items = data[key] or []
             if not isinstance(items, list):
-                raise ValueError(f'{path}:{line_of(key)}: field {key!r}: '
+                raise ValueError(f'{path}:{doc.line(data, key)}: field {key!r}: '
                                  'expected a list')
             for i, item in enumerate(items):
-                x, y = xy_of(item, f'{key}[{i}]', key)
-                out.tagged(tag, x, y, line_of(key), key)
+                line = doc.line(items, i, doc.line(data, key))
+                x, y = xy_of(item, f'{key}[{i}]', line)
+                out.tagged(tag, x, y, line, key)
     if 'x' in data and 'y' in data:
         found = True
         xs, ys = data['x'], data['y']
@@ -861,36 +931,42 @@ def read_json(path: str, text: str) -> TrackFile:
         if not isinstance(xs, list) or not isinstance(ys, list) or \
                 len(xs) != len(ys) or cols is not None and \
                 (not isinstance(cols, list) or len(cols) != len(xs)):
-            raise ValueError(f"{path}:{line_of('x')}: field 'x': x, y and "
-                             'color must be lists of one length')
+            raise ValueError(f"{path}:{doc.line(data, 'x')}: field 'x': x, y "
+                             'and color must be lists of one length')
         for i, (x, y) in enumerate(zip(xs, ys)):
-            _json_cone(out, num(x, f'x[{i}]', 'x'), num(y, f'y[{i}]', 'y'),
-                       None if cols is None else cols[i], line_of('x'),
+            line = doc.line(xs, i, doc.line(data, 'x'))
+            xy = (num(x, f'x[{i}]', line),
+                  num(y, f'y[{i}]', doc.line(ys, i, doc.line(data, 'y'))))
+            if cols is not None:    # the cone's line: its colour's
+                line = doc.line(cols, i, line)
+            _json_cone(out, *xy, None if cols is None else cols[i], line,
                        f'color[{i}]')
     if 'cones' in data:
         found = True
         if not isinstance(data['cones'], list):
-            raise ValueError(f"{path}:{line_of('cones')}: field 'cones': "
-                             'expected a list')
+            raise ValueError(f"{path}:{doc.line(data, 'cones')}: field "
+                             "'cones': expected a list")
         for i, item in enumerate(data['cones']):
-            x, y = xy_of(item, f'cones[{i}]', 'cones')
+            line = doc.line(data['cones'], i, doc.line(data, 'cones'))
+            x, y = xy_of(item, f'cones[{i}]', line)
             col = None
             if isinstance(item, dict):
                 col = next((item[k] for k in ('color', 'colour', 'type',
                                               'class') if k in item), None)
-            _json_cone(out, x, y, col, line_of('cones'), f'cones[{i}].color')
+            _json_cone(out, x, y, col, line, f'cones[{i}].color')
     if not found:
         raise ValueError(f"{path}:1: field 'blue_cones': no cone lists "
                          '(blue_cones, yellow_cones, ...), x/y/color columns '
                          f'or cones list (keys {sorted(data)[:8]})')
-    cars = data.get('cars') or data.get('car_start') or data.get('start')
+    key = next((k for k in ('cars', 'car_start', 'start') if data.get(k)), None)
+    cars, line = (data[key], doc.line(data, key)) if key else (None, 1)
     if isinstance(cars, list) and cars and isinstance(cars[0], dict):
-        cars = cars[0]
+        cars, line = cars[0], doc.line(cars, 0, line)
     if isinstance(cars, dict):
-        x, y = xy_of(cars, 'cars[0]', 'cars')
-        yaw = cars.get('orientation', cars.get('yaw', 0.0))
-        out.start = Pose(x=x, y=y, yaw=num(yaw, 'cars[0].orientation',
-                                           'cars'))
+        x, y = xy_of(cars, 'cars[0]', line)
+        ykey = 'orientation' if 'orientation' in cars else 'yaw'
+        out.start = Pose(x=x, y=y, yaw=num(cars.get(ykey, 0.0), f'cars[0].{ykey}',
+                                           doc.line(cars, ykey, line)))
     return out.done()
 
 
@@ -942,7 +1018,9 @@ def read_unreal_dir(path: str) -> TrackFile:
         if len(pts) != 1:
             raise ValueError(f"{path}/origin.txt:1: field 'X': expected one "
                              f'(X=,Y=,Z=) point, got {len(pts)}')
-        origin = (float(pts[0][0]), float(pts[0][1]))
+        where = os.path.join(path, 'origin.txt')
+        origin = (_number(where, 1, 'X', pts[0][0]),
+                  _number(where, 1, 'Y', pts[0][1]))
     else:
         out.notes.append(f'{path}: no origin.txt: the car starts at the '
                          'Unreal origin')
