@@ -11,8 +11,8 @@ message or an answer with NaN in it.
 """
 
 from pathlib import Path
-import re
 
+from file_mutations import mutate, NUMBER, OPS
 from hil_bridge.sim import track_files as F
 from hypothesis import given, HealthCheck, settings, strategies as st
 import numpy as np
@@ -20,44 +20,14 @@ import numpy as np
 DATA = Path(__file__).resolve().parent / 'data' / 'tracks'
 FILES = sorted(p for p in DATA.iterdir() if p.suffix in (
     '.csv', '.yaml', '.json', '.sdf', '.world'))
-NUMBER = re.compile(r'-?\d+\.\d+')
 FUZZ = settings(max_examples=120, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow])
 
 
-def mutate(text: str, op: str, at: float) -> str:
-    """Return ``text`` changed by ``op`` at the relative position ``at`` (0-1)."""
-    lines = text.split('\n')
-    i = min(int(at * len(lines)), len(lines) - 1)
-    nums = list(NUMBER.finditer(text))
-    if op == 'cut':
-        return text[:int(at * len(text))]
-    if op == 'drop':
-        return '\n'.join(lines[:i] + lines[i + 1:])
-    if op == 'repeat':
-        return '\n'.join(lines[:i + 1] + lines[i:])
-    if op == 'mangle':
-        lines[i] = lines[i][:len(lines[i]) // 2] + '%$#@!'
-        return '\n'.join(lines)
-    if op in ('nan', 'inf', '1e300', 'empty') and nums:
-        m = nums[min(int(at * len(nums)), len(nums) - 1)]
-        new = {'nan': 'nan', 'inf': '-inf', '1e300': '1e300', 'empty': ''}[op]
-        return text[:m.start()] + new + text[m.end():]
-    if op == 'nul':
-        k = int(at * len(text))
-        return text[:k] + '\x00\xff' + text[k:]
-    if op == 'bom':
-        return '\ufeff' + text
-    if op == 'crlf':
-        return text.replace('\n', '\r\n')
-    return text
-
-
 @FUZZ
 @given(index=st.integers(0, len(FILES) - 1),
-       op=st.sampled_from(['cut', 'drop', 'repeat', 'mangle', 'nan', 'inf',
-                           '1e300', 'empty', 'nul', 'bom', 'crlf']),
+       op=st.sampled_from(OPS),
        at=st.floats(0.0, 1.0))
 def test_a_mutated_track_file_loads_or_names_itself_in_one_line(
         tmp_path_factory, index: int, op: str, at: float) -> None:

@@ -13,9 +13,9 @@ import math
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
+from hil_bridge.interface.config import read_yaml, YamlLines
 from hil_bridge.interface.frames import Pose
 import numpy as np
-import yaml
 
 
 @dataclass
@@ -90,43 +90,6 @@ DEFAULT_LAPS = {'trackdrive': 10, 'autocross': 1, 'acceleration': 1,
                 'skidpad': 4}
 
 
-class _Where:
-    """Map key paths of a YAML file to line numbers for error messages."""
-
-    def __init__(self, path: str, text: str) -> None:
-        self.path = path
-        self.lines: Dict[Tuple[Any, ...], int] = {}
-        try:
-            node = yaml.compose(text)
-        except yaml.YAMLError:
-            node = None
-        if node is not None:
-            self._walk(node, ())
-
-    def _walk(self, node: Any, prefix: Tuple[Any, ...]) -> None:
-        self.lines[prefix] = node.start_mark.line + 1
-        if isinstance(node, yaml.MappingNode):
-            for k, v in node.value:
-                key = prefix + (k.value,)
-                self.lines[key] = k.start_mark.line + 1
-                self._walk(v, key)
-                self.lines[key] = k.start_mark.line + 1
-        elif isinstance(node, yaml.SequenceNode):
-            for i, v in enumerate(node.value):
-                self._walk(v, prefix + (i,))
-
-    def error(self, keys: Tuple[Any, ...], message: str) -> ValueError:
-        """Return a ValueError naming file, line and field ``keys``."""
-        line = None
-        for n in range(len(keys), -1, -1):
-            if keys[:n] in self.lines:
-                line = self.lines[keys[:n]]
-                break
-        dotted = '.'.join(str(k) for k in keys) or '<top>'
-        where = f'{self.path}:{line}' if line is not None else self.path
-        return ValueError(f'{where}: field {dotted!r}: {message}')
-
-
 def scenario_path(name_or_path: str) -> str:
     """Return the file of a scenario given by name or path."""
     from hil_bridge.interface.config import config_path
@@ -138,7 +101,7 @@ def scenario_path(name_or_path: str) -> str:
     return config_path('scenarios', name)
 
 
-def _number(w: _Where, keys: Tuple[Any, ...], value: Any, lo: float = -math.inf,
+def _number(w: YamlLines, keys: Tuple[Any, ...], value: Any, lo: float = -math.inf,
             integer: bool = False, hi: float = math.inf) -> float:
     if isinstance(value, bool) or value is None:
         raise w.error(keys, f'expected a number, got {value!r}')
@@ -159,7 +122,7 @@ def _number(w: _Where, keys: Tuple[Any, ...], value: Any, lo: float = -math.inf,
     return out
 
 
-def _pose(w: _Where, keys: Tuple[Any, ...], raw: Any) -> Pose:
+def _pose(w: YamlLines, keys: Tuple[Any, ...], raw: Any) -> Pose:
     if not isinstance(raw, dict):
         raise w.error(keys, f'expected a mapping with {list(POSE_KEYS)}, got '
                       f'{raw!r}')
@@ -170,7 +133,7 @@ def _pose(w: _Where, keys: Tuple[Any, ...], raw: Any) -> Pose:
                    if k in raw})
 
 
-def _actor(w: _Where, keys: Tuple[Any, ...], raw: Any, ego: bool,
+def _actor(w: YamlLines, keys: Tuple[Any, ...], raw: Any, ego: bool,
            track: Any) -> ActorSpec:
     from hil_bridge.interface.vehicle_profile import load_vehicle_profile
     from hil_bridge.sim.actors import check_behaviour
@@ -232,7 +195,7 @@ def _actor(w: _Where, keys: Tuple[Any, ...], raw: Any, ego: bool,
                      behaviour=dict(behaviour))
 
 
-def _track(w: _Where, raw: Any, path: str, mission: str) -> Any:
+def _track(w: YamlLines, raw: Any, path: str, mission: str) -> Any:
     from hil_bridge.sim.track_files import CONVENTIONS, FORMATS
     from hil_bridge.sim.tracks import GENERATORS, make_track
     keys: Tuple[Any, ...] = ('track',)
@@ -306,13 +269,7 @@ def load_scenario(name_or_path: str, **overrides: Any) -> Scenario:
     path = scenario_path(name_or_path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f'scenario not found: {path}')
-    with open(path, 'r', encoding='utf-8') as stream:
-        text = stream.read()
-    w = _Where(path, text)
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ValueError(f'{path}: not valid YAML: {exc}') from None
+    data, w = read_yaml(path)
     if not isinstance(data, dict):
         raise ValueError(f'{path}: expected a YAML mapping at top level')
     _apply_overrides(data, overrides)

@@ -10,7 +10,7 @@ The config directory is, in order: ``$CARLA_HIL_CONFIG``; the installed
 import functools
 import os
 import re
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
@@ -55,15 +55,81 @@ def config_path(*parts: str) -> str:
     return os.path.join(config_dir(), *parts)
 
 
+class YamlLines:
+    """Map the key paths of a YAML file to line numbers for error messages."""
+
+    def __init__(self, path: str, text: str) -> None:
+        self.path = path
+        self.lines: Dict[Tuple[Any, ...], int] = {}
+        try:
+            node = yaml.compose(text, Loader=yaml.SafeLoader)
+        except yaml.YAMLError:
+            node = None
+        if node is not None:
+            self._walk(node, ())
+
+    def _walk(self, node: Any, prefix: Tuple[Any, ...]) -> None:
+        self.lines[prefix] = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                key = prefix + (k.value if isinstance(k, yaml.ScalarNode) else None,)
+                self._walk(v, key)
+                self.lines[key] = k.start_mark.line + 1
+        elif isinstance(node, yaml.SequenceNode):
+            for i, v in enumerate(node.value):
+                self._walk(v, prefix + (i,))
+
+    def line(self, keys: Tuple[Any, ...]) -> Optional[int]:
+        """Return the line of ``keys`` or of its nearest known parent."""
+        for n in range(len(keys), -1, -1):
+            if keys[:n] in self.lines:
+                return self.lines[keys[:n]]
+        return None
+
+    def where(self, keys: Tuple[Any, ...] = ()) -> str:
+        """Return ``path:line`` of ``keys`` (``path`` when unknown)."""
+        line = self.line(keys)
+        return f'{self.path}:{line}' if line is not None else self.path
+
+    def error(self, keys: Tuple[Any, ...], message: str) -> ValueError:
+        """Return a ValueError naming file, line and field ``keys``."""
+        dotted = '.'.join(str(k) for k in keys) or '<top>'
+        return ValueError(f'{self.where(keys)}: field {dotted!r}: {message}')
+
+
+def yaml_error(path: str, exc: yaml.YAMLError) -> ValueError:
+    """Return one line for a YAML syntax error: file, line and problem."""
+    mark = getattr(exc, 'problem_mark', None)
+    line = mark.line + 1 if mark is not None else 1
+    problem = getattr(exc, 'problem', None) or str(exc).split('\n')[0]
+    return ValueError(f'{path}:{line}: not valid YAML: {problem}')
+
+
+def read_yaml(path: str) -> Tuple[Any, YamlLines]:
+    """
+    Parse a YAML file; return its data and the line map of its keys.
+
+    Raises ``ValueError`` in one line (file, line, problem) for a syntax
+    error, ``OSError`` when the file cannot be read.
+    """
+    with open(path, 'r', encoding='utf-8') as stream:
+        text = stream.read()
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise yaml_error(path, exc) from None
+    return data, YamlLines(path, text)
+
+
 def load_yaml(*parts: str) -> Dict[str, Any]:
     """
     Load a YAML mapping from ``config/`` (or an absolute path).
 
-    Raises ``ValueError`` naming the file when it is not a mapping.
+    Raises ``ValueError`` naming the file (and line) when it is not valid
+    YAML or not a mapping.
     """
     path = config_path(*parts)
-    with open(path, 'r', encoding='utf-8') as stream:
-        data = yaml.safe_load(stream)
+    data, _ = read_yaml(path)
     if data is None:
         data = {}
     if not isinstance(data, dict):

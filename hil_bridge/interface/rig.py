@@ -23,9 +23,8 @@ import math
 import os
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from hil_bridge.interface.config import config_path
+from hil_bridge.interface.config import config_path, read_yaml, YamlLines
 from hil_bridge.interface.frames import Pose
-import yaml
 
 LIDAR = 'sensor.lidar.ray_cast'
 CAMERA_RGB = 'sensor.camera.rgb'
@@ -164,19 +163,30 @@ def _interval(lo: Any, hi: Any, lo_inc: bool, hi_inc: bool) -> str:
     return f'{left}, {right}'
 
 
+def _check_blueprint(blueprint: Any, prefix: str) -> None:
+    """Raise ``ValueError`` (``prefix`` first) for a blueprint we cannot build."""
+    if not isinstance(blueprint, str) or blueprint not in DEFAULTS:
+        raise ValueError(f'{prefix}unknown blueprint {blueprint!r}; the '
+                         f'built-in simulator supports {sorted(DEFAULTS)}')
+
+
 def validate_attributes(blueprint: str, attributes: Dict[str, Any],
-                        where: str = '') -> Dict[str, Any]:
+                        where: str = '',
+                        where_of: Optional[Callable[[str], str]] = None
+                        ) -> Dict[str, Any]:
     """
     Return ``attributes`` completed with CARLA defaults and checked.
 
-    ``where`` prefixes error messages (file and sensor id). Raises
+    ``where`` prefixes error messages (file and sensor id), ``where_of(key)``
+    when given those about attribute ``key`` (its line). Raises
     ``ValueError`` for an unknown blueprint or attribute, a value of the
     wrong type, out of its range, or ``upper_fov < lower_fov``.
     """
     prefix = f'{where}: ' if where else ''
-    if blueprint not in DEFAULTS:
-        raise ValueError(f'{prefix}unknown blueprint {blueprint!r}; the '
-                         f'built-in simulator supports {sorted(DEFAULTS)}')
+
+    def at(key: str) -> str:
+        return f'{where_of(key)}: ' if where_of is not None else prefix
+    _check_blueprint(blueprint, prefix)
     if not isinstance(attributes, dict):
         raise ValueError(f'{prefix}attributes must be a mapping')
     defaults = DEFAULTS[blueprint]
@@ -186,7 +196,7 @@ def validate_attributes(blueprint: str, attributes: Dict[str, Any],
     for key in attributes:
         if key not in accepted:
             raise ValueError(
-                f'{prefix}unknown attribute {key!r} for {blueprint}; '
+                f'{at(key)}unknown attribute {key!r} for {blueprint}; '
                 f'accepted: {sorted(accepted)}')
     out = dict(defaults)
     out.update(attributes)
@@ -194,7 +204,7 @@ def validate_attributes(blueprint: str, attributes: Dict[str, Any],
         value = _number(out[key], integer)
         kind = 'an integer' if integer else 'a finite number'
         if value is None:
-            raise ValueError(f'{prefix}attribute {key!r} must be {kind}, '
+            raise ValueError(f'{at(key)}attribute {key!r} must be {kind}, '
                              f'got {out[key]!r}')
         bad = ((lo is not None and (value < lo or (value == lo
                                                    and not lo_inc)))
@@ -202,12 +212,12 @@ def validate_attributes(blueprint: str, attributes: Dict[str, Any],
                                                       and not hi_inc))))
         if bad:
             raise ValueError(
-                f'{prefix}attribute {key!r} = {value!r} out of range '
+                f'{at(key)}attribute {key!r} = {value!r} out of range '
                 f'{_interval(lo, hi, lo_inc, hi_inc)}')
         out[key] = value
     if blueprint == LIDAR and out['upper_fov'] < out['lower_fov']:
         raise ValueError(
-            f'{prefix}attribute \'upper_fov\' = {out["upper_fov"]} is below '
+            f'{at("upper_fov")}attribute \'upper_fov\' = {out["upper_fov"]} is below '
             f'\'lower_fov\' = {out["lower_fov"]}')
     return out
 
@@ -231,16 +241,18 @@ def _mount(raw: Any, where: str) -> Pose:
     return Pose(**values)
 
 
-def parse_rig(data: Any, source: str = '<rig>') -> List[SensorSpec]:
+def parse_rig(data: Any, source: str = '<rig>',
+              lines: Optional[YamlLines] = None) -> List[SensorSpec]:
     """
     Return the sensors of a parsed rig mapping (see :func:`load_rig`).
 
-    ``source`` names the file in error messages.
+    ``source`` names the file in error messages, ``lines`` (the file's
+    line map) adds the line of the sensor at fault.
     """
     if not isinstance(data, dict) or 'sensors' not in data:
         raise ValueError(f'{source}: expected a mapping with a "sensors" '
                          f'list')
-    unknown = set(data) - {'sensors'}
+    unknown = set(map(str, data)) - {'sensors'}
     if unknown:
         raise ValueError(f'{source}: unknown top-level keys {sorted(unknown)}')
     sensors = data['sensors']
@@ -249,10 +261,11 @@ def parse_rig(data: Any, source: str = '<rig>') -> List[SensorSpec]:
     specs: List[SensorSpec] = []
     seen = set()
     for index, entry in enumerate(sensors):
-        where = f'{source}: sensors[{index}]'
+        at = lines.where(('sensors', index)) if lines is not None else source
+        where = f'{at}: sensors[{index}]'
         if not isinstance(entry, dict):
             raise ValueError(f'{where}: expected a mapping')
-        extra = set(entry) - {'id', 'blueprint', 'mount', 'attributes'}
+        extra = set(map(str, entry)) - {'id', 'blueprint', 'mount', 'attributes'}
         if extra:
             raise ValueError(f'{where}: unknown keys {sorted(extra)}; '
                              f'accepted: id, blueprint, mount, attributes')
@@ -262,15 +275,21 @@ def parse_rig(data: Any, source: str = '<rig>') -> List[SensorSpec]:
         sensor_id = entry['id']
         if not isinstance(sensor_id, str) or not sensor_id:
             raise ValueError(f'{where}: id must be a non-empty string')
-        where = f'{source}: sensor {sensor_id!r}'
+        where = f'{at}: sensor {sensor_id!r}'
         if sensor_id in seen:
             raise ValueError(f'{where}: duplicate sensor id')
         seen.add(sensor_id)
         blueprint = entry['blueprint']
+
+        def where_of(*keys: str, i: int = index, sid: Any = sensor_id) -> str:
+            at = lines.where(('sensors', i) + keys) if lines is not None else source
+            return f'{at}: sensor {sid!r}'
+        _check_blueprint(blueprint, where_of('blueprint') + ': ')
         attributes = validate_attributes(
-            blueprint, entry.get('attributes') or {}, where)
+            blueprint, entry.get('attributes') or {}, where_of('attributes'),
+            lambda key: where_of('attributes', key))
         specs.append(SensorSpec(sensor_id=sensor_id, blueprint=blueprint,
-                                mount=_mount(entry.get('mount'), where),
+                                mount=_mount(entry.get('mount'), where_of('mount')),
                                 attributes=attributes))
     return specs
 
@@ -288,12 +307,8 @@ def load_rig(name_or_path: str) -> List[SensorSpec]:
     path = rig_path(name_or_path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f'sensor rig not found: {path}')
-    with open(path, 'r', encoding='utf-8') as stream:
-        try:
-            data = yaml.safe_load(stream)
-        except yaml.YAMLError as exc:
-            raise ValueError(f'{path}: not valid YAML: {exc}') from None
-    return parse_rig(data, path)
+    data, lines = read_yaml(path)
+    return parse_rig(data, path, lines)
 
 
 def carla_attributes(spec: SensorSpec) -> Dict[str, str]:

@@ -5,7 +5,7 @@
 from dataclasses import dataclass, fields
 import math
 
-from hil_bridge.interface.config import config_path, load_yaml
+from hil_bridge.interface.config import config_path, read_yaml
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,9 @@ def load_vehicle_profile(name_or_path: str) -> VehicleProfile:
         f'{name_or_path}.yaml'
     path = config_path(rel) if rel.startswith('/') else \
         config_path('vehicles', rel)
-    data = load_yaml(path)
+    data, lines = read_yaml(path)
+    if not isinstance(data, dict):
+        raise ValueError(f'{path}: expected a YAML mapping at top level')
     values = {}
     for f in fields(VehicleProfile):
         if f.name not in data:
@@ -67,14 +69,14 @@ def load_vehicle_profile(name_or_path: str) -> VehicleProfile:
             try:
                 value = float(value)
             except (TypeError, ValueError):
-                raise ValueError(f'{path}: field {f.name!r} is not a '
-                                 f'number: {value!r}') from None
+                raise ValueError(f'{lines.where((f.name,))}: field {f.name!r} '
+                                 f'is not a number: {value!r}') from None
             if not math.isfinite(value) or value < 0.0:
-                raise ValueError(f'{path}: field {f.name!r} must be finite '
-                                 f'and >= 0, got {value}')
+                raise ValueError(f'{lines.where((f.name,))}: field {f.name!r} '
+                                 f'must be finite and >= 0, got {value}')
         values[f.name] = value
     for key in ('wheelbase', 'mass', 'max_steer', 'max_decel', 'length',
                 'width'):
         if values[key] <= 0.0:
-            raise ValueError(f'{path}: field {key!r} must be > 0')
+            raise ValueError(f'{lines.where((key,))}: field {key!r} must be > 0')
     return VehicleProfile(**values)

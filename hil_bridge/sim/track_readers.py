@@ -43,6 +43,7 @@ from xml.parsers import expat
 
 from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_UNKNOWN,
                                         CONE_YELLOW)
+from hil_bridge.interface.config import yaml_error
 from hil_bridge.interface.frames import Pose
 import numpy as np
 import yaml
@@ -475,11 +476,7 @@ class _Yaml:
             docs = [d for d in yaml.compose_all(text, Loader=yaml.SafeLoader)
                     if d is not None]
         except yaml.YAMLError as exc:
-            mark = getattr(exc, 'problem_mark', None)
-            line = mark.line + 1 if mark is not None else 1
-            problem = getattr(exc, 'problem', None) or str(exc).split('\n')[0]
-            raise ValueError(f'{path}:{line}: not valid YAML: {problem}'
-                             ) from None
+            raise yaml_error(path, exc) from None
         if not docs:
             raise ValueError(f'{path}:1: empty file')
         if len(docs) > 1:
