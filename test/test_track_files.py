@@ -779,3 +779,27 @@ def test_an_open_u_turn_is_not_closed_across_its_open_end(tmp_path: Path) -> Non
     loaded = F.load_track_file(str(path))
     assert loaded.track.closed
     _same_oval(loaded.track)
+
+
+# -------------------------------------- s32: unseen public files (loading)
+# Our own small files with the features of public files met in s32
+# (docs/track_formats.md, "Met in s32: unseen public files").
+
+
+def test_start_heading_beyond_two_pi_is_wrapped_with_a_note(
+        tmp_path: Path) -> None:
+    """The FSUK 2023 map (bristol): car_start direction 201 (a row counter)."""
+    path = tmp_path / 'heading.csv'
+    path.write_text(GOOD.replace('car_start,0.0,0.0,0.0',
+                                 'car_start,0.0,0.0,201.0'))
+    tf = F.read_track_file(str(path))
+    assert tf.car_start.yaw == pytest.approx(201.0 - 32 * 2 * np.pi)
+    assert tf.notes == [f"{path}:2: field 'direction': start heading 201 rad "
+                        'is not an angle within +-2 pi: read as -0.062 rad '
+                        '(-3.5 deg)']
+    # within +-2 pi: wrapped to (-pi, pi] without a note
+    path.write_text(GOOD.replace('car_start,0.0,0.0,0.0',
+                                 'car_start,0.0,0.0,6.0'))
+    tf = F.read_track_file(str(path))
+    assert tf.car_start.yaw == pytest.approx(6.0 - 2 * np.pi)
+    assert tf.notes == []

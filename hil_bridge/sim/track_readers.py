@@ -174,7 +174,7 @@ class _Cones:
             if self.start is not None:
                 raise ValueError(f'{self.path}:{line}: field {where!r}: '
                                  f'second {tag} row')
-            self.start = Pose(x=x, y=y, yaw=yaw)
+            self.set_start(x, y, yaw, line, 'direction')
         elif key in MIDPOINT_TAGS:
             self.mids.append((x, y))
         elif key in TIMING_TAGS:
@@ -186,6 +186,25 @@ class _Cones:
                 f'{self.path}:{line}: field {where!r}: unknown tag {tag!r} '
                 '(expected a cone colour: blue/left, yellow/right, orange, '
                 'big_orange, unknown; or car_start, midpoint, timekeeping)')
+
+    def set_start(self, x: float, y: float, yaw: float, line: int,
+                  where: str) -> None:
+        """
+        Set the start pose (m, rad), the heading wrapped to (-pi, pi].
+
+        A heading beyond +-2 pi is not an angle a writer meant (a row
+        counter in the column, as bristol's FSUK 2023 map): noted with
+        the file, line and field ``where``.
+        """
+        wrapped = math.remainder(yaw, 2.0 * math.pi)
+        if wrapped <= -math.pi:
+            wrapped += 2.0 * math.pi
+        if abs(yaw) > 2.0 * math.pi:
+            self.notes.append(
+                f'{self.path}:{line}: field {where!r}: start heading {yaw:g} '
+                'rad is not an angle within +-2 pi: read as '
+                f'{wrapped:.3f} rad ({math.degrees(wrapped):.1f} deg)')
+        self.start = Pose(x=x, y=y, yaw=wrapped)
 
     def done(self) -> TrackFile:
         for what, n in sorted(self.skipped.items()):
@@ -597,7 +616,9 @@ def read_pacsim(path: str, text: str) -> TrackFile:
             if 'position' in st else [0.0, 0.0]
         ori = doc.vector(st['orientation'], 'track.start.orientation', 3, 3) \
             if 'orientation' in st else [0.0, 0.0, 0.0]
-        out.start = Pose(x=pos[0], y=pos[1], yaw=ori[2])
+        node = st.get('orientation', tr['start'])
+        out.set_start(pos[0], pos[1], ori[2], node.start_mark.line + 1,
+                      'track.start.orientation')
     if 'lanesFirstWithLastConnected' in tr:
         node = tr['lanesFirstWithLastConnected']
         value = doc.text(node, 'track.lanesFirstWithLastConnected').lower()
@@ -633,10 +654,11 @@ def read_fssim(path: str, text: str) -> TrackFile:
             for i, item in enumerate(doc.sequence(top[key], key)):
                 out.timing.append(tuple(doc.point(item, f'{key}[{i}]')))
     if 'starting_pose_front_wing' in top:
-        x, y, yaw = doc.vector(top['starting_pose_front_wing'],
-                               'starting_pose_front_wing', 3, 3)
-        out.start = Pose(x=x - FRONT_WING_OFFSET * math.cos(yaw),
-                         y=y - FRONT_WING_OFFSET * math.sin(yaw), yaw=yaw)
+        node = top['starting_pose_front_wing']
+        x, y, yaw = doc.vector(node, 'starting_pose_front_wing', 3, 3)
+        out.set_start(x - FRONT_WING_OFFSET * math.cos(yaw),
+                      y - FRONT_WING_OFFSET * math.sin(yaw), yaw,
+                      node.start_mark.line + 1, 'starting_pose_front_wing')
     return out.done()
 
 
@@ -962,8 +984,9 @@ def read_json(path: str, text: str) -> TrackFile:
     if isinstance(cars, dict):
         x, y = xy_of(cars, 'cars[0]', line)
         ykey = 'orientation' if 'orientation' in cars else 'yaw'
-        out.start = Pose(x=x, y=y, yaw=num(cars.get(ykey, 0.0), f'cars[0].{ykey}',
-                                           doc.line(cars, ykey, line)))
+        yline = doc.line(cars, ykey, line)
+        out.set_start(x, y, num(cars.get(ykey, 0.0), f'cars[0].{ykey}', yline),
+                      yline, f'cars[0].{ykey}')
     return out.done()
 
 
