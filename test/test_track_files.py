@@ -489,7 +489,7 @@ def test_other_errors(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=f'^{path}: no cones$'):
         F.load_track_file(str(path))
     path.write_text('blue,1,1.5\nblue,5,1.5\nblue,9,1.5\n')
-    with pytest.raises(ValueError, match='two cones on each side'):
+    with pytest.raises(ValueError, match='one boundary only'):
         F.load_track_file(str(path))
     with pytest.raises(ValueError, match="format 'xyz'"):
         F.load_track_file(str(path), fmt='xyz')
@@ -784,6 +784,39 @@ def test_an_open_u_turn_is_not_closed_across_its_open_end(tmp_path: Path) -> Non
 # -------------------------------------- s32: unseen public files (loading)
 # Our own small files with the features of public files met in s32
 # (docs/track_formats.md, "Met in s32: unseen public files").
+
+ONE_ROW = """cones_left: []
+cones_orange: []
+cones_orange_big: []
+cones_right:
+- [4.0, -2.0]
+- [4.0, -1.0]
+- [4.0, 0.0]
+- [4.0, 1.0]
+- [4.0, 2.0]
+starting_pose_front_wing: [0.0, 0.0, 0.0]
+tk_device: [[0.0, 3.0], [0.0, -3.0]]
+"""
+
+
+def test_one_boundary_only_is_refused_in_every_convention(
+        tmp_path: Path) -> None:
+    """Calibration rows (fssim): colours and sides, one boundary: no track."""
+    from hil_bridge.tools import track_cli
+    path = tmp_path / 'yellow_row.yaml'
+    path.write_text(ONE_ROW)
+    want = f'{path}: 0 cones on the left boundary, 5 on the right: one ' \
+        'boundary only, not a track'
+    for convention in F.CONVENTIONS:
+        with pytest.raises(ValueError) as err:
+            F.load_track_file(str(path), convention=convention)
+        # unreal negates y: the row is on the left
+        assert str(err.value) == (want if convention != 'unreal' else want.
+                                  replace('0 cones', '5 cones').
+                                  replace('5 on', '0 on')), convention
+    # --convention auto tries every convention: refused there too
+    row, = track_cli.table_rows([str(path)], 'auto', 'auto', '', 0.5)
+    assert row['status'] == 'broken' and 'one boundary only' in row['first']
 
 
 def test_start_heading_beyond_two_pi_is_wrapped_with_a_note(

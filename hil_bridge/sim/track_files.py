@@ -787,12 +787,24 @@ def _centerline_from_cones(cones: ConeArray, side: np.ndarray,
     metre of the median boundary offset: braking zones; not clutter further
     out, nor cones within 1.5 m of a boundary cone of their side, as gate
     cones beside the line) are then put on their side and the centre line
-    is rebuilt with them.
+    is rebuilt with them. Fewer than two cones on a boundary: a file with
+    boundary colours or sides is refused (one boundary only: a calibration
+    row, not a track); one without is split by the side of the start
+    heading.
     """
     heading = np.array([math.cos(car_start.yaw), math.sin(car_start.yaw)])
     origin = np.array([car_start.x, car_start.y])
     left, right = _boundary_masks(cones.class_id, side)
     if left.sum() < 2 or right.sum() < 2:
+        cls = cones.class_id
+        if ((cls == CONE_BLUE) | (cls == CONE_YELLOW) | (side != 0)).any():
+            # boundary colours or sides given, but (almost) one boundary
+            # only: a calibration row or a line of cones, not a track
+            nl, nr = int(left.sum()), int(right.sum())
+            raise ValueError(
+                f'{path}: {nl} cones on the left boundary, {nr} on the '
+                'right: ' + ('one boundary only' if max(nl, nr) >= 2 else
+                             'too few boundary cones') + ', not a track')
         # no colours: split all cones by the side of the start heading
         rel = cones.xy - origin
         lat = heading[0] * rel[:, 1] - heading[1] * rel[:, 0]
