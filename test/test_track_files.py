@@ -819,6 +819,32 @@ def test_one_boundary_only_is_refused_in_every_convention(
     assert row['status'] == 'broken' and 'one boundary only' in row['first']
 
 
+def test_fsds_origin_far_from_the_track_is_not_the_start(
+        tmp_path: Path) -> None:
+    """An old IFSSIM acceleration map: the cones 85-162 m up the y axis."""
+    rows = [f'{tag},{x},{y},0,0,0,0' for tag, x in (('blue', 41.5),
+                                                    ('yellow', 44.5))
+            for y in range(86, 162, 5)]
+    rows += [f'big_orange,{x},{y},0,0,0,0' for y in (85, 162)
+             for x in (41.5, 44.5)]
+    path = tmp_path / 'far_origin.csv'
+    path.write_text('\n'.join(rows) + '\n')
+    loaded = F.load_track_file(str(path))
+    assert loaded.fmt == 'fsds' and loaded.errors == []
+    track = loaded.track
+    # behind the first gate (y = 85), facing along the lane (+y)
+    start = track.car_start
+    assert (start.x, start.y, start.yaw) == pytest.approx(
+        (43.0, 82.0, np.pi / 2), abs=0.05)
+    assert track.mission == 'acceleration' and not track.closed
+    assert track.length < 90.0               # no lead-in from the origin
+    assert any('FSDS puts the car at the origin, but the nearest cone is '
+               '94.6 m from it' in w for w in loaded.warnings)
+    # a map around the origin keeps FSDS's spawn point
+    assert F.load_track_file(str(DATA / 'fsds_oval.csv')).track.car_start \
+        .y == 0.0
+
+
 def test_start_heading_beyond_two_pi_is_wrapped_with_a_note(
         tmp_path: Path) -> None:
     """The FSUK 2023 map (bristol): car_start direction 201 (a row counter)."""

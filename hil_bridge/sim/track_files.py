@@ -63,6 +63,9 @@ LOOK_AHEAD = 6
 #: Where a file without a start pose puts the car: this far (m, rear
 #: axle) behind its first big orange cones.
 START_BEHIND = 3.0
+#: An FSDS map keeps its car at the origin (FSDS's spawn point) when a
+#: boundary or big orange cone is this close to it (m).
+ORIGIN_NEAR = 2.0 * MAX_CONE_SPACING
 #: Slack (m) of the width and spacing rules for cone positions read from
 #: files (surveyed or mapped, not set by a generator).
 FILE_TOLERANCE = 0.5
@@ -283,25 +286,37 @@ def _infer_start(tf: TrackFile) -> None:
     """
     Give a file without a start pose one, behind its start line.
 
-    FSDS maps and Unreal dumps have a fixed convention (the car at the
-    origin facing +x) and are left alone. Otherwise the car faces along
-    the track with its left boundary (blue, or the file's left side) on
-    its left (the three nearest left and right cones give the direction)
-    and stands ``START_BEHIND`` m behind the big orange cones that come
-    first in that direction; without big orange cones at the origin when
-    it is between the boundaries, else between the left and right cones
-    nearest to it. In place, with a note when that is not the origin
-    facing +x.
+    FSDS maps have a fixed convention (the car at the origin facing +x),
+    kept when a boundary or big orange cone is within ``ORIGIN_NEAR`` of
+    the origin (Unreal dumps have their origin.txt). Otherwise the car
+    faces along the track with its left boundary (blue, or the file's
+    left side) on its left (the three nearest left and right cones give
+    the direction) and stands ``START_BEHIND`` m behind the big orange
+    cones that come first in that direction; without big orange cones at
+    the origin when it is between the boundaries, else between the left
+    and right cones nearest to it. In place, with a note when that is not
+    the origin facing +x (for FSDS, naming how far the origin is).
     """
-    if tf.car_start is not None or tf.fmt in ('fsds', 'unreal_dir'):
+    if tf.car_start is not None or tf.fmt == 'unreal_dir':
         return
     cls = tf.class_id
     left, right = _boundary_masks(cls, tf.side)
     origin = np.zeros(2)
     if left.sum() < 1 or right.sum() < 1:
-        tf.car_start = Pose()
+        if tf.fmt != 'fsds':
+            tf.car_start = Pose()
         return
     lp, rp = tf.xy[left], tf.xy[right]
+    head = f'{tf.path}: no start pose'
+    if tf.fmt == 'fsds':
+        # FSDS spawns the car at the origin; a map drawn elsewhere (IFSSIM
+        # spawns behind its first gate) would get a made-up lead-in
+        near = float(np.hypot(*tf.xy[left | right | (cls == CONE_BIG_ORANGE)
+                                     ].T).min())
+        if near <= ORIGIN_NEAR:
+            return
+        head = (f'{tf.path}: FSDS puts the car at the origin, but the nearest '
+                f'cone is {near:.1f} m from it')
 
     def heading_at(p: np.ndarray) -> np.ndarray:
         li = np.argsort(np.hypot(*(lp - p).T))[:3]
@@ -327,7 +342,7 @@ def _infer_start(tf: TrackFile) -> None:
     yaw = math.atan2(h[1], h[0])
     tf.car_start = Pose(x=float(anchor[0]), y=float(anchor[1]), yaw=yaw)
     if np.hypot(*anchor) > 0.05 or abs(yaw) > 0.05:
-        tf.notes.append(f'{tf.path}: no start pose: the car starts at '
+        tf.notes.append(f'{head}: the car starts at '
                         f'({anchor[0]:.2f}, {anchor[1]:.2f}) facing '
                         f'{math.degrees(yaw):.0f} deg, along the track with '
                         'its left boundary on the left' +
