@@ -845,6 +845,49 @@ def test_fsds_origin_far_from_the_track_is_not_the_start(
         .y == 0.0
 
 
+def _ring_yaml(sensors: str) -> str:
+    """Return a PacSim ring (blue r 15, yellow r 12), car at (0, 13.5)."""
+    ang = np.linspace(0.0, 2 * np.pi, 24, endpoint=False)
+    text = ('track:\n  lanesFirstWithLastConnected: true\n  start:\n'
+            '    position: [0.0, 13.5, 0.0]\n    orientation: [0.0, 0.0, 0.0]\n')
+    for key, r, colour in (('left', 15.0, 'blue'), ('right', 12.0, 'yellow')):
+        text += f'  {key}:\n' + ''.join(
+            f'  - position: [{r * np.cos(a):.3f}, {r * np.sin(a):.3f}, 0.0]\n'
+            f'    class: {colour}\n' for a in ang)
+    return text + '  time_keeping:\n' + sensors
+
+
+def test_timing_sensors_far_apart_trigger_where_pacsim_does(
+        tmp_path: Path) -> None:
+    """
+    Sensors 30 m apart across a ring (E-Team's circular.yaml).
+
+    PacSim's gate triggers where the car crosses the segment between the
+    sensors: driving clockwise from (0, 13.5), at (13.5, 0); the pair's
+    midpoint (the ring's centre) is as near to every part of the lap.
+    """
+    path = tmp_path / 'sensors_far.yaml'
+    path.write_text(_ring_yaml(
+        '  - position: [15.0, 0.0, 0.0]\n  - position: [-15.0, 0.0, 0.0]\n'))
+    loaded = F.load_track_file(str(path))
+    assert loaded.errors == []
+    line = loaded.track.timing_lines['start']
+    assert (line.a + line.b) / 2.0 == pytest.approx([13.5, 0.0], abs=0.5)
+    assert line.direction @ [0.0, -1.0] > 0.9
+    assert sum('are 30.0 m apart (over 3 track widths): the start line is '
+               'where the segment between them crosses the centre line, at '
+               '(13.5, ' in w and '(the first of its 2 crossings ahead of '
+               'the car start)' in w for w in loaded.warnings) == 1
+    # a gate across the lane, as wide as PacSim's competition gates (14 m,
+    # crossing the centre line once): its line, no note
+    path.write_text(_ring_yaml(
+        '  - position: [-6.5, 0.0, 0.0]\n  - position: [-20.5, 0.0, 0.0]\n'))
+    loaded = F.load_track_file(str(path))
+    line = loaded.track.timing_lines['start']
+    assert (line.a + line.b) / 2.0 == pytest.approx([-13.5, 0.0], abs=0.5)
+    assert not any('track widths' in w for w in loaded.warnings)
+
+
 def test_start_heading_beyond_two_pi_is_wrapped_with_a_note(
         tmp_path: Path) -> None:
     """The FSUK 2023 map (bristol): car_start direction 201 (a row counter)."""

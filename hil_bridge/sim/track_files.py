@@ -612,7 +612,8 @@ def build_track(tf: TrackFile, mission: str = '', width: float = 0.0
         w = w[np.isfinite(w)]
         width = round(float(np.median(w)), 2) if w.size else MIN_WIDTH
     tan = tangents(cl, closed)
-    timing = _timing_from_sensors(tf.timing, cl, closed, tan, width)
+    timing = _timing_from_sensors(tf.timing, cl, closed, tan, width,
+                                  car_start, tf)
     if timing is None:
         timing = _timing_from_big_orange(cones, cl, closed, tan, width,
                                          car_start)
@@ -960,18 +961,94 @@ def _line_at(name: str, centre: np.ndarray, cl: np.ndarray, tan: np.ndarray,
 
 
 def _timing_from_sensors(points: np.ndarray, cl: np.ndarray, closed: bool,
-                         tan: np.ndarray, width: float
-                         ) -> Optional[Dict[str, TimingLine]]:
-    """Return timing lines at timing-sensor pairs (file order), or None."""
+                         tan: np.ndarray, width: float, car_start: Pose,
+                         tf: TrackFile) -> Optional[Dict[str, TimingLine]]:
+    """
+    Return timing lines at timing-sensor pairs (file order), or None.
+
+    A pair (entries 0-1, 2-3) is a gate: as PacSim's trigger, its line is
+    where the segment between the two sensors crosses the centre line,
+    the first crossing ahead of the car start (the finish: the first after
+    the start line); where the segment does not cross the centre line, the
+    centre-line point nearest the pair's midpoint. A pair more than 3
+    track widths apart whose segment crosses the centre line other than
+    once is noted (on a ring, its midpoint is as near to every part of
+    the lap; PacSim's competition gates, 12-15 m wide, cross it once).
+    """
     if len(points) < 2:
         return None
-    pairs = [points[i:i + 2].mean(axis=0)
-             for i in range(0, len(points) - 1, 2)]
-    start, i = _line_at('start', pairs[0], cl, tan, width)
-    if closed or len(pairs) == 1:
-        return {'start': start, 'finish': start}
-    finish, _j = _line_at('finish', pairs[-1], cl, tan, width, after=i + 1)
-    return {'start': start, 'finish': finish}
+    pairs = [points[i:i + 2] for i in range(0, len(points) - 1, 2)]
+    s = arc_length(cl, closed)
+    i0 = int(np.argmin(np.hypot(*(cl - [car_start.x, car_start.y]).T)))
+    lines: Dict[str, TimingLine] = {}
+    after = -1
+    for name, pair in (('start', pairs[0]), ('finish', pairs[-1])):
+        if name == 'finish' and (closed or len(pairs) == 1):
+            lines['finish'] = lines['start']
+            break
+        i, crossings = _gate_crossing(
+            pair, cl, closed, s, i0 if after < 0 else min(after, len(cl) - 1),
+            behind=after < 0)
+        if i is None:
+            line, i = _line_at(name, pair.mean(axis=0), cl, tan, width,
+                               after=after)
+        else:
+            line = timing_line(name, cl[i], tan[i], width / 2.0 + 0.5)
+        apart = float(np.hypot(*(pair[1] - pair[0])))
+        if apart > 3.0 * width and crossings != 1:
+            mid = (line.a + line.b) / 2.0
+            how = f'the first of its {crossings} crossings ahead of the car ' \
+                'start' if crossings else 'no crossing: nearest their midpoint'
+            tf.notes.append(
+                f'{tf.path}: timing sensors at ({pair[0][0]:.1f}, '
+                f'{pair[0][1]:.1f}) and ({pair[1][0]:.1f}, {pair[1][1]:.1f}) '
+                f'are {apart:.1f} m apart (over 3 track widths): the {name} '
+                f'line is where the segment between them crosses the centre '
+                f'line, at ({mid[0]:.1f}, {mid[1]:.1f}) ({how})')
+        lines[name] = line
+        after = i + 1
+    return lines
+
+
+def _gate_crossing(pair: np.ndarray, cl: np.ndarray, closed: bool,
+                   s: np.ndarray, i0: int, behind: bool
+                   ) -> Tuple[Optional[int], int]:
+    """
+    Return where the segment ``pair`` crosses the centre line, and how often.
+
+    The centre-line index of the first crossing at or after index ``i0``
+    (around the loop when ``closed``; on an open one, when none is after,
+    the nearest before if ``behind``), snapped to the nearer end of the
+    crossed centre-line segment (``s``: its arc length, m), or None; and
+    the number of crossings.
+    """
+    a, d = pair[0], pair[1] - pair[0]
+    p = cl
+    q = np.roll(cl, -1, axis=0) if closed else cl[1:]
+    p = p[:len(q)]
+    e = q - p
+    denom = d[0] * e[:, 1] - d[1] * e[:, 0]
+    rel = p - a
+    ok = np.abs(denom) > 1e-12
+    den = np.where(ok, denom, 1.0)
+    t = (rel[:, 0] * e[:, 1] - rel[:, 1] * e[:, 0]) / den
+    u = (rel[:, 0] * d[1] - rel[:, 1] * d[0]) / den
+    hit = np.flatnonzero(ok & (t >= 0.0) & (t <= 1.0) & (u >= 0.0) &
+                         (u < 1.0))
+    if hit.size == 0:
+        return None, 0
+    at = s[hit] + u[hit] * (s[hit + 1] - s[hit])
+    ahead = at - s[i0]
+    if closed:
+        ahead = ahead % s[-1]
+    if (ahead >= 0.0).any():
+        k = int(np.argmin(np.where(ahead >= 0.0, ahead, np.inf)))
+    elif behind:
+        k = int(np.argmax(ahead))
+    else:
+        return None, int(hit.size)
+    i = int(hit[k]) + int(u[hit[k]] > 0.5)
+    return i % len(cl), int(hit.size)
 
 
 def _timing_from_big_orange(cones: ConeArray, cl: np.ndarray, closed: bool,
