@@ -905,3 +905,22 @@ def test_start_heading_beyond_two_pi_is_wrapped_with_a_note(
     tf = F.read_track_file(str(path))
     assert tf.car_start.yaw == pytest.approx(6.0 - 2 * np.pi)
     assert tf.notes == []
+
+
+def test_finish_at_the_first_row_of_a_big_orange_braking_zone(
+        tmp_path: Path) -> None:
+    """An EBS test map (QUTMS): the whole braking zone in big orange."""
+    rows = ['tag,x,y,direction,x_variance,y_variance,xy_covariance',
+            'car_start,0.0,0.0,0.0,0,0,0']
+    rows += [f'{tag},{x},{y},0,0,0,0' for x in range(5, 51, 5)
+             for tag, y in (('blue', 1.5), ('yellow', -1.5))]
+    rows += [f'big_orange,{x},{y},0,0,0,0' for x in [4] + list(range(55, 66, 2))
+             for y in (1.5, -1.5)]
+    rows += ['big_orange,65,0.5,0,0,0,0', 'big_orange,65,-0.5,0,0,0,0']
+    path = tmp_path / 'braking_zone.csv'
+    path.write_text('\n'.join(rows) + '\n')
+    track = F.load_track_file(str(path)).track
+    assert not track.closed
+    mid = {k: (v.a + v.b) / 2.0 for k, v in track.timing_lines.items()}
+    assert mid['start'] == pytest.approx([4.0, 0.0], abs=0.3)
+    assert mid['finish'] == pytest.approx([55.0, 0.0], abs=0.3)

@@ -71,6 +71,12 @@ ORIGIN_NEAR = 2.0 * MAX_CONE_SPACING
 FILE_TOLERANCE = 0.5
 #: Points of unknown colour closer than this (median, m) are a path.
 MIN_CONE_GAP = 1.2
+#: A big orange group longer than this (m, along the track) at the end of
+#: an open track is a braking zone: the finish is its first row.
+LONG_GROUP = 3.0
+#: Cones whose arc positions along the track are within this (m) of each
+#: other are one row across the lane (rows of a braking zone are 2 m apart).
+ROW_GAP = 1.0
 
 
 @dataclass
@@ -368,11 +374,7 @@ def _boundary_masks(cls: np.ndarray, side: np.ndarray
 
 def _groups(points: np.ndarray, radius: float) -> List[np.ndarray]:
     """Return the centres of the groups of points closer than ``radius``."""
-    label = np.arange(len(points))
-    for a, b in sorted((int(p), int(q)) for p, q in
-                       cKDTree(points).query_pairs(radius)):
-        la, lb = label[a], label[b]
-        label[label == max(la, lb)] = min(la, lb)
+    label = _labels(points, radius)
     return [points[label == k].mean(axis=0) for k in np.unique(label)]
 
 
@@ -1057,9 +1059,12 @@ def _timing_from_big_orange(cones: ConeArray, cl: np.ndarray, closed: bool,
     """
     Return timing lines at the big orange cone groups (first, last).
 
-    Without big orange cones the start line is ``START_BEHIND`` m along the
-    centre line ahead of the car start (not where the centre line begins,
-    which can be under the car: its first lap would not be timed).
+    On an open track a last group of more than two rows (``ROW_GAP``)
+    longer than ``LONG_GROUP`` along the track (a braking zone marked in
+    big orange) puts the finish at its first row. Without big orange
+    cones the start line is ``START_BEHIND`` m along the centre line ahead
+    of the car start (not where the centre line begins, which can be under
+    the car: its first lap would not be timed).
     """
     big = cones.xy[cones.class_id == CONE_BIG_ORANGE]
     if len(big) == 0:
@@ -1070,20 +1075,43 @@ def _timing_from_big_orange(cones: ConeArray, cl: np.ndarray, closed: bool,
         i = int(ok[np.argmin(ahead[ok])]) if ok.size else len(cl) - 1
         line = timing_line('start', cl[i], tan[i], width / 2.0 + 0.5)
         return {'start': line, 'finish': line}
-    pairs = cKDTree(big).query_pairs(width + 2.0, output_type='ndarray')
-    label = np.arange(len(big))
-    for a, b in sorted((int(p), int(q)) for p, q in pairs):
-        la, lb = label[a], label[b]
-        label[label == max(la, lb)] = min(la, lb)
+    label = _labels(big, width + 2.0)
     cl_tree = cKDTree(cl)
-    groups = sorted(int(cl_tree.query(big[label == k].mean(axis=0))[1])
-                    for k in np.unique(label))
-    first, last = groups[0], groups[-1]
+    s = arc_length(cl, closed)
+    groups = []
+    for k in np.unique(label):
+        at = cl_tree.query(big[label == k])[1]
+        groups.append((int(cl_tree.query(big[label == k].mean(axis=0))[1]),
+                       at))
+    groups.sort(key=lambda g: g[0])
+    first, last = groups[0][0], groups[-1][0]
+    rows = _rows(s[groups[-1][1]], ROW_GAP)
+    head = int(groups[-1][1].min())
+    if not closed and len(groups) > 1 and len(rows) > 2 and \
+            rows[-1][-1] - rows[0][0] > LONG_GROUP and head > first:
+        # a braking zone in big orange: the finish is its first row
+        last = head
     start = timing_line('start', cl[first], tan[first], width / 2.0 + 0.5)
     if closed or first == last:
         return {'start': start, 'finish': start}
     finish = timing_line('finish', cl[last], tan[last], width / 2.0 + 0.5)
     return {'start': start, 'finish': finish}
+
+
+def _labels(points: np.ndarray, radius: float) -> np.ndarray:
+    """Return a group label per point (groups: chains closer than ``radius``)."""
+    label = np.arange(len(points))
+    for a, b in sorted((int(p), int(q)) for p, q in
+                       cKDTree(points).query_pairs(radius)):
+        la, lb = label[a], label[b]
+        label[label == max(la, lb)] = min(la, lb)
+    return label
+
+
+def _rows(arc: np.ndarray, gap: float) -> List[np.ndarray]:
+    """Return arc positions (m) sorted and split where they jump by > ``gap``."""
+    arc = np.sort(arc)
+    return np.split(arc, np.flatnonzero(np.diff(arc) > gap) + 1)
 
 
 def _skidpad_fit(xy: np.ndarray, cls: np.ndarray, start: Pose
