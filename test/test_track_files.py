@@ -907,6 +907,24 @@ def test_start_heading_beyond_two_pi_is_wrapped_with_a_note(
     assert tf.notes == []
 
 
+def test_small_orange_start_gate_without_big_orange(tmp_path: Path) -> None:
+    """A SLAM map's start gate in small orange (FSUK 2023): the line there."""
+    rows = ['tag,x,y,direction,x_variance,y_variance,xy_covariance',
+            'car_start,0.0,0.0,0.0,0,0,0']
+    rows += [f'{tag},{x},{y},0,0,0,0' for x in [0] + list(range(9, 60, 5))
+             for tag, y in (('blue', 1.8), ('yellow', -1.8))]
+    # the gate's two rows, and a pair 3 m on (not the gate)
+    rows += [f'orange,{x},{y},0,0,0,0' for x in (4, 5, 8) for y in (1.8, -1.8)]
+    path = tmp_path / 'small_gate.csv'
+    path.write_text('\n'.join(rows) + '\n')
+    loaded = F.load_track_file(str(path))
+    line = loaded.track.timing_lines['start']
+    assert (line.a + line.b) / 2.0 == pytest.approx([4.5, 0.0], abs=0.3)
+    assert any('no big orange cones: the start line is at the 4 small '
+               'orange cones across the lane 4.5 m ahead of the car start'
+               in w for w in loaded.warnings)
+
+
 def test_finish_at_the_first_row_of_a_big_orange_braking_zone(
         tmp_path: Path) -> None:
     """An EBS test map (QUTMS): the whole braking zone in big orange."""

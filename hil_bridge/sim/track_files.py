@@ -72,11 +72,18 @@ FILE_TOLERANCE = 0.5
 #: Points of unknown colour closer than this (median, m) are a path.
 MIN_CONE_GAP = 1.2
 #: A big orange group longer than this (m, along the track) at the end of
-#: an open track is a braking zone: the finish is its first row.
+#: an open track is a braking zone: the finish is its first row. Also the
+#: longest small orange group read as a start gate.
 LONG_GROUP = 3.0
+#: A start gate of small orange cones (no big orange ones) is at most this
+#: far (m, along the centre line) ahead of the car start.
+SMALL_GATE_AHEAD = 10.0
 #: Cones whose arc positions along the track are within this (m) of each
 #: other are one row across the lane (rows of a braking zone are 2 m apart).
 ROW_GAP = 1.0
+#: Small orange cones chained closer than this (m, along the track) are one
+#: start gate (its rows are up to 2 m apart).
+GATE_GAP = 2.0
 
 
 @dataclass
@@ -618,7 +625,7 @@ def build_track(tf: TrackFile, mission: str = '', width: float = 0.0
                                   car_start, tf)
     if timing is None:
         timing = _timing_from_big_orange(cones, cl, closed, tan, width,
-                                         car_start)
+                                         car_start, tf)
     car_start = _behind_start_line(car_start, timing['start'], tf)
     return Track(name=name, cones=cones, car_start=car_start, centerline=cl,
                  closed=closed, width=width, timing_lines=timing,
@@ -1054,25 +1061,31 @@ def _gate_crossing(pair: np.ndarray, cl: np.ndarray, closed: bool,
 
 
 def _timing_from_big_orange(cones: ConeArray, cl: np.ndarray, closed: bool,
-                            tan: np.ndarray, width: float, car_start: Pose
-                            ) -> Dict[str, TimingLine]:
+                            tan: np.ndarray, width: float, car_start: Pose,
+                            tf: TrackFile) -> Dict[str, TimingLine]:
     """
     Return timing lines at the big orange cone groups (first, last).
 
     On an open track a last group of more than two rows (``ROW_GAP``)
     longer than ``LONG_GROUP`` along the track (a braking zone marked in
     big orange) puts the finish at its first row. Without big orange
-    cones the start line is ``START_BEHIND`` m along the centre line ahead
-    of the car start (not where the centre line begins, which can be under
-    the car: its first lap would not be timed).
+    cones the start line is at a gate of small orange cones up to
+    ``SMALL_GATE_AHEAD`` m ahead of the car start
+    (:func:`_small_orange_gate`, with a note), else ``START_BEHIND`` m
+    along the centre line ahead of the car start (not where the centre
+    line begins, which can be under the car: its first lap would not be
+    timed).
     """
     big = cones.xy[cones.class_id == CONE_BIG_ORANGE]
     if len(big) == 0:
-        s = arc_length(cl, closed)[:len(cl)]
-        i0 = int(np.argmin(np.hypot(*(cl - [car_start.x, car_start.y]).T)))
-        ahead = (s - s[i0]) % s[-1] if closed else s - s[i0]
-        ok = np.flatnonzero(ahead >= START_BEHIND)
-        i = int(ok[np.argmin(ahead[ok])]) if ok.size else len(cl) - 1
+        i = _small_orange_gate(cones, cl, closed, width, car_start, tf)
+        if i is None:
+            s = arc_length(cl, closed)[:len(cl)]
+            i0 = int(np.argmin(np.hypot(*(cl - [car_start.x,
+                                                car_start.y]).T)))
+            ahead = (s - s[i0]) % s[-1] if closed else s - s[i0]
+            ok = np.flatnonzero(ahead >= START_BEHIND)
+            i = int(ok[np.argmin(ahead[ok])]) if ok.size else len(cl) - 1
         line = timing_line('start', cl[i], tan[i], width / 2.0 + 0.5)
         return {'start': line, 'finish': line}
     label = _labels(big, width + 2.0)
@@ -1112,6 +1125,44 @@ def _rows(arc: np.ndarray, gap: float) -> List[np.ndarray]:
     """Return arc positions (m) sorted and split where they jump by > ``gap``."""
     arc = np.sort(arc)
     return np.split(arc, np.flatnonzero(np.diff(arc) > gap) + 1)
+
+
+def _small_orange_gate(cones: ConeArray, cl: np.ndarray, closed: bool,
+                       width: float, car_start: Pose, tf: TrackFile
+                       ) -> Optional[int]:
+    """
+    Return the centre-line index of a start gate of small orange cones.
+
+    Files without big orange cones (SLAM maps, exports that write every
+    orange cone alike) often mark the start gate with small orange ones.
+    The small orange cones within a width of the centre line and 0 to
+    ``SMALL_GATE_AHEAD`` m ahead of the car start along it are cut into
+    groups where their arc positions are more than ``GATE_GAP`` apart; the
+    nearest group at most ``LONG_GROUP`` long with cones on both sides of
+    the centre line is the gate (the centre-line point nearest its mean),
+    with a note. None when there is none.
+    """
+    small = cones.xy[cones.class_id == CONE_ORANGE]
+    if len(small) < 2:
+        return None
+    probe = Track('', cones, car_start, cl, closed)
+    arc, lat, _d = lateral_position(
+        probe, np.vstack([small, [[car_start.x, car_start.y]]]))
+    ahead = arc[:-1] - arc[-1]
+    if closed:
+        ahead %= probe.length
+    near = (ahead >= 0.0) & (ahead <= SMALL_GATE_AHEAD) & \
+        (np.abs(lat[:-1]) <= width)
+    for row in _rows(ahead[near], GATE_GAP):
+        m = near & (ahead >= row[0]) & (ahead <= row[-1])
+        if row[-1] - row[0] <= LONG_GROUP and (lat[:-1][m] > 0).any() and \
+                (lat[:-1][m] < 0).any():
+            tf.notes.append(
+                f'{tf.path}: no big orange cones: the start line is at the '
+                f'{int(m.sum())} small orange cones across the lane '
+                f'{float(np.mean(row)):.1f} m ahead of the car start')
+            return int(cKDTree(cl).query(small[m].mean(axis=0))[1])
+    return None
 
 
 def _skidpad_fit(xy: np.ndarray, cls: np.ndarray, start: Pose
