@@ -779,3 +779,23 @@ def test_an_open_u_turn_is_not_closed_across_its_open_end(tmp_path: Path) -> Non
     loaded = F.load_track_file(str(path))
     assert loaded.track.closed
     _same_oval(loaded.track)
+
+
+# ------------------------------------------------ other teams' formats (s32)
+# Our own files (make_tracks.py, ``team_formats``) in the formats of other
+# teams' tools (docs/track_formats.md) and the screen convention.
+
+
+def test_screen_convention_and_the_mirror_hints() -> None:
+    """``screen`` negates y and headings but keeps the file's sides."""
+    path = str(DATA / 'screen_oval.json')
+    loaded = F.load_track_file(path)
+    assert loaded.errors and 'try convention screen' in loaded.errors[0]
+    screen = F.load_track_file(path, convention='screen')
+    unreal = F.load_track_file(path, convention='unreal')
+    assert screen.errors == [] == unreal.errors
+    np.testing.assert_allclose(screen.track.centerline,
+                               unreal.track.centerline)
+    # files without left/right names keep the unreal hint
+    fsds = F.load_track_file(str(DATA / 'fsds_oval_unreal.csv'))
+    assert 'try convention unreal' in fsds.errors[0]

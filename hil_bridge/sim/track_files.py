@@ -10,8 +10,11 @@ facts of each and what the loader does with real files.
 
 Everything comes out REP-103 in ``map`` (x forward, y left; metres,
 radians). ``convention='unreal'`` reads a file written with y to the right
-(old FSDS maps) by negating y and the headings; ``convention='swapped'``
-swaps blue and yellow (fssim's SDF export puts blue on the right). Cones
+(old FSDS maps) by negating y and the headings; ``convention='screen'``
+does the same for a file in screen axes (y down) but keeps the file's
+left/right (names of the driver's sides: Hanze's pygame maps, which the
+default convention reads so); ``convention='swapped'`` swaps blue and
+yellow (fssim's SDF export puts blue on the right). Cones
 closer than a cone base are merged (with a warning naming both lines);
 numeric colour codes are read by where the cones stand; cones of unknown
 colour are put on the left or right boundary by walking the track from
@@ -47,9 +50,12 @@ __all__ = ['CONVENTIONS', 'CSV_HEADER', 'detect_format', 'FORMATS', 'FRONT_WING_
            'read_track_file', 'build_track', 'load_track_file', 'open_track', 'describe',
            'save_track_csv', 'boundary_sides', 'detect_mission']
 
-#: ``rep103`` as written; ``unreal``: y to the right (y and headings
-#: negated); ``swapped``: blue and yellow swapped.
-CONVENTIONS = ('rep103', 'unreal', 'swapped')
+#: ``rep103`` as written (a format known to be in screen axes is read as
+#: ``screen``); ``unreal``: y to the right (y, headings and the file's
+#: left/right negated); ``swapped``: blue and yellow swapped; ``screen``:
+#: y down (y and headings negated, the file's left/right kept: they name
+#: the driver's sides).
+CONVENTIONS = ('rep103', 'unreal', 'swapped', 'screen')
 #: Largest gap (m) between consecutive points of one boundary or of the
 #: midpoint line when they are chained into a polyline.
 CHAIN_GAP = 2.5 * MAX_CONE_SPACING
@@ -112,10 +118,13 @@ def read_track_file(path: str, fmt: str = 'auto',
     tf = read_file(path, fmt)
     if len(tf.xy) == 0:
         raise ValueError(f'{path}: no cones')
-    if convention == 'unreal':
+    if convention == 'rep103' and tf.axes == 'screen':
+        convention = 'screen'
+    if convention in ('unreal', 'screen'):
         for arr in (tf.xy, tf.midpoints, tf.timing):
             arr[:, 1] *= -1.0
-        tf.side = -tf.side
+        if convention == 'unreal':
+            tf.side = -tf.side
         if tf.car_start is not None:
             p = tf.car_start
             tf.car_start = Pose(x=p.x, y=-p.y, z=p.z, yaw=-p.yaw)
@@ -673,7 +682,9 @@ def load_track_file(path: str, fmt: str = 'auto', convention: str = 'rep103',
         msg = f'{path}: {finding.message}'
         if finding.severity == 'error':
             if 'mirrored' in finding.message:
-                msg += ' (' + _mirror_hint(tf.fmt, convention) + ')'
+                msg += ' (' + _mirror_hint(tf.fmt, convention,
+                                           bool((tf.side != 0).any()),
+                                           tf.axes) + ')'
             errors.append(msg)
         else:
             rules.append(msg)
@@ -681,13 +692,37 @@ def load_track_file(path: str, fmt: str = 'auto', convention: str = 'rep103',
                      errors=errors, rule_warnings=rules)
 
 
-def _mirror_hint(fmt: str, convention: str) -> str:
-    """Return the hint for a mirrored file: which convention to try."""
+def _mirror_hint(fmt: str, convention: str, sided: bool = False,
+                 axes: str = '') -> str:
+    """
+    Return the hint for a mirrored file: which convention to try.
+
+    ``sided``: the file names the left/right of its cones (lists, flags,
+    LEFT/RIGHT tags), which ``unreal`` negates and ``screen`` keeps;
+    ``axes``: the axes the file's format is written in (``screen``).
+    """
+    if axes == 'screen' and convention in ('rep103', 'screen'):
+        return ("read in screen axes, as the file's format is written (y "
+                'down, left/right kept); its left/right fit the other '
+                'driving direction: check where and which way the car '
+                'starts')
+    if convention == 'unreal' and sided:
+        return ("read with convention unreal, which also swaps the file's "
+                'left/right; try convention screen (y down, left/right '
+                'kept) or rep103')
     if convention != 'rep103':
         return f'read with convention {convention}; try convention rep103'
     if fmt == 'sdf':
         return ("fssim's SDF export puts blue cones on the right: try "
                 'convention swapped, or its tracks_yaml file')
+    if sided:
+        return ('a file written with y down or to the right? try convention '
+                "screen (y negated, the file's left/right kept) or unreal "
+                '(left/right swapped too)')
+    if fmt == 'json':
+        return ('a layout in screen axes (y down), as 2D editors write? try '
+                'convention screen (or swapped if only the colours are '
+                'exchanged)')
     return ('a file written with y to the right, as FSDS maps before '
             'September 2022? try convention unreal (or swapped if only the '
             'colours are exchanged)')

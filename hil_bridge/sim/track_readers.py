@@ -118,7 +118,10 @@ class TrackFile:
     the cones' positions); ``midpoints`` (M, 2) centre-line points in file
     order; ``timing`` timing-sensor positions in file order (not cones);
     ``closed`` the file's own closed-loop flag (None when it has none);
-    ``notes`` the loader's warnings.
+    ``notes`` the loader's warnings; ``axes`` ``screen`` when the format
+    is known to be written in screen axes (y down, the left/right names
+    the driver's: Hanze's pygame maps), which the default convention then
+    applies (:func:`hil_bridge.sim.track_files.read_track_file`).
     """
 
     path: str
@@ -133,6 +136,7 @@ class TrackFile:
     closed: Optional[bool] = None
     notes: List[str] = field(default_factory=list)
     codes: Optional[np.ndarray] = None
+    axes: str = ''
 
 
 class _Cones:
@@ -151,6 +155,7 @@ class _Cones:
         self.skipped: Dict[str, int] = {}
         self.start: Optional[Pose] = None
         self.closed: Optional[bool] = None
+        self.axes = ''
 
     def cone(self, x: float, y: float, cls: int, line: int, side: int = 0,
              code: int = -1) -> None:
@@ -201,7 +206,7 @@ class _Cones:
             midpoints=np.array(self.mids, dtype=float).reshape(-1, 2),
             timing=np.array(self.timing, dtype=float).reshape(-1, 2),
             closed=self.closed, notes=self.notes,
-            codes=codes if (codes >= 0).any() else None)
+            codes=codes if (codes >= 0).any() else None, axes=self.axes)
 
 
 @functools.lru_cache(maxsize=4096)
