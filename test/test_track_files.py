@@ -799,3 +799,90 @@ def test_screen_convention_and_the_mirror_hints() -> None:
     # files without left/right names keep the unreal hint
     fsds = F.load_track_file(str(DATA / 'fsds_oval_unreal.csv'))
     assert 'try convention unreal' in fsds.errors[0]
+
+
+def _turned_back(xy: np.ndarray) -> np.ndarray:
+    """Return points of the oval turned by +90 degrees turned back."""
+    return np.column_stack([xy[:, 1], -xy[:, 0]])
+
+
+def test_umdf_start_yaw_centreline_and_start_gate() -> None:
+    """
+    FSAI-Sim's UMDF: ``start.rotation.yaw``, ``centreline``, the gate.
+
+    ``orange_cones`` holds big and small orange cones together: the four
+    across the start pose are the start gate (big), the two 2 m on stay
+    small orange.
+    """
+    path = str(DATA / 'umdf_oval.json')
+    assert F.detect_format(path) == 'json'
+    tf = F.read_track_file(path)
+    assert tf.car_start.yaw == pytest.approx(np.pi / 2)
+    assert len(tf.midpoints) == 43
+    loaded = F.load_track_file(path)
+    assert loaded.errors == [] and loaded.rule_warnings == []
+    track = loaded.track
+    cls = track.cones.class_id
+    assert [(cls == c).sum() for c in (CONE_BLUE, CONE_YELLOW, CONE_ORANGE,
+                                       CONE_BIG_ORANGE)] == [45, 49, 2, 4]
+    assert any('4 orange cones across the start pose re-classed as big '
+               'orange' in w for w in loaded.warnings)
+    assert track.closed
+    d, _i = cKDTree(_oval_centre()).query(_turned_back(track.centerline))
+    assert d.max() < 0.25
+    gate = track.timing_lines['start']
+    assert (gate.a + gate.b) / 2.0 == pytest.approx([0.0, 0.0], abs=0.3)
+    assert gate.direction == pytest.approx([0.0, 1.0], abs=0.02)
+    # the start pose is the gate's centre: the front is moved behind it
+    assert (track.car_start.x, track.car_start.y, track.car_start.yaw) == \
+        pytest.approx((0.0, -2.8, np.pi / 2), abs=0.05)
+
+
+UMDF = """{
+    "name": "t",
+    "start": {
+        "position": {"x": 0.0, "y": 0.0},
+        "rotation": {"yaw": 0.0}
+    },
+    "blue_cones": [{"x": 2.0, "y": 1.5}, {"x": 6.0, "y": 1.5}],
+    "yellow_cones": [{"x": 2.0, "y": -1.5}, {"x": 6.0, "y": -1.5}],
+    "orange_cones": [],
+    "centreline": [{"x": 0.0, "y": 0.0}, {"x": 2.0, "y": 0.0},
+                   {"x": 4.0, "y": 0.0},
+                   {"x": 6.0, "y": 0.0}],
+    "loop": false
+}
+"""
+
+
+@pytest.mark.parametrize('old, new, line, field', [
+    ('"yaw": 0.0', '"yaw": "0.0"', 5, "'start.rotation.yaw'"),
+    ('"rotation": {"yaw": 0.0}', '"rotation": [0.0]', 5, "'start.rotation'"),
+    ('{"x": 6.0, "y": 0.0}', '{"x": 6.0}', 12, "'centreline[3].y'"),
+    ('"centreline": [', '"centreline": 5, "c": [', 10, "'centreline'"),
+    ('"loop": false', '"loop": "no"', 13, "'loop'"),
+])
+def test_bad_umdf_names_file_line_field(tmp_path: Path, old: str, new: str,
+                                        line: int, field: str) -> None:
+    """A broken UMDF start, centre line or loop flag: one line, its line."""
+    path = tmp_path / 'good.umdf.json'
+    path.write_text(UMDF)
+    track = F.load_track_file(str(path)).track
+    assert not track.closed and track.width == pytest.approx(3.0)
+    assert old in UMDF
+    path = tmp_path / 'bad.umdf.json'
+    path.write_text(UMDF.replace(old, new, 1))
+    with pytest.raises(ValueError) as err:
+        F.load_track_file(str(path))
+    msg = str(err.value)
+    assert msg.startswith(f'{path}:{line}:'), msg
+    assert field in msg and '\n' not in msg, msg
+
+
+def test_umdf_loop_flag_keeps_a_midpoint_line_open(tmp_path: Path) -> None:
+    """``loop: false`` keeps centre-line points whose ends meet open."""
+    data = (DATA / 'umdf_oval.json').read_text()
+    assert F.load_track_file(str(DATA / 'umdf_oval.json')).track.closed
+    path = tmp_path / 'open.json'
+    path.write_text(data[:-1] + ', "loop": false}')
+    assert not F.load_track_file(str(path)).track.closed

@@ -577,7 +577,7 @@ def build_track(tf: TrackFile, mission: str = '', width: float = 0.0
                         f'mission is {mission}')
     cl, closed = None, False
     if len(tf.midpoints) >= 4:
-        got = _centerline_from_midpoints(tf.midpoints, car_start)
+        got = _centerline_from_midpoints(tf.midpoints, car_start, tf.closed)
         if got is None:
             tf.notes.append(f'{tf.path}: midpoint rows do not form a line '
                             f'(gaps > {CHAIN_GAP} m): centre line rebuilt '
@@ -783,9 +783,15 @@ def _chain(points: np.ndarray, start: np.ndarray, heading: np.ndarray,
     return np.array(order)
 
 
-def _centerline_from_midpoints(mids: np.ndarray, car_start: Pose
+def _centerline_from_midpoints(mids: np.ndarray, car_start: Pose,
+                               loop: Optional[bool] = None
                                ) -> Optional[Tuple[np.ndarray, bool]]:
-    """Use the midpoint rows (file order) as the centre line, if a line."""
+    """
+    Use the midpoint rows (file order) as the centre line, if a line.
+
+    Closed when the ends meet, unless the file's own flag ``loop`` says
+    open.
+    """
     keep = np.concatenate([[True], np.hypot(*np.diff(mids, axis=0).T) > 0.05])
     pts = mids[keep]
     closed = False
@@ -797,6 +803,8 @@ def _centerline_from_midpoints(mids: np.ndarray, car_start: Pose
     if not closed and np.hypot(*(pts[-1] - pts[0])) < CHAIN_GAP and \
             len(pts) > 8:
         closed = True
+    if loop is False:
+        closed = False
     origin = np.array([car_start.x, car_start.y])
     heading = np.array([math.cos(car_start.yaw), math.sin(car_start.yaw)])
     i = int(np.argmin(np.hypot(*(pts - origin).T)))

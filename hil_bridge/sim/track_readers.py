@@ -20,7 +20,8 @@ near-duplicate cones and builds the :class:`Track`. Formats
 * ``sdf``: a Gazebo SDF model or world (``<include>``/``<link>`` cones,
   colour from the model or mesh name, fssim ``cone_left``/``cone_right``);
 * ``json``: colour lists (``blue_cones``, ...), columns (``x``, ``y``,
-  ``color``) or a list of ``{x, y, color}`` objects;
+  ``color``) or a list of ``{x, y, color}`` objects; FSAI-Sim's UMDF
+  (``start.rotation.yaw``, ``centreline``, ``loop``);
 * ``unreal_dir``: a directory of Unreal editor transform dumps
   (``blue.txt``, ``yellow.txt``, ``origin.txt``, ...; cm, y right).
 
@@ -880,7 +881,14 @@ def read_json(path: str, text: str) -> TrackFile:
     ``{"blue_cones": [{"x":, "y":} or [x, y], ...], "yellow_cones", ...,
     "cars": [{"pos": {x, y}, "orientation": yaw}]}``, columns ``{"x": [...],
     "y": [...], "color": [...]}`` or ``{"cones": [{"x", "y", "color"}]}``.
-    Errors name the line of the value at fault.
+    The start (``cars[0]``, ``car_start`` or ``start``) takes its yaw (rad)
+    from ``orientation``/``yaw`` beside the position or from a
+    ``rotation``/``orientation`` object (``{"yaw"}``, a quaternion or
+    ``[roll, pitch, yaw]``); ``centreline``/``centerline`` lists are
+    centre-line points in order, ``loop`` the closed flag. FSAI-Sim's UMDF
+    (``start`` with a ``centreline``) merges big and small orange cones in
+    ``orange_cones``: those across the start pose are the start gate
+    (:func:`_umdf_start_gate`). Errors name the line of the value at fault.
     """
     out = _Cones(path, 'json')
     doc = _JsonLines(path, text)
@@ -894,11 +902,13 @@ def read_json(path: str, text: str) -> TrackFile:
                              f'{MAX_ABS:g}, got {v!r}')
         return float(v)
 
-    def xy_of(item: Any, where: str, line: int) -> Tuple[float, float]:
+    def xy_of(item: Any, where: str, line: int, keyed: bool = False
+              ) -> Tuple[float, float]:
         if isinstance(item, dict):
             key = 'pos' if 'pos' in item else 'position' if 'position' in item else None
             if key is not None:
                 line = doc.line(item, key, line)
+                where = f'{where}.{key}' if keyed else where
             p = item if key is None else item[key]
             if isinstance(p, dict):
                 return (num(p.get('x'), f'{where}.x', doc.line(p, 'x', line)),
@@ -914,7 +924,33 @@ def read_json(path: str, text: str) -> TrackFile:
             data = {'cones': data}
         else:
             raise ValueError(f"{path}:1: field '<top>': expected an object")
+
+    def yaw_of(item: Dict[str, Any], where: str, line: int) -> float:
+        for key in ('rotation', 'orientation'):
+            rot = item.get(key)
+            at = doc.line(item, key, line)
+            if isinstance(rot, dict) and 'yaw' in rot:
+                return num(rot['yaw'], f'{where}.{key}.yaw',
+                           doc.line(rot, 'yaw', at))
+            if isinstance(rot, dict) and set('xyzw') <= set(rot):
+                qx, qy, qz, qw = (num(rot[k], f'{where}.{key}.{k}',
+                                      doc.line(rot, k, at)) for k in 'xyzw')
+                return math.atan2(2.0 * (qw * qz + qx * qy),
+                                  1.0 - 2.0 * (qy * qy + qz * qz))
+            if isinstance(rot, list) and len(rot) == 3:
+                return num(rot[2], f'{where}.{key}[2]', doc.line(rot, 2, at))
+            if isinstance(rot, (dict, list)):
+                raise ValueError(
+                    f'{path}:{at}: field {where + "." + key!r}: expected '
+                    '{"yaw": rad}, a quaternion {x, y, z, w} or [roll, '
+                    f'pitch, yaw], got {rot!r}'[:200])
+        for key in ('orientation', 'yaw', 'heading', 'theta', 'rotation'):
+            if key in item:
+                return num(item[key], f'{where}.{key}',
+                           doc.line(item, key, line))
+        return 0.0
     found = False
+    orange: List[int] = []
     for key, tag in _JSON_LISTS.items():
         if key in data:
             found = True
@@ -922,10 +958,13 @@ def read_json(path: str, text: str) -> TrackFile:
             if not isinstance(items, list):
                 raise ValueError(f'{path}:{doc.line(data, key)}: field {key!r}: '
                                  'expected a list')
+            first = len(out.xy)
             for i, item in enumerate(items):
                 line = doc.line(items, i, doc.line(data, key))
                 x, y = xy_of(item, f'{key}[{i}]', line)
                 out.tagged(tag, x, y, line, key)
+            if key == 'orange_cones':
+                orange = list(range(first, len(out.xy)))
     if 'x' in data and 'y' in data:
         found = True
         xs, ys = data['x'], data['y']
@@ -960,16 +999,73 @@ def read_json(path: str, text: str) -> TrackFile:
         raise ValueError(f"{path}:1: field 'blue_cones': no cone lists "
                          '(blue_cones, yellow_cones, ...), x/y/color columns '
                          f'or cones list (keys {sorted(data)[:8]})')
+    centre = next((k for k in ('centreline', 'centerline', 'centre_line',
+                               'center_line') if k in data), None)
+    if centre is not None:
+        items, line = data[centre], doc.line(data, centre)
+        if not isinstance(items, list):
+            raise ValueError(f'{path}:{line}: field {centre!r}: expected a '
+                             'list of points')
+        for i, item in enumerate(items):
+            out.mids.append(xy_of(item, f'{centre}[{i}]',
+                                  doc.line(items, i, line)))
+    if 'loop' in data:
+        if not isinstance(data['loop'], bool):
+            raise ValueError(f"{path}:{doc.line(data, 'loop')}: field 'loop': "
+                             f"expected true or false, got {data['loop']!r}")
+        out.closed = data['loop']
     key = next((k for k in ('cars', 'car_start', 'start') if data.get(k)), None)
     cars, line = (data[key], doc.line(data, key)) if key else (None, 1)
     if isinstance(cars, list) and cars and isinstance(cars[0], dict):
         cars, line = cars[0], doc.line(cars, 0, line)
     if isinstance(cars, dict):
-        x, y = xy_of(cars, 'cars[0]', line)
-        ykey = 'orientation' if 'orientation' in cars else 'yaw'
-        out.start = Pose(x=x, y=y, yaw=num(cars.get(ykey, 0.0), f'cars[0].{ykey}',
-                                           doc.line(cars, ykey, line)))
+        where = 'cars[0]' if key == 'cars' else str(key)
+        x, y = xy_of(cars, where, line, keyed=key != 'cars')
+        out.start = Pose(x=x, y=y, yaw=yaw_of(cars, where, line))
+        big = any(k in data for k, t in _JSON_LISTS.items()
+                  if t == 'big_orange')
+        if key == 'start' and centre is not None and orange and not big:
+            _umdf_start_gate(out, orange)
     return out.done()
+
+
+#: Orange cones of a UMDF file this close to the start pose along its
+#: heading (m) and across it, on both sides, are the start gate: FSAI-Sim
+#: starts the car at the centre of the four big cones (map_2_umdf.py
+#: ``find_start``; its generator puts them 0 and 0.4 m behind the start),
+#: where its skidpad's small orange entry-lane cones stand 1 m before and
+#: after it.
+UMDF_GATE_ALONG = 0.75
+UMDF_GATE_ACROSS = 4.0
+
+
+def _umdf_start_gate(out: _Cones, orange: List[int]) -> None:
+    """
+    Re-class the ``orange_cones`` across a UMDF start pose as big orange.
+
+    FSAI-Sim's UMDF writes big and small orange cones into one list
+    (map_2_umdf.py: ``self.big_cones + self.orange_cones``) and spawns
+    the list as big cones (map.py ``generate_map``); the four across the
+    start pose are its start gate. In place, with a note.
+    """
+    start = out.start
+    if start is None:
+        return
+    h = np.array([math.cos(start.yaw), math.sin(start.yaw)])
+    rel = np.array([out.xy[i] for i in orange]) - [start.x, start.y]
+    along = rel @ h
+    across = h[0] * rel[:, 1] - h[1] * rel[:, 0]
+    gate = (np.abs(along) <= UMDF_GATE_ALONG) & \
+        (np.abs(across) <= UMDF_GATE_ACROSS)
+    if not ((across[gate] > 0).any() and (across[gate] < 0).any()):
+        return
+    picked = [orange[k] for k in np.flatnonzero(gate)]
+    for i in picked:
+        out.cls[i] = CONE_BIG_ORANGE
+    out.notes.append(f'{out.path}:{out.lines[picked[0]]}: UMDF orange_cones '
+                     'holds big and small orange cones together: the '
+                     f'{len(picked)} orange cones across the start pose '
+                     're-classed as big orange (the start gate)')
 
 
 def _json_cone(out: _Cones, x: float, y: float, col: Any, line: int,

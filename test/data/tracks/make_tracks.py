@@ -144,6 +144,7 @@ def main() -> None:
            front_wing=(-3.0 + 2.3, 0.0, 0.0),
            tk=[(0.0, 3.0), (0.0, -3.0), (75.0, 3.0), (75.0, -3.0)])
     real_world(cones, acc_cones)
+    team_formats(cones)
 
 
 def real_world(cones: List[Cone], acc: List[Cone]) -> None:
@@ -287,6 +288,40 @@ def lanes_side_by_side(seed: int = 1, width: float = 3.3, gap: float = 4.5,
             x, y = line[i] + rng.normal(0.0, jitter, 2)
             cones.append((colour, round(float(x), 3), round(float(y), 3)))
     return cones
+
+
+def team_formats(cones: List[Cone]) -> None:
+    """
+    Write the oval in the formats of other teams' tools (s32).
+
+    docs/track_formats.md has the facts of each format.
+    """
+    _umdf('umdf_oval.json', cones)
+
+
+def _umdf(name: str, cones: List[Cone]) -> None:
+    """
+    Write FSAI-Sim's UMDF (map_2_umdf.py): the oval turned to drive +y.
+
+    ``start`` is the centre of the four big cones with ``rotation.yaw``;
+    ``orange_cones`` holds the big cones and two small orange cones 2 m
+    past the gate together (as map_2_umdf merges them); ``centreline``
+    runs from the start; no ``loop`` (FSAI-Sim's default: true).
+    """
+    def turn(x: float, y: float) -> dict:
+        return {'x': 0.0 - y, 'y': x}
+    lists: dict = {'blue': [], 'yellow': [], 'orange': []}
+    for t, x, y in cones:
+        lists['orange' if t == 'big_orange' else t].append(turn(x, y))
+    lists['orange'] += [turn(2.0, 1.5), turn(2.0, -1.5)]
+    data = {'name': 'umdf_oval', 'path': 'worlds/umdf_oval.world',
+            'start': {'position': {'x': 0.0, 'y': 0.0},
+                      'rotation': {'yaw': math.pi / 2}},
+            'blue_cones': lists['blue'], 'yellow_cones': lists['yellow'],
+            'orange_cones': lists['orange'],
+            'centreline': [turn(x, y) for x, y in midpoints()]}
+    with open(os.path.join(HERE, name), 'w', encoding='utf-8') as f:
+        json.dump(data, f, indent=4)
 
 
 def _conemap(name: str, cones: List[Cone], codes: dict) -> None:
