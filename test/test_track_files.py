@@ -886,3 +886,57 @@ def test_umdf_loop_flag_keeps_a_midpoint_line_open(tmp_path: Path) -> None:
     path = tmp_path / 'open.json'
     path.write_text(data[:-1] + ', "loop": false}')
     assert not F.load_track_file(str(path)).track.closed
+
+
+def test_paired_left_right_columns() -> None:
+    """Paired columns (MUR): a left and a right cone in every row."""
+    path = str(DATA / 'paired_oval.csv')
+    assert F.detect_format(path) == 'csv'
+    loaded = F.load_track_file(path)
+    assert loaded.fmt == 'csv' and loaded.errors == []
+    track = loaded.track
+    _same_oval(track)
+    cls = track.cones.class_id
+    assert [(cls == c).sum() for c in (CONE_BLUE, CONE_YELLOW,
+                                       CONE_UNKNOWN)] == [45, 49, 0]
+    # the first row repeated as the last (the loop closed): merged
+    assert sum('merged with the cone(s) of line 51' in w
+               for w in loaded.warnings) == 2
+
+
+PAIRED = 'left_x,left_y,right_x,right_y\n2.0,1.5,2.0,-1.5\n6.0,1.5,6.0,-1.5\n'
+
+
+def _refused(path: Path, text: str, line: int, field: str) -> None:
+    """Assert that a file with ``text`` is refused in one line naming it."""
+    path.write_text(text)
+    with pytest.raises(ValueError) as err:
+        F.load_track_file(str(path))
+    msg = str(err.value)
+    assert msg.startswith(f'{path}:{line}:'), msg
+    assert field in msg and '\n' not in msg, msg
+
+
+@pytest.mark.parametrize('text, line, field', [
+    (PAIRED + '9.0,abc,9.0,-1.5\n', 4, "'left_y' is not a number"),
+    (PAIRED + '9.0,,9.0,-1.5\n', 4, "'left_y' is missing"),
+    (PAIRED + ',,9.0\n', 4, "'right_y' is missing"),
+    (PAIRED.replace(',right_y', ''), 1, "field 'right_y': header"),
+])
+def test_bad_paired_csv_names_file_line_field(tmp_path: Path, text: str,
+                                              line: int, field: str) -> None:
+    """A paired-column CSV with a bad cell or column: one error line."""
+    _refused(tmp_path / 'bad.csv', text, line, field)
+
+
+def test_paired_straight_with_unequal_sides(tmp_path: Path) -> None:
+    """A straight of paired rows, one right cone more: an open straight."""
+    path = tmp_path / 'paired.csv'
+    path.write_text('left_x,left_y,right_x,right_y\n' + ''.join(
+        f'{x},1.5,{x},-1.5\n' for x in range(0, 60, 5)) + ',,60,-1.5\n')
+    loaded = F.load_track_file(str(path))
+    assert loaded.errors == []
+    track = loaded.track
+    assert not track.closed and track.width == pytest.approx(3.0)
+    assert np.abs(track.centerline[:, 1]).max() < 0.05
+    assert (track.cones.class_id == CONE_YELLOW).sum() == 13

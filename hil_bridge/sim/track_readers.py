@@ -11,8 +11,9 @@ near-duplicate cones and builds the :class:`Track`. Formats
 
 * ``eufs``: eufs_sim CSV (header ``tag,x,y,direction,...``); ``fsds``: the
   same rows without a header (FSDS maps); ``csv``: any other CSV with a
-  colour and x/y columns (e.g. ``cone_type,X,Y,Z,...,right,left``) or plain
-  x,y rows (cones of unknown colour);
+  colour and x/y columns (e.g. ``cone_type,X,Y,Z,...,right,left``), plain
+  x,y rows (cones of unknown colour) or paired ``left_x,left_y,right_x,
+  right_y`` columns (MUR);
 * ``pacsim``: PacSim YAML (``track: {left, right, time_keeping, ...}``);
 * ``fssim``: AMZ fssim YAML (``cones_left``, ``cones_right``, ...);
 * ``conemap``: a cone-array message dumped as YAML (``cones: [{location,
@@ -88,6 +89,13 @@ TIMING_TAGS = ('timekeeping', 'time_keeping', 'tk_device', 'timing')
 #: (eufs_sim's inactive noise cones, PacSim's invisible landmarks).
 SKIPPED_TAGS = ('inactive_noise', 'invisible')
 
+
+def _paired(side: str, axis: str) -> Tuple[str, ...]:
+    """Return the names of a paired column (``left_x``, ``x_left``, ``lx``)."""
+    return (f'{side}_{axis}', f'{axis}_{side}', f'{side}{axis}',
+            f'{side[0]}{axis}', f'{side}_cone_{axis}', f'cone_{side}_{axis}')
+
+
 # CSV column names (normalised) -> our field.
 _COLUMNS = {
     'tag': ('tag', 'type', 'cone_type', 'color', 'colour', 'class',
@@ -98,10 +106,15 @@ _COLUMNS = {
                   'yaw_rad'),
     'left': ('left', 'is_left'),
     'right': ('right', 'is_right'),
+    # one left and one right cone per row (MUR)
+    'left_x': _paired('left', 'x'), 'left_y': _paired('left', 'y'),
+    'right_x': _paired('right', 'x'), 'right_y': _paired('right', 'y'),
 }
+#: Names that make a row a header (besides a first cell ``tag``).
+_HEADER_X = frozenset(_COLUMNS['x'] + _COLUMNS['left_x'])
 #: Names a header row's first cell can have (a row starting otherwise
 #: after the first data row is data).
-_HEADER_FIRST = frozenset(_COLUMNS['tag'] + _COLUMNS['x'])
+_HEADER_FIRST = frozenset(_COLUMNS['tag'] + tuple(_HEADER_X))
 _NUMBER = re.compile(r'^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$')
 
 
@@ -346,12 +359,13 @@ def _header_columns(cells: List[str], first: bool) -> Optional[Dict[str, int]]:
     """
     Return our field -> column of a header row, or None for a data row.
 
-    A header starts with ``tag`` or names an x column; the first row is
-    also a header when none of its cells is a number.
+    A header starts with ``tag`` or names an x column (or a paired
+    ``left_x``); the first row is also a header when none of its cells is
+    a number.
     """
     names = [normal_name(c) for c in cells]
     numbers = [bool(_NUMBER.match(c)) for c in cells]
-    if not (names and names[0] == 'tag' or any(n in _COLUMNS['x'] for n in names)
+    if not (names and names[0] == 'tag' or any(n in _HEADER_X for n in names)
             and not all(numbers) or first and not any(numbers)):
         return None
     col: Dict[str, int] = {}
@@ -372,9 +386,12 @@ def read_csv(path: str, text: str, fmt: str) -> TrackFile:
     ``color``, ``x``/``X``, ``y``, ``direction``/``yaw``, ``left``/
     ``right`` flags); rows of numbers only are cones of unknown colour;
     unparsable values in columns we do not use are noted, not fatal.
+    Paired ``left_x,left_y,right_x,right_y`` columns give a left (blue)
+    and a right (yellow) cone per row, empty cells none.
     """
     out = _Cones(path, fmt)
     col: Optional[Dict[str, int]] = None
+    mode = 'xy'
     header_line = 0
     delim: Optional[str] = None
     ignored_bad = 0
@@ -396,12 +413,7 @@ def read_csv(path: str, text: str, fmt: str) -> TrackFile:
                 out.notes.append(f'{path}:{line}: repeated header line '
                                  'skipped')
                 continue
-            if 'x' not in hdr or 'y' not in hdr:
-                miss = 'x' if 'x' not in hdr else 'y'
-                raise ValueError(
-                    f'{path}:{line}: field {miss!r}: header {",".join(cells)!r}'
-                    f' has no {miss} column (expected e.g. '
-                    f'{",".join(CSV_HEADER)})')
+            mode = _columns_mode(path, line, cells, hdr)
             col, header_line = hdr, line
             continue
         if col is None:
@@ -412,34 +424,44 @@ def read_csv(path: str, text: str, fmt: str) -> TrackFile:
         def get(name: str) -> Optional[str]:
             i = col.get(name) if col is not None else None
             return cells[i] if i is not None and i < len(cells) else None
-        x = _number(path, line, 'x', get('x'))
-        y = _number(path, line, 'y', get('y'))
-        used = {col.get(k) for k in ('tag', 'x', 'y', 'left', 'right')}
+        used = {col.get(k) for k in ('tag', 'x', 'y', 'left', 'right',
+                                     'direction', 'left_x', 'left_y',
+                                     'right_x', 'right_y')}
         for i, c in enumerate(cells):
-            if i not in used and c and i != col.get('direction') and \
-                    not _NUMBER.match(c) and normal_name(c) not in (
-                        'nan', 'true', 'false', 'none', 'null'):
+            if i not in used and c and not _NUMBER.match(c) and \
+                    normal_name(c) not in ('nan', 'true', 'false', 'none',
+                                           'null'):
                 ignored_bad += 1
                 first_bad = first_bad or f'line {line}: {c!r}'
+        if mode == 'paired':
+            for sgn, kx, ky, cls in ((1, 'left_x', 'left_y', CONE_BLUE),
+                                     (-1, 'right_x', 'right_y', CONE_YELLOW)):
+                if (get(kx) or '') != '' or (get(ky) or '') != '':
+                    out.cone(_number(path, line, kx, get(kx)),
+                             _number(path, line, ky, get(ky)), cls, line, sgn)
+            continue
+        x = _number(path, line, 'x', get('x'))
+        y = _number(path, line, 'y', get('y'))
+        count = len(out.xy)
         if 'tag' not in col:
             side = _flag_side(get('left'), get('right'))
             out.cone(x, y, (CONE_BLUE if side > 0 else CONE_YELLOW) if side
                      else CONE_UNKNOWN, line, side)
-            continue
-        tag = get('tag') or ''
-        if tag == '':
-            raise ValueError(f"{path}:{line}: field 'tag' is missing")
-        key = normal_name(tag)
-        yaw = 0.0
-        if key in START_TAGS and get('direction') not in (None, ''):
-            yaw = _number(path, line, 'direction', get('direction'))
-        if re.match(r'^-?\d+$', tag):
-            out.cone(x, y, CONE_UNKNOWN, line, 0, code=int(tag))
-            continue
-        out.tagged(tag, x, y, line, 'tag', yaw)
-        side = _flag_side(get('left'), get('right'))
-        if side and out.lines and out.lines[-1] == line:
-            out.side[-1] = side
+        else:
+            tag = get('tag') or ''
+            if tag == '':
+                raise ValueError(f"{path}:{line}: field 'tag' is missing")
+            key = normal_name(tag)
+            yaw = 0.0
+            if key in START_TAGS and get('direction') not in (None, ''):
+                yaw = _number(path, line, 'direction', get('direction'))
+            if re.match(r'^-?\d+$', tag):
+                out.cone(x, y, CONE_UNKNOWN, line, 0, code=int(tag))
+            else:
+                out.tagged(tag, x, y, line, 'tag', yaw)
+                side = _flag_side(get('left'), get('right'))
+                if side and len(out.xy) > count:
+                    out.side[-1] = side
     if col is None:
         raise ValueError(f'{path}:1: empty file (expected rows '
                          f'{",".join(CSV_HEADER)})')
@@ -450,6 +472,31 @@ def read_csv(path: str, text: str, fmt: str) -> TrackFile:
         out.notes.append(f'{path}: no colour column: {len(out.xy)} cones of '
                          'unknown colour')
     return out.done()
+
+
+def _columns_mode(path: str, line: int, cells: List[str],
+                  hdr: Dict[str, int]) -> str:
+    """
+    Return how the rows under a header give positions, or raise.
+
+    ``xy`` (an x and a y column) or ``paired`` (``left_x``, ``left_y``,
+    ``right_x``, ``right_y``: two cones a row); a header with part of a
+    set names the missing column.
+    """
+    if 'x' in hdr and 'y' in hdr:
+        return 'xy'
+    paired = ('left_x', 'left_y', 'right_x', 'right_y')
+    if 'x' not in hdr and 'y' not in hdr and any(k in hdr for k in paired):
+        mode, want = 'paired', paired
+    else:
+        mode, want = 'xy', ('x', 'y')
+    miss = [k for k in want if k not in hdr]
+    if not miss:
+        return mode
+    example = ','.join(want) if mode != 'xy' else ','.join(CSV_HEADER)
+    raise ValueError(f'{path}:{line}: field {miss[0]!r}: header '
+                     f'{",".join(cells)!r} has no {miss[0]} column (expected '
+                     f'e.g. {example})')
 
 
 def _flag_side(left: Optional[str], right: Optional[str]) -> int:

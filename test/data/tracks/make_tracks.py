@@ -297,6 +297,7 @@ def team_formats(cones: List[Cone]) -> None:
     docs/track_formats.md has the facts of each format.
     """
     _umdf('umdf_oval.json', cones)
+    _paired('paired_oval.csv', cones)
 
 
 def _umdf(name: str, cones: List[Cone]) -> None:
@@ -322,6 +323,28 @@ def _umdf(name: str, cones: List[Cone]) -> None:
             'centreline': [turn(x, y) for x, y in midpoints()]}
     with open(os.path.join(HERE, name), 'w', encoding='utf-8') as f:
         json.dump(data, f, indent=4)
+
+
+def _paired(name: str, cones: List[Cone]) -> None:
+    """
+    Write MUR's paired columns: one left and one right cone per row.
+
+    ``left_x,left_y,right_x,right_y``, each boundary in driving order,
+    the shorter one's cells empty at the end, the first row repeated as
+    the last (the loop closed as in MUR's FSG file); no orange cones.
+    """
+    left = [(x, y) for t, x, y in cones if t == 'blue']
+    right = [(x, y) for t, x, y in cones if t == 'yellow']
+    rows = ['left_x,left_y,right_x,right_y']
+    for k in range(max(len(left), len(right))):
+        cells = []
+        for side in (left, right):
+            cells += [f'{side[k][0]}', f'{side[k][1]}'] if k < len(side) \
+                else ['', '']
+        rows.append(','.join(cells))
+    rows.append(rows[1])
+    with open(os.path.join(HERE, name), 'w', encoding='utf-8') as f:
+        f.write('\n'.join(rows) + '\n')
 
 
 def _conemap(name: str, cones: List[Cone], codes: dict) -> None:
