@@ -940,3 +940,64 @@ def test_paired_straight_with_unequal_sides(tmp_path: Path) -> None:
     assert not track.closed and track.width == pytest.approx(3.0)
     assert np.abs(track.centerline[:, 1]).max() < 0.05
     assert (track.cones.class_id == CONE_YELLOW).sum() == 13
+
+
+def test_hanze_pygame_map_is_read_in_screen_axes(tmp_path: Path) -> None:
+    """
+    Hanze's Moving_Car map: y down, LEFT/RIGHT the driver's sides.
+
+    Recognised by its header (pandas index, ``Cone_Type,Cone_X,Cone_Y``)
+    and read with convention ``screen``; the same rows under another
+    header load mirrored, as nothing else tells the axes (the named sides
+    fit either driving direction).
+    """
+    path = str(DATA / 'hanze_oval.csv')
+    assert F.detect_format(path) == 'csv'
+    loaded = F.load_track_file(path)
+    assert loaded.fmt == 'csv' and loaded.errors == []
+    _same_oval(loaded.track)
+    assert any('screen axes (y down)' in w for w in loaded.warnings)
+    same = F.load_track_file(path, convention='screen').track
+    np.testing.assert_allclose(same.centerline, loaded.track.centerline)
+    # unreal would also swap the named sides: reported mirrored, with the
+    # hint at screen
+    wrong = F.load_track_file(path, convention='unreal')
+    assert wrong.errors and 'try convention screen' in wrong.errors[0]
+    other = tmp_path / 'renamed.csv'
+    other.write_text((DATA / 'hanze_oval.csv').read_text().replace(
+        ',Cone_Type,Cone_X,Cone_Y', 'id,tag,x,y', 1))
+    mirrored = F.load_track_file(str(other)).track
+    d, _i = cKDTree(_oval_centre() * [1.0, -1.0]).query(mirrored.centerline)
+    assert d.max() < 0.3
+    screen = F.load_track_file(str(other), convention='screen').track
+    _same_oval(screen)
+
+
+def test_hanze_cone_log_is_y_up_with_its_finish_line() -> None:
+    """
+    Hanze's coneconnecting cone log: y up, CRLF, ``['finish']`` cones.
+
+    The two finish cones are the start/finish line; no value is ignored.
+    """
+    path = str(DATA / 'hanze_cone_log.csv')
+    assert F.detect_format(path) == 'csv'
+    loaded = F.load_track_file(path)
+    assert loaded.fmt == 'csv' and loaded.errors == []
+    track = loaded.track
+    _same_oval(track)
+    gate = track.timing_lines['start']
+    assert (gate.a + gate.b) / 2.0 == pytest.approx([-0.4, 0.0], abs=0.3)
+    assert not any('ignored' in w for w in loaded.warnings)
+    assert any('2 cones flagged finish' in w for w in loaded.warnings)
+
+
+@pytest.mark.parametrize('text, line, field', [
+    (',Cone_Type,Cone_X,Cone_Y\n0,LEFT,2.0,-1.5\n1,LEFT,2.0,\n', 3,
+     "'y' is missing"),
+    ('cone ID,leftOrRight,Xpos,Ypos,prev ID,next ID,coneData\n'
+     '0,LEFT,2.0,1.5,1,1,\n1,MIDDLE,2.0,-1.5,0,0,\n', 3, "'tag'"),
+])
+def test_bad_hanze_csv_names_file_line_field(tmp_path: Path, text: str,
+                                             line: int, field: str) -> None:
+    """A Hanze map or cone log with a bad cell: one error line."""
+    _refused(tmp_path / 'bad.csv', text, line, field)

@@ -12,8 +12,9 @@ near-duplicate cones and builds the :class:`Track`. Formats
 * ``eufs``: eufs_sim CSV (header ``tag,x,y,direction,...``); ``fsds``: the
   same rows without a header (FSDS maps); ``csv``: any other CSV with a
   colour and x/y columns (e.g. ``cone_type,X,Y,Z,...,right,left``), plain
-  x,y rows (cones of unknown colour) or paired ``left_x,left_y,right_x,
-  right_y`` columns (MUR);
+  x,y rows (cones of unknown colour), paired ``left_x,left_y,right_x,
+  right_y`` columns (MUR), or Hanze Racing's pygame maps (screen axes) and
+  cone logs;
 * ``pacsim``: PacSim YAML (``track: {left, right, time_keeping, ...}``);
 * ``fssim``: AMZ fssim YAML (``cones_left``, ``cones_right``, ...);
 * ``conemap``: a cone-array message dumped as YAML (``cones: [{location,
@@ -99,9 +100,12 @@ def _paired(side: str, axis: str) -> Tuple[str, ...]:
 # CSV column names (normalised) -> our field.
 _COLUMNS = {
     'tag': ('tag', 'type', 'cone_type', 'color', 'colour', 'class',
-            'cone_class', 'label', 'cone_color', 'cone_colour', 'kind'),
-    'x': ('x', 'x_m', 'pos_x', 'position_x', 'x_pos', 'px'),
-    'y': ('y', 'y_m', 'pos_y', 'position_y', 'y_pos', 'py'),
+            'cone_class', 'label', 'cone_color', 'cone_colour', 'kind',
+            'leftorright', 'left_or_right'),
+    'x': ('x', 'x_m', 'pos_x', 'position_x', 'x_pos', 'px', 'cone_x',
+          'xpos'),
+    'y': ('y', 'y_m', 'pos_y', 'position_y', 'y_pos', 'py', 'cone_y',
+          'ypos'),
     'direction': ('direction', 'yaw', 'heading', 'theta', 'orientation',
                   'yaw_rad'),
     'left': ('left', 'is_left'),
@@ -109,12 +113,21 @@ _COLUMNS = {
     # one left and one right cone per row (MUR)
     'left_x': _paired('left', 'x'), 'left_y': _paired('left', 'y'),
     'right_x': _paired('right', 'x'), 'right_y': _paired('right', 'y'),
+    # a cone of the finish line (Hanze: ``Finish`` True, ``coneData``
+    # ``['finish']``)
+    'finish': ('finish', 'is_finish', 'conedata', 'cone_data'),
 }
 #: Names that make a row a header (besides a first cell ``tag``).
 _HEADER_X = frozenset(_COLUMNS['x'] + _COLUMNS['left_x'])
 #: Names a header row's first cell can have (a row starting otherwise
-#: after the first data row is data).
-_HEADER_FIRST = frozenset(_COLUMNS['tag'] + tuple(_HEADER_X))
+#: after the first data row is data); '' is a pandas index column's.
+_HEADER_FIRST = frozenset(_COLUMNS['tag'] + tuple(_HEADER_X) +
+                          ('', 'id', 'cone_id', 'index'))
+#: Hanze Racing's Moving_Car maps (``pp_functions/utils.py`` ``save_map``:
+#: pandas ``to_csv`` with its index column): pygame screen axes, y down.
+_SCREEN_HEADERS = (('', 'cone_type', 'cone_x', 'cone_y'),
+                   ('', 'cone_type', 'cone_x', 'cone_y', 'prev_cone_index',
+                    'next_cone_index'))
 _NUMBER = re.compile(r'^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$')
 
 
@@ -387,7 +400,9 @@ def read_csv(path: str, text: str, fmt: str) -> TrackFile:
     ``right`` flags); rows of numbers only are cones of unknown colour;
     unparsable values in columns we do not use are noted, not fatal.
     Paired ``left_x,left_y,right_x,right_y`` columns give a left (blue)
-    and a right (yellow) cone per row, empty cells none.
+    and a right (yellow) cone per row, empty cells none; cones flagged
+    ``finish`` (one left, one right) mark the start/finish line; Hanze
+    Racing's pygame map header sets ``axes`` to ``screen``.
     """
     out = _Cones(path, fmt)
     col: Optional[Dict[str, int]] = None
@@ -396,6 +411,7 @@ def read_csv(path: str, text: str, fmt: str) -> TrackFile:
     delim: Optional[str] = None
     ignored_bad = 0
     first_bad = ''
+    finish: List[int] = []
     lines = text.splitlines()
     for line, raw in enumerate(lines, start=1):
         stripped = raw.strip()
@@ -414,6 +430,13 @@ def read_csv(path: str, text: str, fmt: str) -> TrackFile:
                                  'skipped')
                 continue
             mode = _columns_mode(path, line, cells, hdr)
+            if tuple(normal_name(c) for c in cells) in _SCREEN_HEADERS:
+                out.axes = 'screen'
+                out.notes.append(
+                    f'{path}:{line}: header {",".join(cells)!r}: Hanze '
+                    "Racing's pygame map, screen axes (y down): read with "
+                    'convention screen (y negated, LEFT/RIGHT kept) unless '
+                    'another is given')
             col, header_line = hdr, line
             continue
         if col is None:
@@ -426,7 +449,7 @@ def read_csv(path: str, text: str, fmt: str) -> TrackFile:
             return cells[i] if i is not None and i < len(cells) else None
         used = {col.get(k) for k in ('tag', 'x', 'y', 'left', 'right',
                                      'direction', 'left_x', 'left_y',
-                                     'right_x', 'right_y')}
+                                     'right_x', 'right_y', 'finish')}
         for i, c in enumerate(cells):
             if i not in used and c and not _NUMBER.match(c) and \
                     normal_name(c) not in ('nan', 'true', 'false', 'none',
@@ -462,6 +485,8 @@ def read_csv(path: str, text: str, fmt: str) -> TrackFile:
                 side = _flag_side(get('left'), get('right'))
                 if side and len(out.xy) > count:
                     out.side[-1] = side
+        if len(out.xy) > count and _is_finish(get('finish')):
+            finish.append(count)
     if col is None:
         raise ValueError(f'{path}:1: empty file (expected rows '
                          f'{",".join(CSV_HEADER)})')
@@ -471,6 +496,8 @@ def read_csv(path: str, text: str, fmt: str) -> TrackFile:
     if 'tag' not in col and not any(out.side):
         out.notes.append(f'{path}: no colour column: {len(out.xy)} cones of '
                          'unknown colour')
+    if finish:
+        _finish_line(out, finish)
     return out.done()
 
 
@@ -497,6 +524,28 @@ def _columns_mode(path: str, line: int, cells: List[str],
     raise ValueError(f'{path}:{line}: field {miss[0]!r}: header '
                      f'{",".join(cells)!r} has no {miss[0]} column (expected '
                      f'e.g. {example})')
+
+
+def _is_finish(value: Optional[str]) -> bool:
+    """Return True for a finish flag (``True``, ``1``, ``['finish']``)."""
+    return value is not None and (
+        'finish' in value.lower() or
+        normal_name(value) in ('1', '1.0', 'true', 'yes'))
+
+
+def _finish_line(out: _Cones, finish: List[int]) -> None:
+    """Make one left and one right finish cone the start/finish line."""
+    sides = {out.side[i] or {CONE_BLUE: 1, CONE_YELLOW: -1}.get(out.cls[i], 0)
+             for i in finish}
+    where = ', '.join(str(out.lines[i]) for i in finish[:4])
+    if len(finish) == 2 and sides == {1, -1}:
+        out.timing += [out.xy[i] for i in finish]
+        out.notes.append(f'{out.path}: 2 cones flagged finish (lines '
+                         f'{where}): the start/finish line between them')
+    else:
+        out.notes.append(f'{out.path}: {len(finish)} cones flagged finish '
+                         f'(lines {where}): not used (a finish line is one '
+                         'left and one right cone)')
 
 
 def _flag_side(left: Optional[str], right: Optional[str]) -> int:

@@ -298,6 +298,8 @@ def team_formats(cones: List[Cone]) -> None:
     """
     _umdf('umdf_oval.json', cones)
     _paired('paired_oval.csv', cones)
+    _hanze_map('hanze_oval.csv', cones)
+    _hanze_cone_log('hanze_cone_log.csv', cones)
 
 
 def _umdf(name: str, cones: List[Cone]) -> None:
@@ -345,6 +347,53 @@ def _paired(name: str, cones: List[Cone]) -> None:
     rows.append(rows[1])
     with open(os.path.join(HERE, name), 'w', encoding='utf-8') as f:
         f.write('\n'.join(rows) + '\n')
+
+
+def _hanze_map(name: str, cones: List[Cone]) -> None:
+    """
+    Write Hanze Racing's Moving_Car map (pandas ``to_csv``): screen axes.
+
+    An unnamed index column, ``Cone_Type`` LEFT (the driver's left) then
+    RIGHT, positions with y down (y negated); no orange cones.
+    """
+    rows = [',Cone_Type,Cone_X,Cone_Y']
+    sides = [('LEFT', t, x, y) for t, x, y in cones if t == 'blue'] + \
+        [('RIGHT', t, x, y) for t, x, y in cones if t == 'yellow']
+    for k, (side, _t, x, y) in enumerate(sides):
+        rows.append(f'{k},{side},{float(x)!r},{0.0 - y!r}')
+    with open(os.path.join(HERE, name), 'w', encoding='utf-8') as f:
+        f.write('\n'.join(rows) + '\n')
+
+
+def _hanze_cone_log(name: str, cones: List[Cone]) -> None:
+    """
+    Write a Hanze coneconnecting cone log (pygamesim.py): y up, CRLF.
+
+    Right cones first, then left, each chain from its ``['finish']`` cone
+    (the big orange gate cones at x = -0.4; those at 0.4 are left out);
+    ``prev ID``/``next ID`` link each boundary's cones in driving order.
+    """
+    rows = ['cone ID,leftOrRight,Xpos,Ypos,prev ID,next ID,coneData']
+    chains = {}
+    for side, colour, gate_y in (('LEFT', 'blue', 1.5),
+                                 ('RIGHT', 'yellow', -1.5)):
+        pts = [(x, y) for t, x, y in cones if t == colour]
+        k = next(i for i, (x, y) in enumerate(pts)
+                 if x > 0.0 and abs(y - gate_y) < 1e-6)
+        chains[side] = [(-0.4, gate_y)] + pts[k:] + pts[:k]
+    first = {'LEFT': 0, 'RIGHT': len(chains['LEFT'])}
+    for side in ('RIGHT', 'LEFT'):
+        n = len(chains[side])
+        for i, (x, y) in enumerate(chains[side]):
+            cid = first[side] + i
+            prev = first[side] + (i - 1) % n
+            nxt = first[side] + (i + 1) % n
+            data = "['finish']" if i == 0 else ''
+            rows.append(f'{cid},{side},{round(x, 2)},{round(y, 2)},{prev},'
+                        f'{nxt},{data}')
+    with open(os.path.join(HERE, name), 'w', encoding='utf-8',
+              newline='') as f:
+        f.write('\r\n'.join(rows) + '\r\n')
 
 
 def _conemap(name: str, cones: List[Cone], codes: dict) -> None:
