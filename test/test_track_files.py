@@ -1001,3 +1001,51 @@ def test_bad_hanze_csv_names_file_line_field(tmp_path: Path, text: str,
                                              line: int, field: str) -> None:
     """A Hanze map or cone log with a bad cell: one error line."""
     _refused(tmp_path / 'bad.csv', text, line, field)
+
+
+def test_latitude_longitude_in_local_metres() -> None:
+    """WGS84 degrees: metres east and north of the first row, no colour."""
+    path = str(DATA / 'latlon_oval.csv')
+    assert F.detect_format(path) == 'csv'
+    loaded = F.load_track_file(path)
+    assert loaded.fmt == 'csv' and loaded.errors == []
+    track = loaded.track
+    first = np.array([-32.5, 1.5])              # the first row's cone
+    _same_oval(track, shift=tuple(-first))
+    assert len(track.cones) == len(REFERENCE.xy)
+    want = np.array(sorted(map(tuple, REFERENCE.xy - first)))
+    got = np.array(sorted(map(tuple, track.cones.xy)))
+    assert np.abs(got - want).max() < 0.005
+    assert any('WGS84 latitude/longitude converted to metres east and '
+               'north of the first row (49.3294134873, 8.5654528838)' in w
+               for w in loaded.warnings)
+
+
+@pytest.mark.parametrize('text, line, field', [
+    ('lat,lon\n49.3,8.56\n95.0,8.56\n', 3, "'lat': 95.0 is not a latitude"),
+    ('lat,lon\n49.3,8.56\n49.3,8.5x\n', 3, "'lon' is not a number"),
+    ('lat,lon\n49.3,8.56\n49.3,200.0\n', 3, "'lon': 200.0 is not a longi"),
+])
+def test_bad_latlon_csv_names_file_line_field(tmp_path: Path, text: str,
+                                              line: int, field: str) -> None:
+    """Degrees out of range or not numbers (a file in metres?): one line."""
+    _refused(tmp_path / 'bad.csv', text, line, field)
+
+
+def test_degree_lengths_of_the_wgs84_ellipsoid() -> None:
+    """
+    Metres per degree of latitude and longitude, WGS84.
+
+    Against the series for the ellipsoid (111132.954 - 559.822 cos 2phi +
+    1.175 cos 4phi north, 111412.84 cos phi - 93.5 cos 3phi + 0.118 cos
+    5phi east; e.g. Wikipedia, "Latitude"), within 0.1 m per degree.
+    """
+    from hil_bridge.sim.track_readers import metres_per_degree
+    for lat in (0.0, 37.5, 45.0, 60.0):
+        phi = np.radians(lat)
+        north, east = metres_per_degree(lat)
+        assert north == pytest.approx(111132.954 - 559.822 * np.cos(2 * phi)
+                                      + 1.175 * np.cos(4 * phi), abs=0.1)
+        assert east == pytest.approx(111412.84 * np.cos(phi) - 93.5 *
+                                     np.cos(3 * phi) + 0.118 * np.cos(5 * phi),
+                                     abs=0.1)

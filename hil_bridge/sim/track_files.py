@@ -273,6 +273,10 @@ def _resolve_colours(tf: TrackFile) -> None:
                 f'{gap:.2f} m apart (median): a path or centre line, not '
                 'cones')
         side = boundary_sides(tf.xy, start)
+        where = 'the car start'
+        if tf.car_start is None and min((side > 0).sum(),
+                                        (side < 0).sum()) < 4:
+            side, where = _walk_beside_the_origin_cone(tf.xy, side, where)
         tf.side[unknown] = side[unknown]
         got = int((side[unknown] != 0).sum())
         if min((side > 0).sum(), (side < 0).sum()) < 4:
@@ -283,9 +287,45 @@ def _resolve_colours(tf: TrackFile) -> None:
                 'centre-line file?)')
         tf.notes.append(f'{tf.path}: {int(unknown.sum())} cones of unknown '
                         f'colour: {got} put on the left or right boundary by '
-                        'walking the track from the car start' +
+                        f'walking the track from {where}' +
                         ('' if got >= 0.8 * unknown.sum() else
                          ' (the rest is off the walked track)'))
+
+
+def _walk_beside_the_origin_cone(xy: np.ndarray, side: np.ndarray,
+                                 where: str) -> Tuple[np.ndarray, str]:
+    """
+    Return the sides of a walk from beside the cone at the origin.
+
+    A file without a start pose whose origin is one of its cones (a survey
+    in metres from its first cone, as latitude/longitude files are read)
+    gives the walk from the origin nothing to cross: walk instead from the
+    middle of each edge (``SPAN`` long) from that cone to its six nearest
+    cones, across the edge either way, and keep the walk that puts the
+    most cones on its weaker side. ``side`` and ``where`` (the walk from
+    the origin) are returned when the origin is not a cone or no walk
+    does better.
+    """
+    dist = np.hypot(*xy.T)
+    i = int(np.argmin(dist))
+    if dist[i] > 0.5:
+        return side, where
+    best = (min((side > 0).sum(), (side < 0).sum()), side, where)
+    near = np.hypot(*(xy - xy[i]).T)
+    for j in np.argsort(near)[1:7]:
+        if not SPAN[0] <= near[j] <= SPAN[1]:
+            continue
+        mid = (xy[i] + xy[j]) / 2.0
+        edge = xy[j] - xy[i]
+        for sgn in (1.0, -1.0):
+            got = boundary_sides(xy, Pose(x=float(mid[0]), y=float(mid[1]),
+                                          yaw=math.atan2(-sgn * edge[0],
+                                                         sgn * edge[1])))
+            score = min((got > 0).sum(), (got < 0).sum())
+            if score > best[0]:
+                best = (score, got, 'beside the cone at the origin (no '
+                        'start pose)')
+    return best[1], best[2]
 
 
 def _infer_start(tf: TrackFile) -> None:
@@ -331,6 +371,8 @@ def _infer_start(tf: TrackFile) -> None:
         ir = int(np.argmin(np.hypot(*(rp - lp[il]).T)))
         span = float(np.hypot(*(lp[il] - rp[ir])))
         between = float(np.hypot(*lp[il]) + np.hypot(*rp[ir])) < span + 1.0
+        # a cone at the origin (a survey about its first cone) is no start
+        between = between and min(np.hypot(*lp[il]), np.hypot(*rp[ir])) > 0.5
         anchor = origin if between else (lp[il] + rp[ir]) / 2.0
         h = heading_at(anchor)
     yaw = math.atan2(h[1], h[0])

@@ -13,8 +13,8 @@ near-duplicate cones and builds the :class:`Track`. Formats
   same rows without a header (FSDS maps); ``csv``: any other CSV with a
   colour and x/y columns (e.g. ``cone_type,X,Y,Z,...,right,left``), plain
   x,y rows (cones of unknown colour), paired ``left_x,left_y,right_x,
-  right_y`` columns (MUR), or Hanze Racing's pygame maps (screen axes) and
-  cone logs;
+  right_y`` columns (MUR), Hanze Racing's pygame maps (screen axes) and
+  cone logs, or WGS84 ``lat,lon`` (converted to local metres);
 * ``pacsim``: PacSim YAML (``track: {left, right, time_keeping, ...}``);
 * ``fssim``: AMZ fssim YAML (``cones_left``, ``cones_right``, ...);
 * ``conemap``: a cone-array message dumped as YAML (``cones: [{location,
@@ -113,12 +113,15 @@ _COLUMNS = {
     # one left and one right cone per row (MUR)
     'left_x': _paired('left', 'x'), 'left_y': _paired('left', 'y'),
     'right_x': _paired('right', 'x'), 'right_y': _paired('right', 'y'),
+    # WGS84 degrees
+    'lat': ('lat', 'latitude', 'lat_deg', 'gps_lat'),
+    'lon': ('lon', 'lng', 'long', 'longitude', 'lon_deg', 'gps_lon'),
     # a cone of the finish line (Hanze: ``Finish`` True, ``coneData``
     # ``['finish']``)
     'finish': ('finish', 'is_finish', 'conedata', 'cone_data'),
 }
 #: Names that make a row a header (besides a first cell ``tag``).
-_HEADER_X = frozenset(_COLUMNS['x'] + _COLUMNS['left_x'])
+_HEADER_X = frozenset(_COLUMNS['x'] + _COLUMNS['left_x'] + _COLUMNS['lat'])
 #: Names a header row's first cell can have (a row starting otherwise
 #: after the first data row is data); '' is a pandas index column's.
 _HEADER_FIRST = frozenset(_COLUMNS['tag'] + tuple(_HEADER_X) +
@@ -128,6 +131,9 @@ _HEADER_FIRST = frozenset(_COLUMNS['tag'] + tuple(_HEADER_X) +
 _SCREEN_HEADERS = (('', 'cone_type', 'cone_x', 'cone_y'),
                    ('', 'cone_type', 'cone_x', 'cone_y', 'prev_cone_index',
                     'next_cone_index'))
+#: WGS84 semi-major axis (m) and first eccentricity squared.
+WGS84_A = 6378137.0
+WGS84_E2 = 6.69437999014e-3
 _NUMBER = re.compile(r'^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$')
 
 
@@ -373,8 +379,8 @@ def _header_columns(cells: List[str], first: bool) -> Optional[Dict[str, int]]:
     Return our field -> column of a header row, or None for a data row.
 
     A header starts with ``tag`` or names an x column (or a paired
-    ``left_x``); the first row is also a header when none of its cells is
-    a number.
+    ``left_x``, or ``lat``); the first row is also a header when none of
+    its cells is a number.
     """
     names = [normal_name(c) for c in cells]
     numbers = [bool(_NUMBER.match(c)) for c in cells]
@@ -400,9 +406,11 @@ def read_csv(path: str, text: str, fmt: str) -> TrackFile:
     ``right`` flags); rows of numbers only are cones of unknown colour;
     unparsable values in columns we do not use are noted, not fatal.
     Paired ``left_x,left_y,right_x,right_y`` columns give a left (blue)
-    and a right (yellow) cone per row, empty cells none; cones flagged
-    ``finish`` (one left, one right) mark the start/finish line; Hanze
-    Racing's pygame map header sets ``axes`` to ``screen``.
+    and a right (yellow) cone per row, empty cells none; ``lat``/``lon``
+    (WGS84 degrees) are converted to metres east and north of the first
+    row (:func:`metres_per_degree`); cones flagged ``finish`` (one left,
+    one right) mark the start/finish line; Hanze Racing's pygame map
+    header sets ``axes`` to ``screen``.
     """
     out = _Cones(path, fmt)
     col: Optional[Dict[str, int]] = None
@@ -411,6 +419,7 @@ def read_csv(path: str, text: str, fmt: str) -> TrackFile:
     delim: Optional[str] = None
     ignored_bad = 0
     first_bad = ''
+    geo: Optional[Tuple[str, str, float, float, float, float]] = None
     finish: List[int] = []
     lines = text.splitlines()
     for line, raw in enumerate(lines, start=1):
@@ -449,7 +458,8 @@ def read_csv(path: str, text: str, fmt: str) -> TrackFile:
             return cells[i] if i is not None and i < len(cells) else None
         used = {col.get(k) for k in ('tag', 'x', 'y', 'left', 'right',
                                      'direction', 'left_x', 'left_y',
-                                     'right_x', 'right_y', 'finish')}
+                                     'right_x', 'right_y', 'lat', 'lon',
+                                     'finish')}
         for i, c in enumerate(cells):
             if i not in used and c and not _NUMBER.match(c) and \
                     normal_name(c) not in ('nan', 'true', 'false', 'none',
@@ -463,8 +473,16 @@ def read_csv(path: str, text: str, fmt: str) -> TrackFile:
                     out.cone(_number(path, line, kx, get(kx)),
                              _number(path, line, ky, get(ky)), cls, line, sgn)
             continue
-        x = _number(path, line, 'x', get('x'))
-        y = _number(path, line, 'y', get('y'))
+        if mode == 'geo':
+            lat, lon = _lat_lon(path, line, get('lat'), get('lon'))
+            if geo is None:
+                geo = (get('lat') or '', get('lon') or '', lat, lon,
+                       *metres_per_degree(lat))
+            x = ((lon - geo[3] + 180.0) % 360.0 - 180.0) * geo[5]
+            y = (lat - geo[2]) * geo[4]
+        else:
+            x = _number(path, line, 'x', get('x'))
+            y = _number(path, line, 'y', get('y'))
         count = len(out.xy)
         if 'tag' not in col:
             side = _flag_side(get('left'), get('right'))
@@ -493,6 +511,10 @@ def read_csv(path: str, text: str, fmt: str) -> TrackFile:
     if ignored_bad:
         out.notes.append(f'{path}: {ignored_bad} unused values that are not '
                          f'numbers ignored (first {first_bad})')
+    if geo is not None:
+        out.notes.append(f'{path}: WGS84 latitude/longitude converted to '
+                         'metres east and north of the first row '
+                         f'({geo[0]}, {geo[1]})')
     if 'tag' not in col and not any(out.side):
         out.notes.append(f'{path}: no colour column: {len(out.xy)} cones of '
                          'unknown colour')
@@ -506,15 +528,17 @@ def _columns_mode(path: str, line: int, cells: List[str],
     """
     Return how the rows under a header give positions, or raise.
 
-    ``xy`` (an x and a y column) or ``paired`` (``left_x``, ``left_y``,
-    ``right_x``, ``right_y``: two cones a row); a header with part of a
-    set names the missing column.
+    ``xy`` (an x and a y column), ``paired`` (``left_x``, ``left_y``,
+    ``right_x``, ``right_y``: two cones a row) or ``geo`` (``lat``,
+    ``lon``); a header with part of a set names the missing column.
     """
     if 'x' in hdr and 'y' in hdr:
         return 'xy'
     paired = ('left_x', 'left_y', 'right_x', 'right_y')
     if 'x' not in hdr and 'y' not in hdr and any(k in hdr for k in paired):
         mode, want = 'paired', paired
+    elif 'x' not in hdr and 'y' not in hdr and ('lat' in hdr or 'lon' in hdr):
+        mode, want = 'geo', ('lat', 'lon')
     else:
         mode, want = 'xy', ('x', 'y')
     miss = [k for k in want if k not in hdr]
@@ -524,6 +548,35 @@ def _columns_mode(path: str, line: int, cells: List[str],
     raise ValueError(f'{path}:{line}: field {miss[0]!r}: header '
                      f'{",".join(cells)!r} has no {miss[0]} column (expected '
                      f'e.g. {example})')
+
+
+def metres_per_degree(lat: float) -> Tuple[float, float]:
+    """
+    Return (north, east): metres per degree of latitude and longitude.
+
+    At latitude ``lat`` (degrees) on the WGS84 ellipsoid: the meridian and
+    the prime-vertical radius of curvature (the local tangent plane, east
+    and north; within millimetres over a track's few hundred metres).
+    """
+    phi = math.radians(lat)
+    w = 1.0 - WGS84_E2 * math.sin(phi) ** 2
+    north = WGS84_A * (1.0 - WGS84_E2) / w ** 1.5
+    east = WGS84_A / math.sqrt(w) * math.cos(phi)
+    return math.radians(north), math.radians(east)
+
+
+def _lat_lon(path: str, line: int, lat_text: Optional[str],
+             lon_text: Optional[str]) -> Tuple[float, float]:
+    """Return (lat, lon) in degrees or raise naming the file, line, field."""
+    lat = _number(path, line, 'lat', lat_text)
+    lon = _number(path, line, 'lon', lon_text)
+    if abs(lat) > 90.0:
+        raise ValueError(f"{path}:{line}: field 'lat': {lat_text} is not a "
+                         'latitude in degrees (-90 to 90)')
+    if abs(lon) > 180.0:
+        raise ValueError(f"{path}:{line}: field 'lon': {lon_text} is not a "
+                         'longitude in degrees (-180 to 180)')
+    return lat, lon
 
 
 def _is_finish(value: Optional[str]) -> bool:

@@ -300,6 +300,7 @@ def team_formats(cones: List[Cone]) -> None:
     _paired('paired_oval.csv', cones)
     _hanze_map('hanze_oval.csv', cones)
     _hanze_cone_log('hanze_cone_log.csv', cones)
+    _latlon('latlon_oval.csv', cones, (49.3294, 8.5659))
 
 
 def _umdf(name: str, cones: List[Cone]) -> None:
@@ -394,6 +395,31 @@ def _hanze_cone_log(name: str, cones: List[Cone]) -> None:
     with open(os.path.join(HERE, name), 'w', encoding='utf-8',
               newline='') as f:
         f.write('\r\n'.join(rows) + '\r\n')
+
+
+#: WGS84 semi-major axis (m) and first eccentricity squared.
+WGS84_A = 6378137.0
+WGS84_E2 = 6.69437999014e-3
+
+
+def _latlon(name: str, cones: List[Cone], ref: Tuple[float, float]) -> None:
+    """
+    Write the cones as WGS84 latitude, longitude (an RTK survey): no colour.
+
+    The oval's (x east, y north) about ``ref`` (degrees) on the local
+    tangent plane (meridian and prime-vertical radii of curvature at
+    ``ref``), 10 decimals (0.01 mm); the first row is the first blue cone.
+    """
+    lat0 = math.radians(ref[0])
+    w = 1.0 - WGS84_E2 * math.sin(lat0) ** 2
+    north = WGS84_A * (1.0 - WGS84_E2) / w ** 1.5      # m per rad
+    east = WGS84_A / math.sqrt(w) * math.cos(lat0)
+    rows = ['lat,lon']
+    for _t, x, y in cones:
+        rows.append(f'{ref[0] + math.degrees(y / north):.10f},'
+                    f'{ref[1] + math.degrees(x / east):.10f}')
+    with open(os.path.join(HERE, name), 'w', encoding='utf-8') as f:
+        f.write('\n'.join(rows) + '\n')
 
 
 def _conemap(name: str, cones: List[Cone], codes: dict) -> None:
