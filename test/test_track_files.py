@@ -1049,3 +1049,27 @@ def test_degree_lengths_of_the_wgs84_ellipsoid() -> None:
         assert east == pytest.approx(111412.84 * np.cos(phi) - 93.5 *
                                      np.cos(3 * phi) + 0.118 * np.cos(5 * phi),
                                      abs=0.1)
+
+
+def test_pacsim_centerline_raw_is_the_centre_line(tmp_path: Path) -> None:
+    """E-Team's PacSim ``centerline_raw``: centre-line points, not cones."""
+    path = str(DATA / 'pacsim_centerline_raw.yaml')
+    assert F.detect_format(path) == 'pacsim'
+    tf = F.read_track_file(path)
+    assert len(tf.midpoints) == 43 and len(tf.xy) == len(REFERENCE.xy)
+    track = F.build_track(tf)
+    d, _i = cKDTree(T.resample(track.centerline, True, 0.05)).query(
+        tf.midpoints)
+    assert d.max() < 0.1
+    text = (DATA / 'pacsim_centerline_raw.yaml').read_text()
+    bad = text.replace('  - position: [5.0, 0.0, 0.0]\n',
+                       '  - pos: [5.0, 0.0, 0.0]\n', 1)
+    assert bad != text
+    line = bad[:bad.index('  - pos: [5.0')].count('\n') + 1
+    broken = tmp_path / 'bad.yaml'
+    broken.write_text(bad)
+    with pytest.raises(ValueError) as err:
+        F.load_track_file(str(broken))
+    msg = str(err.value)
+    assert msg.startswith(f'{broken}:{line}:'), msg
+    assert "'track.centerline_raw[1].position'" in msg, msg

@@ -15,7 +15,8 @@ near-duplicate cones and builds the :class:`Track`. Formats
   x,y rows (cones of unknown colour), paired ``left_x,left_y,right_x,
   right_y`` columns (MUR), Hanze Racing's pygame maps (screen axes) and
   cone logs, or WGS84 ``lat,lon`` (converted to local metres);
-* ``pacsim``: PacSim YAML (``track: {left, right, time_keeping, ...}``);
+* ``pacsim``: PacSim YAML (``track: {left, right, time_keeping, ...}``,
+  E-Team's ``centerline_raw``);
 * ``fssim``: AMZ fssim YAML (``cones_left``, ``cones_right``, ...);
 * ``conemap``: a cone-array message dumped as YAML (``cones: [{location,
   color}]``, e.g. ``rostopic echo``), numeric colour codes allowed;
@@ -714,7 +715,12 @@ def _open_yaml(path: str, text: str, fmt: str, key: str, what: str
 
 
 def read_pacsim(path: str, text: str) -> TrackFile:
-    """Read a PacSim track YAML (``time_keeping`` entries are not cones)."""
+    """
+    Read a PacSim track YAML (``time_keeping`` entries are not cones).
+
+    E-Team's fork adds ``centerline_raw``: centre-line points
+    (``{position: [x, y, z]}``) in order, read as midpoints.
+    """
     out, doc, top = _open_yaml(path, text, 'pacsim', 'track', 'PacSim files '
                                'have a top-level track mapping')
     tr = doc.mapping(top['track'], 'track')
@@ -746,6 +752,15 @@ def read_pacsim(path: str, text: str) -> TrackFile:
                                 ) from None
             if out.lines and out.lines[-1] == line and sgn:
                 out.side[-1] = sgn
+    for i, item in enumerate(doc.sequence(tr.get('centerline_raw'),
+                                          'track.centerline_raw')
+                             if 'centerline_raw' in tr else []):
+        where = f'track.centerline_raw[{i}]'
+        entry = doc.mapping(item, where)
+        if 'position' not in entry:
+            raise doc.error(item, f'{where}.position', 'missing')
+        out.mids.append(tuple(doc.vector(entry['position'],
+                                         f'{where}.position', 2, 3)[:2]))
     if 'start' in tr:
         st = doc.mapping(tr['start'], 'track.start')
         pos = doc.vector(st['position'], 'track.start.position', 2, 3) \

@@ -301,6 +301,9 @@ def team_formats(cones: List[Cone]) -> None:
     _hanze_map('hanze_oval.csv', cones)
     _hanze_cone_log('hanze_cone_log.csv', cones)
     _latlon('latlon_oval.csv', cones, (49.3294, 8.5659))
+    _pacsim('pacsim_centerline_raw.yaml', cones, closed=True,
+            start=(-6.0, 0.0), timing=[(0.0, 4.0), (0.0, -4.0)], unknown=[],
+            centerline=midpoints())
 
 
 def _umdf(name: str, cones: List[Cone]) -> None:
@@ -566,7 +569,7 @@ def _side(c: Cone) -> str:
 def _pacsim(name: str, cones: List[Cone], closed: bool,
             start: Tuple[float, float], timing: List[Tuple[float, float]],
             unknown: List[Tuple[float, float]],
-            invisible: Tuple = ()) -> None:
+            invisible: Tuple = (), centerline: Tuple = ()) -> None:
     cls = {'blue': 'blue', 'yellow': 'yellow', 'orange': 'small-orange',
            'big_orange': 'big-orange'}
     out = ['track:', '  version: 1.0',
@@ -591,6 +594,9 @@ def _pacsim(name: str, cones: List[Cone], closed: bool,
     out.append('  unknown:' + ('' if unknown else ' []'))
     for x, y in unknown:
         out += [f'  - position: [{x}, {y}, 0.0]', '    class: unknown']
+    if centerline:      # E-Team's PacSim: centre-line points, no class
+        out.append('  centerline_raw:')
+        out += [f'  - position: [{x}, {y}, 0.0]' for x, y in centerline]
     with open(os.path.join(HERE, name), 'w', encoding='utf-8') as f:
         f.write('\n'.join(out) + '\n')
 
