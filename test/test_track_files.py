@@ -942,3 +942,297 @@ def test_finish_at_the_first_row_of_a_big_orange_braking_zone(
     mid = {k: (v.a + v.b) / 2.0 for k, v in track.timing_lines.items()}
     assert mid['start'] == pytest.approx([4.0, 0.0], abs=0.3)
     assert mid['finish'] == pytest.approx([55.0, 0.0], abs=0.3)
+
+
+# ------------------------------------------------ other teams' formats (s32)
+# Our own files (make_tracks.py, ``team_formats``) in the formats of other
+# teams' tools (docs/track_formats.md) and the screen convention.
+
+
+def test_screen_convention_and_the_mirror_hints() -> None:
+    """``screen`` negates y and headings but keeps the file's sides."""
+    path = str(DATA / 'screen_oval.json')
+    loaded = F.load_track_file(path)
+    assert loaded.errors and 'try convention screen' in loaded.errors[0]
+    screen = F.load_track_file(path, convention='screen')
+    unreal = F.load_track_file(path, convention='unreal')
+    assert screen.errors == [] == unreal.errors
+    np.testing.assert_allclose(screen.track.centerline,
+                               unreal.track.centerline)
+    # files without left/right names keep the unreal hint
+    fsds = F.load_track_file(str(DATA / 'fsds_oval_unreal.csv'))
+    assert 'try convention unreal' in fsds.errors[0]
+
+
+def _turned_back(xy: np.ndarray) -> np.ndarray:
+    """Return points of the oval turned by +90 degrees turned back."""
+    return np.column_stack([xy[:, 1], -xy[:, 0]])
+
+
+def test_umdf_start_yaw_centreline_and_start_gate() -> None:
+    """
+    FSAI-Sim's UMDF: ``start.rotation.yaw``, ``centreline``, the gate.
+
+    ``orange_cones`` holds big and small orange cones together: the four
+    across the start pose are the start gate (big), the two 2 m on stay
+    small orange.
+    """
+    path = str(DATA / 'umdf_oval.json')
+    assert F.detect_format(path) == 'json'
+    tf = F.read_track_file(path)
+    assert tf.car_start.yaw == pytest.approx(np.pi / 2)
+    assert len(tf.midpoints) == 43
+    loaded = F.load_track_file(path)
+    assert loaded.errors == [] and loaded.rule_warnings == []
+    track = loaded.track
+    cls = track.cones.class_id
+    assert [(cls == c).sum() for c in (CONE_BLUE, CONE_YELLOW, CONE_ORANGE,
+                                       CONE_BIG_ORANGE)] == [45, 49, 2, 4]
+    assert any('4 orange cones across the start pose re-classed as big '
+               'orange' in w for w in loaded.warnings)
+    assert track.closed
+    d, _i = cKDTree(_oval_centre()).query(_turned_back(track.centerline))
+    assert d.max() < 0.25
+    gate = track.timing_lines['start']
+    assert (gate.a + gate.b) / 2.0 == pytest.approx([0.0, 0.0], abs=0.3)
+    assert gate.direction == pytest.approx([0.0, 1.0], abs=0.02)
+    # the start pose is the gate's centre: the front is moved behind it
+    assert (track.car_start.x, track.car_start.y, track.car_start.yaw) == \
+        pytest.approx((0.0, -2.8, np.pi / 2), abs=0.05)
+
+
+UMDF = """{
+    "name": "t",
+    "start": {
+        "position": {"x": 0.0, "y": 0.0},
+        "rotation": {"yaw": 0.0}
+    },
+    "blue_cones": [{"x": 2.0, "y": 1.5}, {"x": 6.0, "y": 1.5}],
+    "yellow_cones": [{"x": 2.0, "y": -1.5}, {"x": 6.0, "y": -1.5}],
+    "orange_cones": [],
+    "centreline": [{"x": 0.0, "y": 0.0}, {"x": 2.0, "y": 0.0},
+                   {"x": 4.0, "y": 0.0},
+                   {"x": 6.0, "y": 0.0}],
+    "loop": false
+}
+"""
+
+
+@pytest.mark.parametrize('old, new, line, field', [
+    ('"yaw": 0.0', '"yaw": "0.0"', 5, "'start.rotation.yaw'"),
+    ('"rotation": {"yaw": 0.0}', '"rotation": [0.0]', 5, "'start.rotation'"),
+    ('{"x": 6.0, "y": 0.0}', '{"x": 6.0}', 12, "'centreline[3].y'"),
+    ('"centreline": [', '"centreline": 5, "c": [', 10, "'centreline'"),
+    ('"loop": false', '"loop": "no"', 13, "'loop'"),
+])
+def test_bad_umdf_names_file_line_field(tmp_path: Path, old: str, new: str,
+                                        line: int, field: str) -> None:
+    """A broken UMDF start, centre line or loop flag: one line, its line."""
+    path = tmp_path / 'good.umdf.json'
+    path.write_text(UMDF)
+    track = F.load_track_file(str(path)).track
+    assert not track.closed and track.width == pytest.approx(3.0)
+    assert old in UMDF
+    path = tmp_path / 'bad.umdf.json'
+    path.write_text(UMDF.replace(old, new, 1))
+    with pytest.raises(ValueError) as err:
+        F.load_track_file(str(path))
+    msg = str(err.value)
+    assert msg.startswith(f'{path}:{line}:'), msg
+    assert field in msg and '\n' not in msg, msg
+
+
+def test_umdf_loop_flag_keeps_a_midpoint_line_open(tmp_path: Path) -> None:
+    """``loop: false`` keeps centre-line points whose ends meet open."""
+    data = (DATA / 'umdf_oval.json').read_text()
+    assert F.load_track_file(str(DATA / 'umdf_oval.json')).track.closed
+    path = tmp_path / 'open.json'
+    path.write_text(data[:-1] + ', "loop": false}')
+    assert not F.load_track_file(str(path)).track.closed
+
+
+def test_paired_left_right_columns() -> None:
+    """Paired columns (MUR): a left and a right cone in every row."""
+    path = str(DATA / 'paired_oval.csv')
+    assert F.detect_format(path) == 'csv'
+    loaded = F.load_track_file(path)
+    assert loaded.fmt == 'csv' and loaded.errors == []
+    track = loaded.track
+    _same_oval(track)
+    cls = track.cones.class_id
+    assert [(cls == c).sum() for c in (CONE_BLUE, CONE_YELLOW,
+                                       CONE_UNKNOWN)] == [45, 49, 0]
+    # the first row repeated as the last (the loop closed): merged
+    assert sum('merged with the cone(s) of line 51' in w
+               for w in loaded.warnings) == 2
+
+
+PAIRED = 'left_x,left_y,right_x,right_y\n2.0,1.5,2.0,-1.5\n6.0,1.5,6.0,-1.5\n'
+
+
+def _refused(path: Path, text: str, line: int, field: str) -> None:
+    """Assert that a file with ``text`` is refused in one line naming it."""
+    path.write_text(text)
+    with pytest.raises(ValueError) as err:
+        F.load_track_file(str(path))
+    msg = str(err.value)
+    assert msg.startswith(f'{path}:{line}:'), msg
+    assert field in msg and '\n' not in msg, msg
+
+
+@pytest.mark.parametrize('text, line, field', [
+    (PAIRED + '9.0,abc,9.0,-1.5\n', 4, "'left_y' is not a number"),
+    (PAIRED + '9.0,,9.0,-1.5\n', 4, "'left_y' is missing"),
+    (PAIRED + ',,9.0\n', 4, "'right_y' is missing"),
+    (PAIRED.replace(',right_y', ''), 1, "field 'right_y': header"),
+])
+def test_bad_paired_csv_names_file_line_field(tmp_path: Path, text: str,
+                                              line: int, field: str) -> None:
+    """A paired-column CSV with a bad cell or column: one error line."""
+    _refused(tmp_path / 'bad.csv', text, line, field)
+
+
+def test_paired_straight_with_unequal_sides(tmp_path: Path) -> None:
+    """A straight of paired rows, one right cone more: an open straight."""
+    path = tmp_path / 'paired.csv'
+    path.write_text('left_x,left_y,right_x,right_y\n' + ''.join(
+        f'{x},1.5,{x},-1.5\n' for x in range(0, 60, 5)) + ',,60,-1.5\n')
+    loaded = F.load_track_file(str(path))
+    assert loaded.errors == []
+    track = loaded.track
+    assert not track.closed and track.width == pytest.approx(3.0)
+    assert np.abs(track.centerline[:, 1]).max() < 0.05
+    assert (track.cones.class_id == CONE_YELLOW).sum() == 13
+
+
+def test_hanze_pygame_map_is_read_in_screen_axes(tmp_path: Path) -> None:
+    """
+    Hanze's Moving_Car map: y down, LEFT/RIGHT the driver's sides.
+
+    Recognised by its header (pandas index, ``Cone_Type,Cone_X,Cone_Y``)
+    and read with convention ``screen``; the same rows under another
+    header load mirrored, as nothing else tells the axes (the named sides
+    fit either driving direction).
+    """
+    path = str(DATA / 'hanze_oval.csv')
+    assert F.detect_format(path) == 'csv'
+    loaded = F.load_track_file(path)
+    assert loaded.fmt == 'csv' and loaded.errors == []
+    _same_oval(loaded.track)
+    assert any('screen axes (y down)' in w for w in loaded.warnings)
+    same = F.load_track_file(path, convention='screen').track
+    np.testing.assert_allclose(same.centerline, loaded.track.centerline)
+    # unreal would also swap the named sides: reported mirrored, with the
+    # hint at screen
+    wrong = F.load_track_file(path, convention='unreal')
+    assert wrong.errors and 'try convention screen' in wrong.errors[0]
+    other = tmp_path / 'renamed.csv'
+    other.write_text((DATA / 'hanze_oval.csv').read_text().replace(
+        ',Cone_Type,Cone_X,Cone_Y', 'id,tag,x,y', 1))
+    mirrored = F.load_track_file(str(other)).track
+    d, _i = cKDTree(_oval_centre() * [1.0, -1.0]).query(mirrored.centerline)
+    assert d.max() < 0.3
+    screen = F.load_track_file(str(other), convention='screen').track
+    _same_oval(screen)
+
+
+def test_hanze_cone_log_is_y_up_with_its_finish_line() -> None:
+    """
+    Hanze's coneconnecting cone log: y up, CRLF, ``['finish']`` cones.
+
+    The two finish cones are the start/finish line; no value is ignored.
+    """
+    path = str(DATA / 'hanze_cone_log.csv')
+    assert F.detect_format(path) == 'csv'
+    loaded = F.load_track_file(path)
+    assert loaded.fmt == 'csv' and loaded.errors == []
+    track = loaded.track
+    _same_oval(track)
+    gate = track.timing_lines['start']
+    assert (gate.a + gate.b) / 2.0 == pytest.approx([-0.4, 0.0], abs=0.3)
+    assert not any('ignored' in w for w in loaded.warnings)
+    assert any('2 cones flagged finish' in w for w in loaded.warnings)
+
+
+@pytest.mark.parametrize('text, line, field', [
+    (',Cone_Type,Cone_X,Cone_Y\n0,LEFT,2.0,-1.5\n1,LEFT,2.0,\n', 3,
+     "'y' is missing"),
+    ('cone ID,leftOrRight,Xpos,Ypos,prev ID,next ID,coneData\n'
+     '0,LEFT,2.0,1.5,1,1,\n1,MIDDLE,2.0,-1.5,0,0,\n', 3, "'tag'"),
+])
+def test_bad_hanze_csv_names_file_line_field(tmp_path: Path, text: str,
+                                             line: int, field: str) -> None:
+    """A Hanze map or cone log with a bad cell: one error line."""
+    _refused(tmp_path / 'bad.csv', text, line, field)
+
+
+def test_latitude_longitude_in_local_metres() -> None:
+    """WGS84 degrees: metres east and north of the first row, no colour."""
+    path = str(DATA / 'latlon_oval.csv')
+    assert F.detect_format(path) == 'csv'
+    loaded = F.load_track_file(path)
+    assert loaded.fmt == 'csv' and loaded.errors == []
+    track = loaded.track
+    first = np.array([-32.5, 1.5])              # the first row's cone
+    _same_oval(track, shift=tuple(-first))
+    assert len(track.cones) == len(REFERENCE.xy)
+    want = np.array(sorted(map(tuple, REFERENCE.xy - first)))
+    got = np.array(sorted(map(tuple, track.cones.xy)))
+    assert np.abs(got - want).max() < 0.005
+    assert any('WGS84 latitude/longitude converted to metres east and '
+               'north of the first row (49.3294134873, 8.5654528838)' in w
+               for w in loaded.warnings)
+
+
+@pytest.mark.parametrize('text, line, field', [
+    ('lat,lon\n49.3,8.56\n95.0,8.56\n', 3, "'lat': 95.0 is not a latitude"),
+    ('lat,lon\n49.3,8.56\n49.3,8.5x\n', 3, "'lon' is not a number"),
+    ('lat,lon\n49.3,8.56\n49.3,200.0\n', 3, "'lon': 200.0 is not a longi"),
+])
+def test_bad_latlon_csv_names_file_line_field(tmp_path: Path, text: str,
+                                              line: int, field: str) -> None:
+    """Degrees out of range or not numbers (a file in metres?): one line."""
+    _refused(tmp_path / 'bad.csv', text, line, field)
+
+
+def test_degree_lengths_of_the_wgs84_ellipsoid() -> None:
+    """
+    Metres per degree of latitude and longitude, WGS84.
+
+    Against the series for the ellipsoid (111132.954 - 559.822 cos 2phi +
+    1.175 cos 4phi north, 111412.84 cos phi - 93.5 cos 3phi + 0.118 cos
+    5phi east; e.g. Wikipedia, "Latitude"), within 0.1 m per degree.
+    """
+    from hil_bridge.sim.track_readers import metres_per_degree
+    for lat in (0.0, 37.5, 45.0, 60.0):
+        phi = np.radians(lat)
+        north, east = metres_per_degree(lat)
+        assert north == pytest.approx(111132.954 - 559.822 * np.cos(2 * phi)
+                                      + 1.175 * np.cos(4 * phi), abs=0.1)
+        assert east == pytest.approx(111412.84 * np.cos(phi) - 93.5 *
+                                     np.cos(3 * phi) + 0.118 * np.cos(5 * phi),
+                                     abs=0.1)
+
+
+def test_pacsim_centerline_raw_is_the_centre_line(tmp_path: Path) -> None:
+    """E-Team's PacSim ``centerline_raw``: centre-line points, not cones."""
+    path = str(DATA / 'pacsim_centerline_raw.yaml')
+    assert F.detect_format(path) == 'pacsim'
+    tf = F.read_track_file(path)
+    assert len(tf.midpoints) == 43 and len(tf.xy) == len(REFERENCE.xy)
+    track = F.build_track(tf)
+    d, _i = cKDTree(T.resample(track.centerline, True, 0.05)).query(
+        tf.midpoints)
+    assert d.max() < 0.1
+    text = (DATA / 'pacsim_centerline_raw.yaml').read_text()
+    bad = text.replace('  - position: [5.0, 0.0, 0.0]\n',
+                       '  - pos: [5.0, 0.0, 0.0]\n', 1)
+    assert bad != text
+    line = bad[:bad.index('  - pos: [5.0')].count('\n') + 1
+    broken = tmp_path / 'bad.yaml'
+    broken.write_text(bad)
+    with pytest.raises(ValueError) as err:
+        F.load_track_file(str(broken))
+    msg = str(err.value)
+    assert msg.startswith(f'{broken}:{line}:'), msg
+    assert "'track.centerline_raw[1].position'" in msg, msg

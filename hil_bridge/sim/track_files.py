@@ -10,8 +10,11 @@ facts of each and what the loader does with real files.
 
 Everything comes out REP-103 in ``map`` (x forward, y left; metres,
 radians). ``convention='unreal'`` reads a file written with y to the right
-(old FSDS maps) by negating y and the headings; ``convention='swapped'``
-swaps blue and yellow (fssim's SDF export puts blue on the right). Cones
+(old FSDS maps) by negating y and the headings; ``convention='screen'``
+does the same for a file in screen axes (y down) but keeps the file's
+left/right (names of the driver's sides: Hanze's pygame maps, which the
+default convention reads so); ``convention='swapped'`` swaps blue and
+yellow (fssim's SDF export puts blue on the right). Cones
 closer than a cone base are merged (with a warning naming both lines);
 numeric colour codes are read by where the cones stand; cones of unknown
 colour are put on the left or right boundary by walking the track from
@@ -47,9 +50,12 @@ __all__ = ['CONVENTIONS', 'CSV_HEADER', 'detect_format', 'FORMATS', 'FRONT_WING_
            'read_track_file', 'build_track', 'load_track_file', 'open_track', 'describe',
            'save_track_csv', 'boundary_sides', 'detect_mission']
 
-#: ``rep103`` as written; ``unreal``: y to the right (y and headings
-#: negated); ``swapped``: blue and yellow swapped.
-CONVENTIONS = ('rep103', 'unreal', 'swapped')
+#: ``rep103`` as written (a format known to be in screen axes is read as
+#: ``screen``); ``unreal``: y to the right (y, headings and the file's
+#: left/right negated); ``swapped``: blue and yellow swapped; ``screen``:
+#: y down (y and headings negated, the file's left/right kept: they name
+#: the driver's sides).
+CONVENTIONS = ('rep103', 'unreal', 'swapped', 'screen')
 #: Largest gap (m) between consecutive points of one boundary or of the
 #: midpoint line when they are chained into a polyline.
 CHAIN_GAP = 2.5 * MAX_CONE_SPACING
@@ -128,10 +134,13 @@ def read_track_file(path: str, fmt: str = 'auto',
     tf = read_file(path, fmt)
     if len(tf.xy) == 0:
         raise ValueError(f'{path}: no cones')
-    if convention == 'unreal':
+    if convention == 'rep103' and tf.axes == 'screen':
+        convention = 'screen'
+    if convention in ('unreal', 'screen'):
         for arr in (tf.xy, tf.midpoints, tf.timing):
             arr[:, 1] *= -1.0
-        tf.side = -tf.side
+        if convention == 'unreal':
+            tf.side = -tf.side
         if tf.car_start is not None:
             p = tf.car_start
             tf.car_start = Pose(x=p.x, y=-p.y, z=p.z, yaw=-p.yaw)
@@ -280,6 +289,10 @@ def _resolve_colours(tf: TrackFile) -> None:
                 f'{gap:.2f} m apart (median): a path or centre line, not '
                 'cones')
         side = boundary_sides(tf.xy, start)
+        where = 'the car start'
+        if tf.car_start is None and min((side > 0).sum(),
+                                        (side < 0).sum()) < 4:
+            side, where = _walk_beside_the_origin_cone(tf.xy, side, where)
         tf.side[unknown] = side[unknown]
         got = int((side[unknown] != 0).sum())
         if min((side > 0).sum(), (side < 0).sum()) < 4:
@@ -290,9 +303,45 @@ def _resolve_colours(tf: TrackFile) -> None:
                 'centre-line file?)')
         tf.notes.append(f'{tf.path}: {int(unknown.sum())} cones of unknown '
                         f'colour: {got} put on the left or right boundary by '
-                        'walking the track from the car start' +
+                        f'walking the track from {where}' +
                         ('' if got >= 0.8 * unknown.sum() else
                          ' (the rest is off the walked track)'))
+
+
+def _walk_beside_the_origin_cone(xy: np.ndarray, side: np.ndarray,
+                                 where: str) -> Tuple[np.ndarray, str]:
+    """
+    Return the sides of a walk from beside the cone at the origin.
+
+    A file without a start pose whose origin is one of its cones (a survey
+    in metres from its first cone, as latitude/longitude files are read)
+    gives the walk from the origin nothing to cross: walk instead from the
+    middle of each edge (``SPAN`` long) from that cone to its six nearest
+    cones, across the edge either way, and keep the walk that puts the
+    most cones on its weaker side. ``side`` and ``where`` (the walk from
+    the origin) are returned when the origin is not a cone or no walk
+    does better.
+    """
+    dist = np.hypot(*xy.T)
+    i = int(np.argmin(dist))
+    if dist[i] > 0.5:
+        return side, where
+    best = (min((side > 0).sum(), (side < 0).sum()), side, where)
+    near = np.hypot(*(xy - xy[i]).T)
+    for j in np.argsort(near)[1:7]:
+        if not SPAN[0] <= near[j] <= SPAN[1]:
+            continue
+        mid = (xy[i] + xy[j]) / 2.0
+        edge = xy[j] - xy[i]
+        for sgn in (1.0, -1.0):
+            got = boundary_sides(xy, Pose(x=float(mid[0]), y=float(mid[1]),
+                                          yaw=math.atan2(-sgn * edge[0],
+                                                         sgn * edge[1])))
+            score = min((got > 0).sum(), (got < 0).sum())
+            if score > best[0]:
+                best = (score, got, 'beside the cone at the origin (no '
+                        'start pose)')
+    return best[1], best[2]
 
 
 def _infer_start(tf: TrackFile) -> None:
@@ -350,6 +399,8 @@ def _infer_start(tf: TrackFile) -> None:
         ir = int(np.argmin(np.hypot(*(rp - lp[il]).T)))
         span = float(np.hypot(*(lp[il] - rp[ir])))
         between = float(np.hypot(*lp[il]) + np.hypot(*rp[ir])) < span + 1.0
+        # a cone at the origin (a survey about its first cone) is no start
+        between = between and min(np.hypot(*lp[il]), np.hypot(*rp[ir])) > 0.5
         anchor = origin if between else (lp[il] + rp[ir]) / 2.0
         h = heading_at(anchor)
     yaw = math.atan2(h[1], h[0])
@@ -592,7 +643,7 @@ def build_track(tf: TrackFile, mission: str = '', width: float = 0.0
                         f'mission is {mission}')
     cl, closed = None, False
     if len(tf.midpoints) >= 4:
-        got = _centerline_from_midpoints(tf.midpoints, car_start)
+        got = _centerline_from_midpoints(tf.midpoints, car_start, tf.closed)
         if got is None:
             tf.notes.append(f'{tf.path}: midpoint rows do not form a line '
                             f'(gaps > {CHAIN_GAP} m): centre line rebuilt '
@@ -698,7 +749,9 @@ def load_track_file(path: str, fmt: str = 'auto', convention: str = 'rep103',
         msg = f'{path}: {finding.message}'
         if finding.severity == 'error':
             if 'mirrored' in finding.message:
-                msg += ' (' + _mirror_hint(tf.fmt, convention) + ')'
+                msg += ' (' + _mirror_hint(tf.fmt, convention,
+                                           bool((tf.side != 0).any()),
+                                           tf.axes) + ')'
             errors.append(msg)
         else:
             rules.append(msg)
@@ -706,13 +759,37 @@ def load_track_file(path: str, fmt: str = 'auto', convention: str = 'rep103',
                      errors=errors, rule_warnings=rules)
 
 
-def _mirror_hint(fmt: str, convention: str) -> str:
-    """Return the hint for a mirrored file: which convention to try."""
+def _mirror_hint(fmt: str, convention: str, sided: bool = False,
+                 axes: str = '') -> str:
+    """
+    Return the hint for a mirrored file: which convention to try.
+
+    ``sided``: the file names the left/right of its cones (lists, flags,
+    LEFT/RIGHT tags), which ``unreal`` negates and ``screen`` keeps;
+    ``axes``: the axes the file's format is written in (``screen``).
+    """
+    if axes == 'screen' and convention in ('rep103', 'screen'):
+        return ("read in screen axes, as the file's format is written (y "
+                'down, left/right kept); its left/right fit the other '
+                'driving direction: check where and which way the car '
+                'starts')
+    if convention == 'unreal' and sided:
+        return ("read with convention unreal, which also swaps the file's "
+                'left/right; try convention screen (y down, left/right '
+                'kept) or rep103')
     if convention != 'rep103':
         return f'read with convention {convention}; try convention rep103'
     if fmt == 'sdf':
         return ("fssim's SDF export puts blue cones on the right: try "
                 'convention swapped, or its tracks_yaml file')
+    if sided:
+        return ('a file written with y down or to the right? try convention '
+                "screen (y negated, the file's left/right kept) or unreal "
+                '(left/right swapped too)')
+    if fmt == 'json':
+        return ('a layout in screen axes (y down), as 2D editors write? try '
+                'convention screen (or swapped if only the colours are '
+                'exchanged)')
     return ('a file written with y to the right, as FSDS maps before '
             'September 2022? try convention unreal (or swapped if only the '
             'colours are exchanged)')
@@ -773,9 +850,15 @@ def _chain(points: np.ndarray, start: np.ndarray, heading: np.ndarray,
     return np.array(order)
 
 
-def _centerline_from_midpoints(mids: np.ndarray, car_start: Pose
+def _centerline_from_midpoints(mids: np.ndarray, car_start: Pose,
+                               loop: Optional[bool] = None
                                ) -> Optional[Tuple[np.ndarray, bool]]:
-    """Use the midpoint rows (file order) as the centre line, if a line."""
+    """
+    Use the midpoint rows (file order) as the centre line, if a line.
+
+    Closed when the ends meet, unless the file's own flag ``loop`` says
+    open.
+    """
     keep = np.concatenate([[True], np.hypot(*np.diff(mids, axis=0).T) > 0.05])
     pts = mids[keep]
     closed = False
@@ -787,6 +870,8 @@ def _centerline_from_midpoints(mids: np.ndarray, car_start: Pose
     if not closed and np.hypot(*(pts[-1] - pts[0])) < CHAIN_GAP and \
             len(pts) > 8:
         closed = True
+    if loop is False:
+        closed = False
     origin = np.array([car_start.x, car_start.y])
     heading = np.array([math.cos(car_start.yaw), math.sin(car_start.yaw)])
     i = int(np.argmin(np.hypot(*(pts - origin).T)))

@@ -11,16 +11,20 @@ near-duplicate cones and builds the :class:`Track`. Formats
 
 * ``eufs``: eufs_sim CSV (header ``tag,x,y,direction,...``); ``fsds``: the
   same rows without a header (FSDS maps); ``csv``: any other CSV with a
-  colour and x/y columns (e.g. ``cone_type,X,Y,Z,...,right,left``) or plain
-  x,y rows (cones of unknown colour);
-* ``pacsim``: PacSim YAML (``track: {left, right, time_keeping, ...}``);
+  colour and x/y columns (e.g. ``cone_type,X,Y,Z,...,right,left``), plain
+  x,y rows (cones of unknown colour), paired ``left_x,left_y,right_x,
+  right_y`` columns (MUR), Hanze Racing's pygame maps (screen axes) and
+  cone logs, or WGS84 ``lat,lon`` (converted to local metres);
+* ``pacsim``: PacSim YAML (``track: {left, right, time_keeping, ...}``,
+  E-Team's ``centerline_raw``);
 * ``fssim``: AMZ fssim YAML (``cones_left``, ``cones_right``, ...);
 * ``conemap``: a cone-array message dumped as YAML (``cones: [{location,
   color}]``, e.g. ``rostopic echo``), numeric colour codes allowed;
 * ``sdf``: a Gazebo SDF model or world (``<include>``/``<link>`` cones,
   colour from the model or mesh name, fssim ``cone_left``/``cone_right``);
 * ``json``: colour lists (``blue_cones``, ...), columns (``x``, ``y``,
-  ``color``) or a list of ``{x, y, color}`` objects;
+  ``color``) or a list of ``{x, y, color}`` objects; FSAI-Sim's UMDF
+  (``start.rotation.yaw``, ``centreline``, ``loop``);
 * ``unreal_dir``: a directory of Unreal editor transform dumps
   (``blue.txt``, ``yellow.txt``, ``origin.txt``, ...; cm, y right).
 
@@ -87,20 +91,50 @@ TIMING_TAGS = ('timekeeping', 'time_keeping', 'tk_device', 'timing')
 #: (eufs_sim's inactive noise cones, PacSim's invisible landmarks).
 SKIPPED_TAGS = ('inactive_noise', 'invisible')
 
+
+def _paired(side: str, axis: str) -> Tuple[str, ...]:
+    """Return the names of a paired column (``left_x``, ``x_left``, ``lx``)."""
+    return (f'{side}_{axis}', f'{axis}_{side}', f'{side}{axis}',
+            f'{side[0]}{axis}', f'{side}_cone_{axis}', f'cone_{side}_{axis}')
+
+
 # CSV column names (normalised) -> our field.
 _COLUMNS = {
     'tag': ('tag', 'type', 'cone_type', 'color', 'colour', 'class',
-            'cone_class', 'label', 'cone_color', 'cone_colour', 'kind'),
-    'x': ('x', 'x_m', 'pos_x', 'position_x', 'x_pos', 'px'),
-    'y': ('y', 'y_m', 'pos_y', 'position_y', 'y_pos', 'py'),
+            'cone_class', 'label', 'cone_color', 'cone_colour', 'kind',
+            'leftorright', 'left_or_right'),
+    'x': ('x', 'x_m', 'pos_x', 'position_x', 'x_pos', 'px', 'cone_x',
+          'xpos'),
+    'y': ('y', 'y_m', 'pos_y', 'position_y', 'y_pos', 'py', 'cone_y',
+          'ypos'),
     'direction': ('direction', 'yaw', 'heading', 'theta', 'orientation',
                   'yaw_rad'),
     'left': ('left', 'is_left'),
     'right': ('right', 'is_right'),
+    # one left and one right cone per row (MUR)
+    'left_x': _paired('left', 'x'), 'left_y': _paired('left', 'y'),
+    'right_x': _paired('right', 'x'), 'right_y': _paired('right', 'y'),
+    # WGS84 degrees
+    'lat': ('lat', 'latitude', 'lat_deg', 'gps_lat'),
+    'lon': ('lon', 'lng', 'long', 'longitude', 'lon_deg', 'gps_lon'),
+    # a cone of the finish line (Hanze: ``Finish`` True, ``coneData``
+    # ``['finish']``)
+    'finish': ('finish', 'is_finish', 'conedata', 'cone_data'),
 }
+#: Names that make a row a header (besides a first cell ``tag``).
+_HEADER_X = frozenset(_COLUMNS['x'] + _COLUMNS['left_x'] + _COLUMNS['lat'])
 #: Names a header row's first cell can have (a row starting otherwise
-#: after the first data row is data).
-_HEADER_FIRST = frozenset(_COLUMNS['tag'] + _COLUMNS['x'])
+#: after the first data row is data); '' is a pandas index column's.
+_HEADER_FIRST = frozenset(_COLUMNS['tag'] + tuple(_HEADER_X) +
+                          ('', 'id', 'cone_id', 'index'))
+#: Hanze Racing's Moving_Car maps (``pp_functions/utils.py`` ``save_map``:
+#: pandas ``to_csv`` with its index column): pygame screen axes, y down.
+_SCREEN_HEADERS = (('', 'cone_type', 'cone_x', 'cone_y'),
+                   ('', 'cone_type', 'cone_x', 'cone_y', 'prev_cone_index',
+                    'next_cone_index'))
+#: WGS84 semi-major axis (m) and first eccentricity squared.
+WGS84_A = 6378137.0
+WGS84_E2 = 6.69437999014e-3
 _NUMBER = re.compile(r'^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$')
 
 
@@ -118,7 +152,10 @@ class TrackFile:
     the cones' positions); ``midpoints`` (M, 2) centre-line points in file
     order; ``timing`` timing-sensor positions in file order (not cones);
     ``closed`` the file's own closed-loop flag (None when it has none);
-    ``notes`` the loader's warnings.
+    ``notes`` the loader's warnings; ``axes`` ``screen`` when the format
+    is known to be written in screen axes (y down, the left/right names
+    the driver's: Hanze's pygame maps), which the default convention then
+    applies (:func:`hil_bridge.sim.track_files.read_track_file`).
     """
 
     path: str
@@ -133,6 +170,7 @@ class TrackFile:
     closed: Optional[bool] = None
     notes: List[str] = field(default_factory=list)
     codes: Optional[np.ndarray] = None
+    axes: str = ''
 
 
 class _Cones:
@@ -151,6 +189,7 @@ class _Cones:
         self.skipped: Dict[str, int] = {}
         self.start: Optional[Pose] = None
         self.closed: Optional[bool] = None
+        self.axes = ''
 
     def cone(self, x: float, y: float, cls: int, line: int, side: int = 0,
              code: int = -1) -> None:
@@ -220,7 +259,7 @@ class _Cones:
             midpoints=np.array(self.mids, dtype=float).reshape(-1, 2),
             timing=np.array(self.timing, dtype=float).reshape(-1, 2),
             closed=self.closed, notes=self.notes,
-            codes=codes if (codes >= 0).any() else None)
+            codes=codes if (codes >= 0).any() else None, axes=self.axes)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -359,12 +398,13 @@ def _header_columns(cells: List[str], first: bool) -> Optional[Dict[str, int]]:
     """
     Return our field -> column of a header row, or None for a data row.
 
-    A header starts with ``tag`` or names an x column; the first row is
-    also a header when none of its cells is a number.
+    A header starts with ``tag`` or names an x column (or a paired
+    ``left_x``, or ``lat``); the first row is also a header when none of
+    its cells is a number.
     """
     names = [normal_name(c) for c in cells]
     numbers = [bool(_NUMBER.match(c)) for c in cells]
-    if not (names and names[0] == 'tag' or any(n in _COLUMNS['x'] for n in names)
+    if not (names and names[0] == 'tag' or any(n in _HEADER_X for n in names)
             and not all(numbers) or first and not any(numbers)):
         return None
     col: Dict[str, int] = {}
@@ -385,13 +425,22 @@ def read_csv(path: str, text: str, fmt: str) -> TrackFile:
     ``color``, ``x``/``X``, ``y``, ``direction``/``yaw``, ``left``/
     ``right`` flags); rows of numbers only are cones of unknown colour;
     unparsable values in columns we do not use are noted, not fatal.
+    Paired ``left_x,left_y,right_x,right_y`` columns give a left (blue)
+    and a right (yellow) cone per row, empty cells none; ``lat``/``lon``
+    (WGS84 degrees) are converted to metres east and north of the first
+    row (:func:`metres_per_degree`); cones flagged ``finish`` (one left,
+    one right) mark the start/finish line; Hanze Racing's pygame map
+    header sets ``axes`` to ``screen``.
     """
     out = _Cones(path, fmt)
     col: Optional[Dict[str, int]] = None
+    mode = 'xy'
     header_line = 0
     delim: Optional[str] = None
     ignored_bad = 0
     first_bad = ''
+    geo: Optional[Tuple[str, str, float, float, float, float]] = None
+    finish: List[int] = []
     lines = text.splitlines()
     for line, raw in enumerate(lines, start=1):
         stripped = raw.strip()
@@ -409,12 +458,14 @@ def read_csv(path: str, text: str, fmt: str) -> TrackFile:
                 out.notes.append(f'{path}:{line}: repeated header line '
                                  'skipped')
                 continue
-            if 'x' not in hdr or 'y' not in hdr:
-                miss = 'x' if 'x' not in hdr else 'y'
-                raise ValueError(
-                    f'{path}:{line}: field {miss!r}: header {",".join(cells)!r}'
-                    f' has no {miss} column (expected e.g. '
-                    f'{",".join(CSV_HEADER)})')
+            mode = _columns_mode(path, line, cells, hdr)
+            if tuple(normal_name(c) for c in cells) in _SCREEN_HEADERS:
+                out.axes = 'screen'
+                out.notes.append(
+                    f'{path}:{line}: header {",".join(cells)!r}: Hanze '
+                    "Racing's pygame map, screen axes (y down): read with "
+                    'convention screen (y negated, LEFT/RIGHT kept) unless '
+                    'another is given')
             col, header_line = hdr, line
             continue
         if col is None:
@@ -425,44 +476,149 @@ def read_csv(path: str, text: str, fmt: str) -> TrackFile:
         def get(name: str) -> Optional[str]:
             i = col.get(name) if col is not None else None
             return cells[i] if i is not None and i < len(cells) else None
-        x = _number(path, line, 'x', get('x'))
-        y = _number(path, line, 'y', get('y'))
-        used = {col.get(k) for k in ('tag', 'x', 'y', 'left', 'right')}
+        used = {col.get(k) for k in ('tag', 'x', 'y', 'left', 'right',
+                                     'direction', 'left_x', 'left_y',
+                                     'right_x', 'right_y', 'lat', 'lon',
+                                     'finish')}
         for i, c in enumerate(cells):
-            if i not in used and c and i != col.get('direction') and \
-                    not _NUMBER.match(c) and normal_name(c) not in (
-                        'nan', 'true', 'false', 'none', 'null'):
+            if i not in used and c and not _NUMBER.match(c) and \
+                    normal_name(c) not in ('nan', 'true', 'false', 'none',
+                                           'null'):
                 ignored_bad += 1
                 first_bad = first_bad or f'line {line}: {c!r}'
+        if mode == 'paired':
+            for sgn, kx, ky, cls in ((1, 'left_x', 'left_y', CONE_BLUE),
+                                     (-1, 'right_x', 'right_y', CONE_YELLOW)):
+                if (get(kx) or '') != '' or (get(ky) or '') != '':
+                    out.cone(_number(path, line, kx, get(kx)),
+                             _number(path, line, ky, get(ky)), cls, line, sgn)
+            continue
+        if mode == 'geo':
+            lat, lon = _lat_lon(path, line, get('lat'), get('lon'))
+            if geo is None:
+                geo = (get('lat') or '', get('lon') or '', lat, lon,
+                       *metres_per_degree(lat))
+            x = ((lon - geo[3] + 180.0) % 360.0 - 180.0) * geo[5]
+            y = (lat - geo[2]) * geo[4]
+        else:
+            x = _number(path, line, 'x', get('x'))
+            y = _number(path, line, 'y', get('y'))
+        count = len(out.xy)
         if 'tag' not in col:
             side = _flag_side(get('left'), get('right'))
             out.cone(x, y, (CONE_BLUE if side > 0 else CONE_YELLOW) if side
                      else CONE_UNKNOWN, line, side)
-            continue
-        tag = get('tag') or ''
-        if tag == '':
-            raise ValueError(f"{path}:{line}: field 'tag' is missing")
-        key = normal_name(tag)
-        yaw = 0.0
-        if key in START_TAGS and get('direction') not in (None, ''):
-            yaw = _number(path, line, 'direction', get('direction'))
-        if re.match(r'^-?\d+$', tag):
-            out.cone(x, y, CONE_UNKNOWN, line, 0, code=int(tag))
-            continue
-        out.tagged(tag, x, y, line, 'tag', yaw)
-        side = _flag_side(get('left'), get('right'))
-        if side and out.lines and out.lines[-1] == line:
-            out.side[-1] = side
+        else:
+            tag = get('tag') or ''
+            if tag == '':
+                raise ValueError(f"{path}:{line}: field 'tag' is missing")
+            key = normal_name(tag)
+            yaw = 0.0
+            if key in START_TAGS and get('direction') not in (None, ''):
+                yaw = _number(path, line, 'direction', get('direction'))
+            if re.match(r'^-?\d+$', tag):
+                out.cone(x, y, CONE_UNKNOWN, line, 0, code=int(tag))
+            else:
+                out.tagged(tag, x, y, line, 'tag', yaw)
+                side = _flag_side(get('left'), get('right'))
+                if side and len(out.xy) > count:
+                    out.side[-1] = side
+        if len(out.xy) > count and _is_finish(get('finish')):
+            finish.append(count)
     if col is None:
         raise ValueError(f'{path}:1: empty file (expected rows '
                          f'{",".join(CSV_HEADER)})')
     if ignored_bad:
         out.notes.append(f'{path}: {ignored_bad} unused values that are not '
                          f'numbers ignored (first {first_bad})')
+    if geo is not None:
+        out.notes.append(f'{path}: WGS84 latitude/longitude converted to '
+                         'metres east and north of the first row '
+                         f'({geo[0]}, {geo[1]})')
     if 'tag' not in col and not any(out.side):
         out.notes.append(f'{path}: no colour column: {len(out.xy)} cones of '
                          'unknown colour')
+    if finish:
+        _finish_line(out, finish)
     return out.done()
+
+
+def _columns_mode(path: str, line: int, cells: List[str],
+                  hdr: Dict[str, int]) -> str:
+    """
+    Return how the rows under a header give positions, or raise.
+
+    ``xy`` (an x and a y column), ``paired`` (``left_x``, ``left_y``,
+    ``right_x``, ``right_y``: two cones a row) or ``geo`` (``lat``,
+    ``lon``); a header with part of a set names the missing column.
+    """
+    if 'x' in hdr and 'y' in hdr:
+        return 'xy'
+    paired = ('left_x', 'left_y', 'right_x', 'right_y')
+    if 'x' not in hdr and 'y' not in hdr and any(k in hdr for k in paired):
+        mode, want = 'paired', paired
+    elif 'x' not in hdr and 'y' not in hdr and ('lat' in hdr or 'lon' in hdr):
+        mode, want = 'geo', ('lat', 'lon')
+    else:
+        mode, want = 'xy', ('x', 'y')
+    miss = [k for k in want if k not in hdr]
+    if not miss:
+        return mode
+    example = ','.join(want) if mode != 'xy' else ','.join(CSV_HEADER)
+    raise ValueError(f'{path}:{line}: field {miss[0]!r}: header '
+                     f'{",".join(cells)!r} has no {miss[0]} column (expected '
+                     f'e.g. {example})')
+
+
+def metres_per_degree(lat: float) -> Tuple[float, float]:
+    """
+    Return (north, east): metres per degree of latitude and longitude.
+
+    At latitude ``lat`` (degrees) on the WGS84 ellipsoid: the meridian and
+    the prime-vertical radius of curvature (the local tangent plane, east
+    and north; within millimetres over a track's few hundred metres).
+    """
+    phi = math.radians(lat)
+    w = 1.0 - WGS84_E2 * math.sin(phi) ** 2
+    north = WGS84_A * (1.0 - WGS84_E2) / w ** 1.5
+    east = WGS84_A / math.sqrt(w) * math.cos(phi)
+    return math.radians(north), math.radians(east)
+
+
+def _lat_lon(path: str, line: int, lat_text: Optional[str],
+             lon_text: Optional[str]) -> Tuple[float, float]:
+    """Return (lat, lon) in degrees or raise naming the file, line, field."""
+    lat = _number(path, line, 'lat', lat_text)
+    lon = _number(path, line, 'lon', lon_text)
+    if abs(lat) > 90.0:
+        raise ValueError(f"{path}:{line}: field 'lat': {lat_text} is not a "
+                         'latitude in degrees (-90 to 90)')
+    if abs(lon) > 180.0:
+        raise ValueError(f"{path}:{line}: field 'lon': {lon_text} is not a "
+                         'longitude in degrees (-180 to 180)')
+    return lat, lon
+
+
+def _is_finish(value: Optional[str]) -> bool:
+    """Return True for a finish flag (``True``, ``1``, ``['finish']``)."""
+    return value is not None and (
+        'finish' in value.lower() or
+        normal_name(value) in ('1', '1.0', 'true', 'yes'))
+
+
+def _finish_line(out: _Cones, finish: List[int]) -> None:
+    """Make one left and one right finish cone the start/finish line."""
+    sides = {out.side[i] or {CONE_BLUE: 1, CONE_YELLOW: -1}.get(out.cls[i], 0)
+             for i in finish}
+    where = ', '.join(str(out.lines[i]) for i in finish[:4])
+    if len(finish) == 2 and sides == {1, -1}:
+        out.timing += [out.xy[i] for i in finish]
+        out.notes.append(f'{out.path}: 2 cones flagged finish (lines '
+                         f'{where}): the start/finish line between them')
+    else:
+        out.notes.append(f'{out.path}: {len(finish)} cones flagged finish '
+                         f'(lines {where}): not used (a finish line is one '
+                         'left and one right cone)')
 
 
 def _flag_side(left: Optional[str], right: Optional[str]) -> int:
@@ -578,7 +734,12 @@ def _open_yaml(path: str, text: str, fmt: str, key: str, what: str
 
 
 def read_pacsim(path: str, text: str) -> TrackFile:
-    """Read a PacSim track YAML (``time_keeping`` entries are not cones)."""
+    """
+    Read a PacSim track YAML (``time_keeping`` entries are not cones).
+
+    E-Team's fork adds ``centerline_raw``: centre-line points
+    (``{position: [x, y, z]}``) in order, read as midpoints.
+    """
     out, doc, top = _open_yaml(path, text, 'pacsim', 'track', 'PacSim files '
                                'have a top-level track mapping')
     tr = doc.mapping(top['track'], 'track')
@@ -610,6 +771,15 @@ def read_pacsim(path: str, text: str) -> TrackFile:
                                 ) from None
             if out.lines and out.lines[-1] == line and sgn:
                 out.side[-1] = sgn
+    for i, item in enumerate(doc.sequence(tr.get('centerline_raw'),
+                                          'track.centerline_raw')
+                             if 'centerline_raw' in tr else []):
+        where = f'track.centerline_raw[{i}]'
+        entry = doc.mapping(item, where)
+        if 'position' not in entry:
+            raise doc.error(item, f'{where}.position', 'missing')
+        out.mids.append(tuple(doc.vector(entry['position'],
+                                         f'{where}.position', 2, 3)[:2]))
     if 'start' in tr:
         st = doc.mapping(tr['start'], 'track.start')
         pos = doc.vector(st['position'], 'track.start.position', 2, 3) \
@@ -897,7 +1067,14 @@ def read_json(path: str, text: str) -> TrackFile:
     ``{"blue_cones": [{"x":, "y":} or [x, y], ...], "yellow_cones", ...,
     "cars": [{"pos": {x, y}, "orientation": yaw}]}``, columns ``{"x": [...],
     "y": [...], "color": [...]}`` or ``{"cones": [{"x", "y", "color"}]}``.
-    Errors name the line of the value at fault.
+    The start (``cars[0]``, ``car_start`` or ``start``) takes its yaw (rad)
+    from ``orientation``/``yaw`` beside the position or from a
+    ``rotation``/``orientation`` object (``{"yaw"}``, a quaternion or
+    ``[roll, pitch, yaw]``); ``centreline``/``centerline`` lists are
+    centre-line points in order, ``loop`` the closed flag. FSAI-Sim's UMDF
+    (``start`` with a ``centreline``) merges big and small orange cones in
+    ``orange_cones``: those across the start pose are the start gate
+    (:func:`_umdf_start_gate`). Errors name the line of the value at fault.
     """
     out = _Cones(path, 'json')
     doc = _JsonLines(path, text)
@@ -911,11 +1088,13 @@ def read_json(path: str, text: str) -> TrackFile:
                              f'{MAX_ABS:g}, got {v!r}')
         return float(v)
 
-    def xy_of(item: Any, where: str, line: int) -> Tuple[float, float]:
+    def xy_of(item: Any, where: str, line: int, keyed: bool = False
+              ) -> Tuple[float, float]:
         if isinstance(item, dict):
             key = 'pos' if 'pos' in item else 'position' if 'position' in item else None
             if key is not None:
                 line = doc.line(item, key, line)
+                where = f'{where}.{key}' if keyed else where
             p = item if key is None else item[key]
             if isinstance(p, dict):
                 return (num(p.get('x'), f'{where}.x', doc.line(p, 'x', line)),
@@ -931,7 +1110,33 @@ def read_json(path: str, text: str) -> TrackFile:
             data = {'cones': data}
         else:
             raise ValueError(f"{path}:1: field '<top>': expected an object")
+
+    def yaw_of(item: Dict[str, Any], where: str, line: int) -> float:
+        for key in ('rotation', 'orientation'):
+            rot = item.get(key)
+            at = doc.line(item, key, line)
+            if isinstance(rot, dict) and 'yaw' in rot:
+                return num(rot['yaw'], f'{where}.{key}.yaw',
+                           doc.line(rot, 'yaw', at))
+            if isinstance(rot, dict) and set('xyzw') <= set(rot):
+                qx, qy, qz, qw = (num(rot[k], f'{where}.{key}.{k}',
+                                      doc.line(rot, k, at)) for k in 'xyzw')
+                return math.atan2(2.0 * (qw * qz + qx * qy),
+                                  1.0 - 2.0 * (qy * qy + qz * qz))
+            if isinstance(rot, list) and len(rot) == 3:
+                return num(rot[2], f'{where}.{key}[2]', doc.line(rot, 2, at))
+            if isinstance(rot, (dict, list)):
+                raise ValueError(
+                    f'{path}:{at}: field {where + "." + key!r}: expected '
+                    '{"yaw": rad}, a quaternion {x, y, z, w} or [roll, '
+                    f'pitch, yaw], got {rot!r}'[:200])
+        for key in ('orientation', 'yaw', 'heading', 'theta', 'rotation'):
+            if key in item:
+                return num(item[key], f'{where}.{key}',
+                           doc.line(item, key, line))
+        return 0.0
     found = False
+    orange: List[int] = []
     for key, tag in _JSON_LISTS.items():
         if key in data:
             found = True
@@ -939,10 +1144,13 @@ def read_json(path: str, text: str) -> TrackFile:
             if not isinstance(items, list):
                 raise ValueError(f'{path}:{doc.line(data, key)}: field {key!r}: '
                                  'expected a list')
+            first = len(out.xy)
             for i, item in enumerate(items):
                 line = doc.line(items, i, doc.line(data, key))
                 x, y = xy_of(item, f'{key}[{i}]', line)
                 out.tagged(tag, x, y, line, key)
+            if key == 'orange_cones':
+                orange = list(range(first, len(out.xy)))
     if 'x' in data and 'y' in data:
         found = True
         xs, ys = data['x'], data['y']
@@ -977,17 +1185,73 @@ def read_json(path: str, text: str) -> TrackFile:
         raise ValueError(f"{path}:1: field 'blue_cones': no cone lists "
                          '(blue_cones, yellow_cones, ...), x/y/color columns '
                          f'or cones list (keys {sorted(data)[:8]})')
+    centre = next((k for k in ('centreline', 'centerline', 'centre_line',
+                               'center_line') if k in data), None)
+    if centre is not None:
+        items, line = data[centre], doc.line(data, centre)
+        if not isinstance(items, list):
+            raise ValueError(f'{path}:{line}: field {centre!r}: expected a '
+                             'list of points')
+        for i, item in enumerate(items):
+            out.mids.append(xy_of(item, f'{centre}[{i}]',
+                                  doc.line(items, i, line)))
+    if 'loop' in data:
+        if not isinstance(data['loop'], bool):
+            raise ValueError(f"{path}:{doc.line(data, 'loop')}: field 'loop': "
+                             f"expected true or false, got {data['loop']!r}")
+        out.closed = data['loop']
     key = next((k for k in ('cars', 'car_start', 'start') if data.get(k)), None)
     cars, line = (data[key], doc.line(data, key)) if key else (None, 1)
     if isinstance(cars, list) and cars and isinstance(cars[0], dict):
         cars, line = cars[0], doc.line(cars, 0, line)
     if isinstance(cars, dict):
-        x, y = xy_of(cars, 'cars[0]', line)
-        ykey = 'orientation' if 'orientation' in cars else 'yaw'
-        yline = doc.line(cars, ykey, line)
-        out.set_start(x, y, num(cars.get(ykey, 0.0), f'cars[0].{ykey}', yline),
-                      yline, f'cars[0].{ykey}')
+        where = 'cars[0]' if key == 'cars' else str(key)
+        x, y = xy_of(cars, where, line, keyed=key != 'cars')
+        out.set_start(x, y, yaw_of(cars, where, line), line, where)
+        big = any(k in data for k, t in _JSON_LISTS.items()
+                  if t == 'big_orange')
+        if key == 'start' and centre is not None and orange and not big:
+            _umdf_start_gate(out, orange)
     return out.done()
+
+
+#: Orange cones of a UMDF file this close to the start pose along its
+#: heading (m) and across it, on both sides, are the start gate: FSAI-Sim
+#: starts the car at the centre of the four big cones (map_2_umdf.py
+#: ``find_start``; its generator puts them 0 and 0.4 m behind the start),
+#: where its skidpad's small orange entry-lane cones stand 1 m before and
+#: after it.
+UMDF_GATE_ALONG = 0.75
+UMDF_GATE_ACROSS = 4.0
+
+
+def _umdf_start_gate(out: _Cones, orange: List[int]) -> None:
+    """
+    Re-class the ``orange_cones`` across a UMDF start pose as big orange.
+
+    FSAI-Sim's UMDF writes big and small orange cones into one list
+    (map_2_umdf.py: ``self.big_cones + self.orange_cones``) and spawns
+    the list as big cones (map.py ``generate_map``); the four across the
+    start pose are its start gate. In place, with a note.
+    """
+    start = out.start
+    if start is None:
+        return
+    h = np.array([math.cos(start.yaw), math.sin(start.yaw)])
+    rel = np.array([out.xy[i] for i in orange]) - [start.x, start.y]
+    along = rel @ h
+    across = h[0] * rel[:, 1] - h[1] * rel[:, 0]
+    gate = (np.abs(along) <= UMDF_GATE_ALONG) & \
+        (np.abs(across) <= UMDF_GATE_ACROSS)
+    if not ((across[gate] > 0).any() and (across[gate] < 0).any()):
+        return
+    picked = [orange[k] for k in np.flatnonzero(gate)]
+    for i in picked:
+        out.cls[i] = CONE_BIG_ORANGE
+    out.notes.append(f'{out.path}:{out.lines[picked[0]]}: UMDF orange_cones '
+                     'holds big and small orange cones together: the '
+                     f'{len(picked)} orange cones across the start pose '
+                     're-classed as big orange (the start gate)')
 
 
 def _json_cone(out: _Cones, x: float, y: float, col: Any, line: int,

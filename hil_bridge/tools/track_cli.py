@@ -16,10 +16,12 @@
   colour, the centre line, the start pose and timing lines, axes fitted
   to the track (long thin tracks are cut into stacked panels).
 
-``--format auto|eufs|fsds|pacsim|fssim``, ``--convention rep103|unreal``
-(old FSDS files with y to the right), ``--mission`` (``skidpad`` places
-the standard skidpad centre line). Bad files give one error line and
-exit code 2.
+``--format auto|eufs|fsds|csv|pacsim|fssim|conemap|sdf|json|unreal_dir``,
+``--convention rep103|unreal|swapped|screen`` (``unreal``: old FSDS files
+with y to the right; ``swapped``: blue and yellow exchanged; ``screen``:
+y down with the file's left/right kept, as Hanze's pygame maps, which
+are detected), ``--mission`` (``skidpad`` places the standard skidpad
+centre line). Bad files give one error line and exit code 2.
 """
 
 import argparse
@@ -191,8 +193,11 @@ def track_paths(paths: List[str]) -> List[str]:
     return out
 
 
-#: Conventions ``--convention auto`` tries in turn (table mode).
-AUTO_CONVENTIONS = ('rep103', 'unreal', 'swapped')
+#: Conventions ``--convention auto`` tries in turn (table mode). ``screen``
+#: last: it equals ``unreal`` for a file without left/right names, and a
+#: y-down file with names loads as ``rep103`` without a rule error (the
+#: names fit either driving direction), so only its header can tell.
+AUTO_CONVENTIONS = ('rep103', 'unreal', 'swapped', 'screen')
 
 
 def table_rows(paths: List[str], fmt: str, convention: str, mission: str,
@@ -223,7 +228,7 @@ def table_rows(paths: List[str], fmt: str, convention: str, mission: str,
                 if not got.errors:
                     break
                 if conv == 'rep103' and got.fmt == 'sdf':
-                    tries = ('rep103', 'swapped', 'unreal')   # fssim's SDF
+                    tries = ('rep103', 'swapped', 'unreal', 'screen')  # fssim SDF
         except (OSError, ValueError) as exc:
             row.update(status='broken', first=_relative(str(exc), path))
             rows.append(row)

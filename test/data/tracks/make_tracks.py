@@ -144,6 +144,7 @@ def main() -> None:
            front_wing=(-3.0 + 2.3, 0.0, 0.0),
            tk=[(0.0, 3.0), (0.0, -3.0), (75.0, 3.0), (75.0, -3.0)])
     real_world(cones, acc_cones)
+    team_formats(cones)
 
 
 def real_world(cones: List[Cone], acc: List[Cone]) -> None:
@@ -287,6 +288,141 @@ def lanes_side_by_side(seed: int = 1, width: float = 3.3, gap: float = 4.5,
             x, y = line[i] + rng.normal(0.0, jitter, 2)
             cones.append((colour, round(float(x), 3), round(float(y), 3)))
     return cones
+
+
+def team_formats(cones: List[Cone]) -> None:
+    """
+    Write the oval in the formats of other teams' tools (s32).
+
+    docs/track_formats.md has the facts of each format.
+    """
+    _umdf('umdf_oval.json', cones)
+    _paired('paired_oval.csv', cones)
+    _hanze_map('hanze_oval.csv', cones)
+    _hanze_cone_log('hanze_cone_log.csv', cones)
+    _latlon('latlon_oval.csv', cones, (49.3294, 8.5659))
+    _pacsim('pacsim_centerline_raw.yaml', cones, closed=True,
+            start=(-6.0, 0.0), timing=[(0.0, 4.0), (0.0, -4.0)], unknown=[],
+            centerline=midpoints())
+
+
+def _umdf(name: str, cones: List[Cone]) -> None:
+    """
+    Write FSAI-Sim's UMDF (map_2_umdf.py): the oval turned to drive +y.
+
+    ``start`` is the centre of the four big cones with ``rotation.yaw``;
+    ``orange_cones`` holds the big cones and two small orange cones 2 m
+    past the gate together (as map_2_umdf merges them); ``centreline``
+    runs from the start; no ``loop`` (FSAI-Sim's default: true).
+    """
+    def turn(x: float, y: float) -> dict:
+        return {'x': 0.0 - y, 'y': x}
+    lists: dict = {'blue': [], 'yellow': [], 'orange': []}
+    for t, x, y in cones:
+        lists['orange' if t == 'big_orange' else t].append(turn(x, y))
+    lists['orange'] += [turn(2.0, 1.5), turn(2.0, -1.5)]
+    data = {'name': 'umdf_oval', 'path': 'worlds/umdf_oval.world',
+            'start': {'position': {'x': 0.0, 'y': 0.0},
+                      'rotation': {'yaw': math.pi / 2}},
+            'blue_cones': lists['blue'], 'yellow_cones': lists['yellow'],
+            'orange_cones': lists['orange'],
+            'centreline': [turn(x, y) for x, y in midpoints()]}
+    with open(os.path.join(HERE, name), 'w', encoding='utf-8') as f:
+        json.dump(data, f, indent=4)
+
+
+def _paired(name: str, cones: List[Cone]) -> None:
+    """
+    Write MUR's paired columns: one left and one right cone per row.
+
+    ``left_x,left_y,right_x,right_y``, each boundary in driving order,
+    the shorter one's cells empty at the end, the first row repeated as
+    the last (the loop closed as in MUR's FSG file); no orange cones.
+    """
+    left = [(x, y) for t, x, y in cones if t == 'blue']
+    right = [(x, y) for t, x, y in cones if t == 'yellow']
+    rows = ['left_x,left_y,right_x,right_y']
+    for k in range(max(len(left), len(right))):
+        cells = []
+        for side in (left, right):
+            cells += [f'{side[k][0]}', f'{side[k][1]}'] if k < len(side) \
+                else ['', '']
+        rows.append(','.join(cells))
+    rows.append(rows[1])
+    with open(os.path.join(HERE, name), 'w', encoding='utf-8') as f:
+        f.write('\n'.join(rows) + '\n')
+
+
+def _hanze_map(name: str, cones: List[Cone]) -> None:
+    """
+    Write Hanze Racing's Moving_Car map (pandas ``to_csv``): screen axes.
+
+    An unnamed index column, ``Cone_Type`` LEFT (the driver's left) then
+    RIGHT, positions with y down (y negated); no orange cones.
+    """
+    rows = [',Cone_Type,Cone_X,Cone_Y']
+    sides = [('LEFT', t, x, y) for t, x, y in cones if t == 'blue'] + \
+        [('RIGHT', t, x, y) for t, x, y in cones if t == 'yellow']
+    for k, (side, _t, x, y) in enumerate(sides):
+        rows.append(f'{k},{side},{float(x)!r},{0.0 - y!r}')
+    with open(os.path.join(HERE, name), 'w', encoding='utf-8') as f:
+        f.write('\n'.join(rows) + '\n')
+
+
+def _hanze_cone_log(name: str, cones: List[Cone]) -> None:
+    """
+    Write a Hanze coneconnecting cone log (pygamesim.py): y up, CRLF.
+
+    Right cones first, then left, each chain from its ``['finish']`` cone
+    (the big orange gate cones at x = -0.4; those at 0.4 are left out);
+    ``prev ID``/``next ID`` link each boundary's cones in driving order.
+    """
+    rows = ['cone ID,leftOrRight,Xpos,Ypos,prev ID,next ID,coneData']
+    chains = {}
+    for side, colour, gate_y in (('LEFT', 'blue', 1.5),
+                                 ('RIGHT', 'yellow', -1.5)):
+        pts = [(x, y) for t, x, y in cones if t == colour]
+        k = next(i for i, (x, y) in enumerate(pts)
+                 if x > 0.0 and abs(y - gate_y) < 1e-6)
+        chains[side] = [(-0.4, gate_y)] + pts[k:] + pts[:k]
+    first = {'LEFT': 0, 'RIGHT': len(chains['LEFT'])}
+    for side in ('RIGHT', 'LEFT'):
+        n = len(chains[side])
+        for i, (x, y) in enumerate(chains[side]):
+            cid = first[side] + i
+            prev = first[side] + (i - 1) % n
+            nxt = first[side] + (i + 1) % n
+            data = "['finish']" if i == 0 else ''
+            rows.append(f'{cid},{side},{round(x, 2)},{round(y, 2)},{prev},'
+                        f'{nxt},{data}')
+    with open(os.path.join(HERE, name), 'w', encoding='utf-8',
+              newline='') as f:
+        f.write('\r\n'.join(rows) + '\r\n')
+
+
+#: WGS84 semi-major axis (m) and first eccentricity squared.
+WGS84_A = 6378137.0
+WGS84_E2 = 6.69437999014e-3
+
+
+def _latlon(name: str, cones: List[Cone], ref: Tuple[float, float]) -> None:
+    """
+    Write the cones as WGS84 latitude, longitude (an RTK survey): no colour.
+
+    The oval's (x east, y north) about ``ref`` (degrees) on the local
+    tangent plane (meridian and prime-vertical radii of curvature at
+    ``ref``), 10 decimals (0.01 mm); the first row is the first blue cone.
+    """
+    lat0 = math.radians(ref[0])
+    w = 1.0 - WGS84_E2 * math.sin(lat0) ** 2
+    north = WGS84_A * (1.0 - WGS84_E2) / w ** 1.5      # m per rad
+    east = WGS84_A / math.sqrt(w) * math.cos(lat0)
+    rows = ['lat,lon']
+    for _t, x, y in cones:
+        rows.append(f'{ref[0] + math.degrees(y / north):.10f},'
+                    f'{ref[1] + math.degrees(x / east):.10f}')
+    with open(os.path.join(HERE, name), 'w', encoding='utf-8') as f:
+        f.write('\n'.join(rows) + '\n')
 
 
 def _conemap(name: str, cones: List[Cone], codes: dict) -> None:
@@ -433,7 +569,7 @@ def _side(c: Cone) -> str:
 def _pacsim(name: str, cones: List[Cone], closed: bool,
             start: Tuple[float, float], timing: List[Tuple[float, float]],
             unknown: List[Tuple[float, float]],
-            invisible: Tuple = ()) -> None:
+            invisible: Tuple = (), centerline: Tuple = ()) -> None:
     cls = {'blue': 'blue', 'yellow': 'yellow', 'orange': 'small-orange',
            'big_orange': 'big-orange'}
     out = ['track:', '  version: 1.0',
@@ -458,6 +594,9 @@ def _pacsim(name: str, cones: List[Cone], closed: bool,
     out.append('  unknown:' + ('' if unknown else ' []'))
     for x, y in unknown:
         out += [f'  - position: [{x}, {y}, 0.0]', '    class: unknown']
+    if centerline:      # E-Team's PacSim: centre-line points, no class
+        out.append('  centerline_raw:')
+        out += [f'  - position: [{x}, {y}, 0.0]' for x, y in centerline]
     with open(os.path.join(HERE, name), 'w', encoding='utf-8') as f:
         f.write('\n'.join(out) + '\n')
 
