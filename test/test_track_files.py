@@ -420,6 +420,16 @@ def test_numbers_beyond_any_map_frame_name_file_line_field(
     assert track.car_start.y == pytest.approx(5301234.25)
 
 
+def _refused(path: Path, text: str, line: int, field: str) -> None:
+    """Assert that a file with ``text`` is refused in one line naming it."""
+    path.write_text(text)
+    with pytest.raises(ValueError) as err:
+        F.load_track_file(str(path))
+    msg = str(err.value)
+    assert msg.startswith(f'{path}:{line}:'), msg
+    assert field in msg and '\n' not in msg, msg
+
+
 JSON_LISTS = """{
   "blue_cones": [
     {"x": 2.0, "y": 1.5},
@@ -459,14 +469,7 @@ def test_bad_json_names_file_line_field(tmp_path: Path, text: str, old: str,
     path.write_text(text)
     assert F.load_track_file(str(path)).track.width == pytest.approx(3.0)
     assert old in text
-    path = tmp_path / 'bad.json'
-    path.write_text(text.replace(old, new, 1))
-    with pytest.raises(ValueError) as err:
-        F.load_track_file(str(path))
-    msg = str(err.value)
-    assert msg.startswith(f'{path}:{line}:'), msg
-    assert field in msg, msg
-    assert '\n' not in msg
+    _refused(tmp_path / 'bad.json', text.replace(old, new, 1), line, field)
 
 
 def test_good_small_files_load(tmp_path: Path) -> None:
@@ -1033,13 +1036,7 @@ def test_bad_umdf_names_file_line_field(tmp_path: Path, old: str, new: str,
     track = F.load_track_file(str(path)).track
     assert not track.closed and track.width == pytest.approx(3.0)
     assert old in UMDF
-    path = tmp_path / 'bad.umdf.json'
-    path.write_text(UMDF.replace(old, new, 1))
-    with pytest.raises(ValueError) as err:
-        F.load_track_file(str(path))
-    msg = str(err.value)
-    assert msg.startswith(f'{path}:{line}:'), msg
-    assert field in msg and '\n' not in msg, msg
+    _refused(tmp_path / 'bad.umdf.json', UMDF.replace(old, new, 1), line, field)
 
 
 def test_umdf_loop_flag_keeps_a_midpoint_line_open(tmp_path: Path) -> None:
@@ -1068,16 +1065,6 @@ def test_paired_left_right_columns() -> None:
 
 
 PAIRED = 'left_x,left_y,right_x,right_y\n2.0,1.5,2.0,-1.5\n6.0,1.5,6.0,-1.5\n'
-
-
-def _refused(path: Path, text: str, line: int, field: str) -> None:
-    """Assert that a file with ``text`` is refused in one line naming it."""
-    path.write_text(text)
-    with pytest.raises(ValueError) as err:
-        F.load_track_file(str(path))
-    msg = str(err.value)
-    assert msg.startswith(f'{path}:{line}:'), msg
-    assert field in msg and '\n' not in msg, msg
 
 
 @pytest.mark.parametrize('text, line, field', [
