@@ -226,7 +226,13 @@ def test_cones_spawn_as_props_and_keep_their_class(server, check) -> None:
     backend = make(server, cone_z=0.1)
     try:
         frame = backend.setup(aeb(track=track), [])
+        # the checking client sees new actors with its next world snapshot
+        # (late on a loaded machine: none yet at the first look in a CI run)
+        deadline = time.monotonic() + 10.0
         props = [a for a in actors(check) if a.type_id.startswith('static.prop.')]
+        while len(props) < len(xy) and time.monotonic() < deadline:
+            time.sleep(0.05)
+            props = [a for a in actors(check) if a.type_id.startswith('static.prop.')]
         small = sorted((a.get_location().x, a.get_location().y) for a in props
                        if a.type_id == 'static.prop.trafficcone01')
         big = [a for a in props if a.type_id == 'static.prop.constructioncone']
