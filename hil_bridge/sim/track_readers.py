@@ -41,6 +41,7 @@ import json.scanner
 import math
 import os
 import re
+from types import SimpleNamespace
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 import xml.etree.ElementTree as ET
 from xml.parsers import expat
@@ -48,7 +49,7 @@ from xml.parsers import expat
 from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE, CONE_UNKNOWN,
                                         CONE_YELLOW)
 from hil_bridge.interface.config import yaml_error
-from hil_bridge.interface.frames import Pose
+from hil_bridge.interface.frames import Pose, quaternion_yaw
 import numpy as np
 import yaml
 
@@ -906,8 +907,7 @@ def _sdf_pose(path: str, elem: Optional[ET.Element]
                          f'(x y z roll pitch yaw), got {len(parts)}')
     vals = [_number(path, line, 'pose', p) for p in parts]
     if len(vals) == 7:      # x y z qx qy qz qw
-        qx, qy, qz, qw = vals[3:]
-        yaw = math.atan2(2 * (qw * qz + qx * qy), 1 - 2 * (qy * qy + qz * qz))
+        yaw = quaternion_yaw(SimpleNamespace(**dict(zip('xyzw', vals[3:]))))
     else:
         yaw = vals[-1] if len(vals) == 6 else 0.0
     return vals[0], vals[1], yaw
@@ -1119,10 +1119,9 @@ def read_json(path: str, text: str) -> TrackFile:
                 return num(rot['yaw'], f'{where}.{key}.yaw',
                            doc.line(rot, 'yaw', at))
             if isinstance(rot, dict) and set('xyzw') <= set(rot):
-                qx, qy, qz, qw = (num(rot[k], f'{where}.{key}.{k}',
-                                      doc.line(rot, k, at)) for k in 'xyzw')
-                return math.atan2(2.0 * (qw * qz + qx * qy),
-                                  1.0 - 2.0 * (qy * qy + qz * qz))
+                return quaternion_yaw(SimpleNamespace(**{
+                    k: num(rot[k], f'{where}.{key}.{k}', doc.line(rot, k, at))
+                    for k in 'xyzw'}))
             if isinstance(rot, list) and len(rot) == 3:
                 return num(rot[2], f'{where}.{key}[2]', doc.line(rot, 2, at))
             if isinstance(rot, (dict, list)):
