@@ -1107,6 +1107,12 @@ def test_hanze_pygame_map_is_read_in_screen_axes(tmp_path: Path) -> None:
     assert loaded.fmt == 'csv' and loaded.errors == []
     _same_oval(loaded.track)
     assert any('screen axes (y down)' in w for w in loaded.warnings)
+    # the check table names the convention applied, not the one asked for
+    from hil_bridge.tools import track_cli
+    assert loaded.convention == 'screen'
+    for asked in ('rep103', 'auto'):
+        row, = track_cli.table_rows([path], 'auto', asked, '', 0.5)
+        assert (row['status'], row['convention']) == ('ok', 'screen'), asked
     same = F.load_track_file(path, convention='screen').track
     np.testing.assert_allclose(same.centerline, loaded.track.centerline)
     # unreal would also swap the named sides: reported mirrored, with the
@@ -1223,3 +1229,121 @@ def test_pacsim_centerline_raw_is_the_centre_line(tmp_path: Path) -> None:
     msg = str(err.value)
     assert msg.startswith(f'{broken}:{line}:'), msg
     assert "'track.centerline_raw[1].position'" in msg, msg
+
+
+# ------------------------------------------- s33: more unseen public files
+# Hanze Racing's older levels and cone logs (docs/track_formats.md, "Met
+# in s33"): open lanes without a start pose, short logs, spline overshoot.
+
+def _l_lane(shift: float) -> str:
+    """
+    Return an L-shaped open lane: eufs CSV without a car start (REP-103).
+
+    Driven from (30, -20) north, round a 6 m radius left turn, then west
+    to (shift, 0): blue on the driver's left, yellow on the right, 3 m
+    apart along the lane.
+    """
+    up = np.column_stack([np.full(5, 30.0), np.linspace(-20.0, -6.0, 5)])
+    a = np.linspace(0.0, np.pi / 2.0, 5)[1:]
+    turn = np.column_stack([24.0 + 6.0 * np.cos(a), -6.0 + 6.0 * np.sin(a)])
+    west = np.column_stack([np.linspace(21.0, shift, 7), np.zeros(7)])
+    centre = np.vstack([up, turn, west])
+    tan = np.gradient(centre, axis=0)
+    tan /= np.hypot(*tan.T)[:, None]
+    left = centre + 1.6 * np.column_stack([-tan[:, 1], tan[:, 0]])
+    right = centre - 1.6 * np.column_stack([-tan[:, 1], tan[:, 0]])
+    rows = ['tag,x,y,direction,x_variance,y_variance,xy_covariance']
+    rows += [f'{tag},{x:.3f},{y:.3f},0,0,0,0' for tag, pts in
+             (('blue', left), ('yellow', right)) for x, y in pts]
+    return '\n'.join(rows) + '\n'
+
+
+def test_open_lane_without_a_start_starts_at_its_entry(
+        tmp_path: Path) -> None:
+    """
+    The car of an open lane stands at the lane's entry, not its exit.
+
+    Hanze's MAP_8 (an unfinished level) has its exit nearest the origin:
+    the car was put there facing out of the lane, the centre line ran 11 m
+    and the file was reported mirrored. The boundaries are now followed
+    back, cone to cone, to the lane's first gate.
+    """
+    path = tmp_path / 'lane.csv'
+    path.write_text(_l_lane(3.0))
+    loaded = F.load_track_file(str(path))
+    assert loaded.errors == []
+    t = loaded.track
+    assert not t.closed and t.length > 40.0  # 41.4 m of lane
+    start = t.car_start
+    assert np.hypot(start.x - 30.0, start.y + 20.0) < 1.0
+    assert abs(start.yaw - np.pi / 2.0) < 0.2
+    assert any('the car starts at (30.00, -20.00)' in w
+               for w in loaded.warnings)
+    # a lane whose entry is nearest the origin keeps its start there
+    rows = _l_lane(3.0).splitlines()
+    flipped = [rows[0]] + [f'{r.split(",")[0]},{-float(r.split(",")[1]) + 33.0}'
+                           f',{r.split(",")[2]},0,0,0,0' for r in rows[1:]]
+    # mirrored in x: now driven from (3, -20); colours swap sides
+    swapped = [r.replace('blue', 'B').replace('yellow', 'blue').
+               replace('B', 'yellow') for r in flipped]
+    path.write_text('\n'.join(swapped) + '\n')
+    loaded = F.load_track_file(str(path))
+    assert loaded.errors == []
+    s = loaded.track.car_start
+    assert np.hypot(s.x - 3.0, s.y + 20.0) < 1.0
+
+
+def test_closed_loop_keeps_the_start_nearest_the_origin(
+        tmp_path: Path) -> None:
+    """A loop without a start (origin outside it): the start is unchanged."""
+    text = (DATA / 'eufs_oval.csv').read_text().splitlines()
+    rows = [text[0]] + [r for r in text[1:] if r.split(',')[0] in
+                        ('blue', 'yellow')]
+    moved = [rows[0]] + [
+        f'{r.split(",")[0]},{float(r.split(",")[1]) + 40.0},'
+        f'{float(r.split(",")[2]) + 25.0},' + ','.join(r.split(',')[3:])
+        for r in rows[1:]]
+    path = tmp_path / 'loop.csv'
+    path.write_text('\n'.join(moved) + '\n')
+    tf = F.read_track_file(str(path))
+    left, right = F._boundary_masks(tf.class_id, tf.side)
+    lp, rp = tf.xy[left], tf.xy[right]
+    il = int(np.argmin(np.hypot(*lp.T)))
+    ir = int(np.argmin(np.hypot(*(rp - lp[il]).T)))
+    want = (lp[il] + rp[ir]) / 2.0
+    start = tf.car_start
+    assert np.hypot(start.x - want[0], start.y - want[1]) < 1e-9
+    assert F.load_track_file(str(path)).track.closed
+
+
+def test_short_lane_is_not_refused_for_its_geometry_walk(
+        tmp_path: Path) -> None:
+    """
+    A six-cone log (three gates): loads with the file's sides.
+
+    The walk by geometry, tried on every open track in case its cones
+    close a loop, put 1 cone left and 5 right here and its refusal ("one
+    boundary only") was the file's; the file's own sides now stand.
+    """
+    path = tmp_path / 'log.csv'
+    path.write_text('cone ID,leftOrRight,Xpos,Ypos,prev ID,next ID,coneData\n'
+                    '0,LEFT,8.75,7.67,-1,1,\n1,LEFT,11.6,7.75,0,2,\n'
+                    '2,LEFT,14.9,7.85,1,-1,\n3,RIGHT,9.05,3.98,-1,4,\n'
+                    '4,RIGHT,11.82,4.05,3,5,\n5,RIGHT,15.22,4.17,4,-1,\n')
+    loaded = F.load_track_file(str(path))
+    assert loaded.errors == []
+    assert not loaded.track.closed
+    assert abs(loaded.track.car_start.yaw) < 0.1
+
+
+def test_smooth_falls_back_to_the_polyline_when_the_spline_overshoots(
+        ) -> None:
+    """Points doubling back made the spline 6.6 km long for 17.7 m."""
+    pts = np.array([[0.05, -0.04], [-3.96, -2.97], [-3.98, -2.93],
+                    [-6.21, -6.79], [-4.79, -6.34], [-5.92, -7.0],
+                    [-6.45, -9.94], [-6.33, -11.01], [-7.33, -11.65],
+                    [-7.3, -11.71], [-7.37, -11.67]])
+    line = F._smooth(pts, False)
+    poly = T.resample(pts, False, 0.1)
+    assert cKDTree(poly).query(line)[0].max() <= F.SPLINE_STRAY
+    assert F.arc_length(line, False)[-1] < 1.1 * F.arc_length(pts, False)[-1]

@@ -84,6 +84,13 @@ LONG_GROUP = 3.0
 #: A start gate of small orange cones (no big orange ones) is at most this
 #: far (m, along the centre line) ahead of the car start.
 SMALL_GATE_AHEAD = 10.0
+#: Farthest (m) a smoothed centre line may stray from its points' polyline.
+SPLINE_STRAY = 2.0
+#: Largest turn (rad) from one boundary cone to the next when a boundary
+#: is followed back to the entry of an open lane (a file without a start).
+ENTRY_TURN = math.radians(75.0)
+#: Longest step (m) from one boundary cone to the next on that walk.
+ENTRY_GAP = 1.5 * MAX_CONE_SPACING
 #: Cones whose arc positions along the track are within this (m) of each
 #: other are one row across the lane (rows of a braking zone are 2 m apart).
 ROW_GAP = 1.0
@@ -98,7 +105,9 @@ class TrackLoad:
     A loaded track, the format read and the rule check's findings.
 
     ``warnings`` are the loader's notes followed by the rule warnings,
-    ``rule_warnings`` the rule warnings alone, ``errors`` the rule errors.
+    ``rule_warnings`` the rule warnings alone, ``errors`` the rule errors,
+    ``convention`` the axis convention applied (``screen`` for a file whose
+    format is written in screen axes, read with the default ``rep103``).
     """
 
     track: Track
@@ -106,6 +115,7 @@ class TrackLoad:
     warnings: List[str]
     errors: List[str]
     rule_warnings: List[str] = field(default_factory=list)
+    convention: str = 'rep103'
 
 
 def save_track_csv(track: Track, path: str) -> None:
@@ -136,6 +146,7 @@ def read_track_file(path: str, fmt: str = 'auto',
         raise ValueError(f'{path}: no cones')
     if convention == 'rep103' and tf.axes == 'screen':
         convention = 'screen'
+    tf.convention = convention
     if convention in ('unreal', 'screen'):
         for arr in (tf.xy, tf.midpoints, tf.timing):
             arr[:, 1] *= -1.0
@@ -403,6 +414,12 @@ def _infer_start(tf: TrackFile) -> None:
         between = between and min(np.hypot(*lp[il]), np.hypot(*rp[ir])) > 0.5
         anchor = origin if between else (lp[il] + rp[ir]) / 2.0
         h = heading_at(anchor)
+        if not between:
+            # the pair nearest the origin may be anywhere along an open lane
+            upstream = _lane_entry(lp, rp, anchor, h)
+            if upstream is not None:
+                anchor = upstream
+                h = heading_at(anchor)
     yaw = math.atan2(h[1], h[0])
     tf.car_start = Pose(x=float(anchor[0]), y=float(anchor[1]), yaw=yaw)
     if np.hypot(*anchor) > 0.05 or abs(yaw) > 0.05:
@@ -412,6 +429,61 @@ def _infer_start(tf: TrackFile) -> None:
                         'its left boundary on the left' +
                         (', behind the big orange cones' if len(big) >= 2
                          else ''))
+
+
+def _lane_entry(lp: np.ndarray, rp: np.ndarray, anchor: np.ndarray,
+                heading: np.ndarray) -> Optional[np.ndarray]:
+    """
+    Return the entry of the open lane ``anchor`` stands in, or None.
+
+    Each boundary (left cones ``lp``, right cones ``rp``) is followed from
+    its cone nearest ``anchor`` against the driving direction ``heading``
+    (unit vector), cone to cone, never turning back (:func:`_upstream`);
+    the middle of the two ends is the lane's entry. None when the anchor
+    is at the entry already, the ends each way meet (a closed loop: the
+    pair nearest the origin is as good a start as any) or the two ends are
+    more than a lane apart (a gap in one boundary).
+    """
+    ends = []
+    for direction in (-heading, heading):
+        for pts in (lp, rp):
+            ends.append(pts[_upstream(pts, anchor, direction)[-1]])
+    entry, exit_ = (ends[0] + ends[1]) / 2.0, (ends[2] + ends[3]) / 2.0
+    if float((entry - anchor) @ heading) > -MAX_CONE_SPACING or \
+            np.hypot(*(entry - exit_)) < CHAIN_GAP or \
+            np.hypot(*(ends[0] - ends[1])) > SPAN[1]:
+        # at the entry already, both ways end at one gap (a closed loop),
+        # or the boundaries end apart (a gap in one of them)
+        return None
+    return entry
+
+
+def _upstream(points: np.ndarray, start: np.ndarray, direction: np.ndarray
+              ) -> List[int]:
+    """
+    Order cones from the one nearest ``start`` along ``direction``.
+
+    Each step goes to an unused cone within ``ENTRY_GAP`` less than
+    ``ENTRY_TURN`` off the last step's direction (the nearest and
+    straightest, as :func:`_chain`); the chain ends where there is none.
+    """
+    order = [int(np.argmin(np.hypot(*(points - start).T)))]
+    used = np.zeros(len(points), bool)
+    used[order[0]] = True
+    d = direction.astype(float)
+    cos_max = math.cos(ENTRY_TURN)
+    while True:
+        vec = points - points[order[-1]]
+        dist = np.hypot(*vec.T)
+        cos = (vec @ d) / np.maximum(dist, 1e-9)
+        ok = (~used) & (dist > 0.0) & (dist <= ENTRY_GAP) & (cos > cos_max)
+        if not ok.any():
+            return order
+        cand = np.flatnonzero(ok)
+        j = int(cand[np.argmin(dist[cand] * (1.5 - cos[cand]))])
+        d = vec[j] / dist[j]
+        used[j] = True
+        order.append(j)
 
 
 def _boundary_masks(cls: np.ndarray, side: np.ndarray
@@ -656,8 +728,11 @@ def build_track(tf: TrackFile, mission: str = '', width: float = 0.0
         if not closed and tf.closed is not False:
             side, walked = _walk(tf.xy, car_start)
             if walked:
-                cl2, closed = _centerline_from_cones(cones, side, car_start,
-                                                     tf.path)
+                try:
+                    cl2, closed = _centerline_from_cones(cones, side,
+                                                         car_start, tf.path)
+                except ValueError:  # the walk's sides build no lane
+                    cl2, closed = cl, False
                 if closed:
                     cl = cl2
                     tf.notes.append(
@@ -756,7 +831,8 @@ def load_track_file(path: str, fmt: str = 'auto', convention: str = 'rep103',
         else:
             rules.append(msg)
     return TrackLoad(track=track, fmt=tf.fmt, warnings=list(tf.notes) + rules,
-                     errors=errors, rule_warnings=rules)
+                     errors=errors, rule_warnings=rules,
+                     convention=tf.convention)
 
 
 def _mirror_hint(fmt: str, convention: str, sided: bool = False,
@@ -1028,7 +1104,13 @@ def _forward_only(pts: np.ndarray, min_step: float, closed: bool
 
 
 def _smooth(pts: np.ndarray, closed: bool) -> np.ndarray:
-    """Fit a smoothing cubic spline (about 5 cm RMS) and resample it."""
+    """
+    Fit a smoothing cubic spline (about 5 cm RMS) and resample it.
+
+    The points' polyline instead when the fit strays more than
+    ``SPLINE_STRAY`` from it (points doubling back on themselves make the
+    spline overshoot by kilometres).
+    """
     if len(pts) < 4:
         return resample(pts, closed, 0.5)
     xs = np.append(pts[:, 0], pts[0, 0]) if closed else pts[:, 0]
@@ -1040,6 +1122,9 @@ def _smooth(pts: np.ndarray, closed: bool) -> np.ndarray:
     n = max(int(arc_length(pts, closed)[-1] / 0.1), 10)
     dense = np.column_stack(splev(np.linspace(0.0, 1.0, n,
                                               endpoint=not closed), tck))
+    line = resample(pts, closed, 0.1)
+    if float(cKDTree(line).query(dense)[0].max()) > SPLINE_STRAY:
+        return resample(pts, closed, 0.5)
     return resample(dense, closed, 0.5)
 
 

@@ -156,7 +156,8 @@ class TrackFile:
     ``notes`` the loader's warnings; ``axes`` ``screen`` when the format
     is known to be written in screen axes (y down, the left/right names
     the driver's: Hanze's pygame maps), which the default convention then
-    applies (:func:`hil_bridge.sim.track_files.read_track_file`).
+    applies (:func:`hil_bridge.sim.track_files.read_track_file`), and
+    ``convention`` the axis convention that function applied.
     """
 
     path: str
@@ -171,6 +172,7 @@ class TrackFile:
     closed: Optional[bool] = None
     notes: List[str] = field(default_factory=list)
     codes: Optional[np.ndarray] = None
+    convention: str = ''
     axes: str = ''
 
 

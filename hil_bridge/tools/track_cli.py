@@ -217,14 +217,14 @@ def table_rows(paths: List[str], fmt: str, convention: str, mission: str,
     for path in paths:
         row = {'file': path}
         tries = AUTO_CONVENTIONS if convention == 'auto' else (convention,)
-        loaded, used = None, tries[0]
+        loaded = None
         try:
             for k in range(len(tries)):
                 conv = tries[k]
                 got = load_track_file(path, fmt, conv, mission,
                                       tolerance=tolerance)
                 if loaded is None or not got.errors:
-                    loaded, used = got, conv
+                    loaded = got
                 if not got.errors:
                     break
                 if conv == 'rep103' and got.fmt == 'sdf':
@@ -240,7 +240,7 @@ def table_rows(paths: List[str], fmt: str, convention: str, mission: str,
                    cones=len(t.cones), length=t.length,
                    loop='closed' if t.closed else 'open',
                    mission=t.mission or 'track', width=t.width,
-                   convention=used,
+                   convention=loaded.convention,
                    notes=len(loaded.warnings) - len(loaded.rule_warnings),
                    findings=len(loaded.rule_warnings),
                    errors=len(loaded.errors),
