@@ -549,6 +549,34 @@ def test_hand_edited_csv_loads() -> None:
     assert '1 inactive_noise landmarks skipped' in text
 
 
+def test_spreadsheet_exports_load(tmp_path: Path) -> None:
+    """
+    European spreadsheet exports: ``;`` with decimal commas, UTF-16 text.
+
+    Excel in a German or French locale saves CSV as ``-6,0;1,5`` and its
+    "Unicode text" as tab-separated UTF-16 with a byte order mark.
+    """
+    rows = (DATA / 'eufs_oval.csv').read_text().splitlines()
+    semi = tmp_path / 'semi.csv'
+    semi.write_text('\n'.join(';'.join(c.replace('.', ',') for c in
+                                       r.split(',')) for r in rows) + '\n')
+    assert '-6,0;0,0' in semi.read_text()
+    wide = tmp_path / 'unicode.txt'
+    wide.write_text('\n'.join(r.replace(',', '\t') for r in rows) + '\n',
+                    encoding='utf-16')
+    for path in (semi, wide):
+        loaded = F.load_track_file(str(path))
+        assert loaded.fmt == 'eufs' and loaded.errors == [], path
+        _same_oval(loaded.track)
+        assert (loaded.track.car_start.x, loaded.track.car_start.y) == \
+            (-6.0, 0.0)
+    # a UTF-16 mark on bytes that are not UTF-16: one line
+    odd = tmp_path / 'odd.csv'
+    odd.write_bytes(b'\xff\xfe' + b'\x00\xd8')
+    with pytest.raises(ValueError, match=r'odd.csv:1: UTF-16 byte order'):
+        F.load_track_file(str(odd))
+
+
 def test_team_csv_columns_flags_and_no_start() -> None:
     """cone_type,X,Y,..,right,left: flags give sides, a slip is outvoted."""
     loaded = F.load_track_file(str(DATA / 'team_flags.csv'))

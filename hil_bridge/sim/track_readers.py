@@ -33,6 +33,7 @@ and the field.
 """
 
 import bisect
+import codecs
 from dataclasses import dataclass, field
 import functools
 import json
@@ -137,6 +138,8 @@ _SCREEN_HEADERS = (('', 'cone_type', 'cone_x', 'cone_y'),
 WGS84_A = 6378137.0
 WGS84_E2 = 6.69437999014e-3
 _NUMBER = re.compile(r'^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$')
+#: A number with a decimal comma (read so in ``;``/tab delimited files).
+_DECIMAL_COMMA = re.compile(r'^[+-]?\d*,\d+([eE][+-]?\d+)?$')
 
 
 @dataclass
@@ -291,12 +294,19 @@ def _number(path: str, line: int, name: str, text: Optional[str]) -> float:
 
 
 def read_text(path: str) -> str:
-    """Return a text file's content (UTF-8 with or without BOM, or Latin-1)."""
+    """Return a text file's content: UTF-8 (BOM or not), UTF-16, Latin-1."""
     if os.path.getsize(path) > MAX_BYTES:
         raise ValueError(f'{path}: larger than {MAX_BYTES >> 20} MiB: not a '
                          'track file')
     with open(path, 'rb') as stream:
         raw = stream.read()
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        # spreadsheets' "Unicode text" export
+        try:
+            return raw.decode('utf-16')
+        except UnicodeDecodeError:
+            raise ValueError(f'{path}:1: UTF-16 byte order mark, but the '
+                             'text is not UTF-16') from None
     if b'\x00' in raw[:4096]:
         raise ValueError(f'{path}:1: binary file, not a track file')
     try:
@@ -392,9 +402,18 @@ def _delimiter(line: str) -> Optional[str]:
 
 
 def _split(line: str, delim: Optional[str]) -> List[str]:
-    """Split a CSV line (quotes stripped; no quoted delimiters in tracks)."""
+    """
+    Split a CSV line (quotes stripped; no quoted delimiters in tracks).
+
+    With ``;`` or tab delimiters a number with a decimal comma (``-6,5``,
+    as spreadsheets write in most of Europe) is given a decimal point.
+    """
     cells = line.split(delim) if delim else line.split()
-    return [c.strip().strip('"\'').strip() for c in cells]
+    cells = [c.strip().strip('"\'').strip() for c in cells]
+    if delim in (';', '\t'):
+        cells = [c.replace(',', '.') if _DECIMAL_COMMA.match(c) else c
+                 for c in cells]
+    return cells
 
 
 def _header_columns(cells: List[str], first: bool) -> Optional[Dict[str, int]]:
@@ -423,7 +442,9 @@ def read_csv(path: str, text: str, fmt: str) -> TrackFile:
     Read any cone CSV: eufs_sim, FSDS, team variants, plain x,y rows.
 
     Comments (``#``, ``//``), blank lines, a BOM, CRLF, trailing blanks,
-    ``;``/tab/space delimiters and extra columns are accepted; a repeated
+    ``;``/tab/space delimiters (decimal commas with ``;``/tab, as European
+    spreadsheets write; UTF-16 as their "Unicode text" export) and extra
+    columns are accepted; a repeated
     header is skipped; columns are found by name (``tag``/``cone_type``/
     ``color``, ``x``/``X``, ``y``, ``direction``/``yaw``, ``left``/
     ``right`` flags); rows of numbers only are cones of unknown colour;
