@@ -577,6 +577,28 @@ def test_spreadsheet_exports_load(tmp_path: Path) -> None:
         F.load_track_file(str(odd))
 
 
+@pytest.mark.parametrize('name', ['pacsim_oval.yaml', 'fssim_oval.yaml'])
+def test_flow_style_yaml_is_yaml(tmp_path: Path, name: str) -> None:
+    """
+    A YAML file written in flow style (``{track: {...}}``) is not JSON.
+
+    ``yaml.safe_dump(..., default_flow_style=True)`` writes the whole file
+    as one ``{...}`` mapping; it was read as JSON and refused.
+    """
+    import yaml
+    doc = yaml.safe_load((DATA / name).read_text())
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc, default_flow_style=True))
+    assert path.read_text().startswith('{')
+    want = F.load_track_file(str(DATA / name)).track
+    loaded = F.load_track_file(str(path))
+    assert loaded.errors == []
+    np.testing.assert_allclose(loaded.track.centerline, want.centerline)
+    path.write_text('{track: [1, 2')
+    with pytest.raises(ValueError, match=rf'{name}:1: not valid YAML'):
+        F.load_track_file(str(path))
+
+
 def test_team_csv_columns_flags_and_no_start() -> None:
     """cone_type,X,Y,..,right,left: flags give sides, a slip is outvoted."""
     loaded = F.load_track_file(str(DATA / 'team_flags.csv'))

@@ -321,7 +321,8 @@ def detect_format(path: str, text: Optional[str] = None) -> str:
     Return the format of a track file from its content (and extension).
 
     A directory of Unreal transform dumps is ``unreal_dir``; XML with
-    ``<sdf``/``<world``/``<model`` is ``sdf``; JSON is ``json``; YAML with
+    ``<sdf``/``<world``/``<model`` is ``sdf``; JSON is ``json`` (a
+    ``.yaml`` file in flow style, ``{track: ...}``, is YAML); YAML with
     a top-level ``track`` is ``pacsim``, with ``cones_left``/``cones_right``
     ``fssim``, with ``cones`` ``conemap``; anything else is read as CSV:
     ``eufs`` with the eufs header or a ``car_start`` row, ``fsds`` with
@@ -339,9 +340,12 @@ def detect_format(path: str, text: Optional[str] = None) -> str:
     ext = os.path.splitext(path)[1].lower()
     if head.startswith('<') or ext in ('.sdf', '.world', '.xml'):
         return 'sdf'
-    if head.startswith(('{', '[')) and ext != '.csv' or ext == '.json':
+    if head.startswith(('{', '[')) and ext not in ('.csv', '.yaml', '.yml') \
+            or ext == '.json':
         return 'json'
     keys = _yaml_top_keys(text)
+    if not keys and head.startswith('{'):
+        keys = _yaml_flow_keys(path, text)
     if keys or ext in ('.yaml', '.yml'):
         if 'track' in keys:
             return 'pacsim'
@@ -356,6 +360,19 @@ def detect_format(path: str, text: Optional[str] = None) -> str:
                 '(cones_left: ...) or cone map (cones: ...) YAML file (top '
                 f'level keys {sorted(keys) or "none"})')
     return _detect_csv(text)
+
+
+def _yaml_flow_keys(path: str, text: str) -> set:
+    """
+    Return the top-level keys of a flow-style YAML mapping (``{a: 1}``).
+
+    Raises ``ValueError`` (file, line, what) for a YAML syntax error.
+    """
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise yaml_error(path, exc) from None
+    return {str(k) for k in doc} if isinstance(doc, dict) else set()
 
 
 def _yaml_top_keys(text: str) -> set:
