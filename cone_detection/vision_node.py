@@ -35,7 +35,10 @@ subscription stays: destroying it from a callback could crash rclpy).
 An image that comes before its camera's first CameraInfo waits for it (one
 warning; a newer image replaces it): the bridge publishes both in one
 frame and the callbacks run in any order, so lockstep frame 0 is answered
-from its first copy. Images in
+from its first copy. Raw images are converted to bgr8 from the colour
+and mono encodings, Bayer mosaics and packed YUV 4:2:2 (real camera
+drivers' output; :func:`hil_bridge.interface.codecs.images.msg_to_image`).
+Images in
 an unsupported encoding or of a size that differs from CameraInfo are
 dropped with an error (throttled), and the node keeps
 running. Limits: an image (raw, or the width x height of its JPEG/PNG

@@ -48,6 +48,66 @@ def test_image_to_bgr_conversions() -> None:
                                                 'mono16'))
 
 
+def _mosaic(pattern: str, bgr: tuple, h: int = 8, w: int = 10,
+            dtype=np.uint8) -> np.ndarray:
+    """Return a Bayer mosaic of one colour; ``pattern`` reads row by row."""
+    value = {'b': bgr[0], 'g': bgr[1], 'r': bgr[2]}
+    m = np.zeros((h, w), dtype)
+    for k, (dy, dx) in enumerate(((0, 0), (0, 1), (1, 0), (1, 1))):
+        m[dy::2, dx::2] = value[pattern[k]]
+    return m
+
+
+@pytest.mark.parametrize('pattern', ['rggb', 'bggr', 'gbrg', 'grbg'])
+def test_bayer_mosaics_demosaic_to_their_colour(pattern: str) -> None:
+    """
+    Machine-vision cameras publish raw Bayer mosaics (``bayer_rggb8``...).
+
+    A mosaic of one colour laid out in each sensor pattern decodes to that
+    colour (OpenCV names its Bayer codes by other pixels than the sensor's
+    pattern: a wrong mapping swaps red and blue); the 16-bit mosaics keep
+    their high byte.
+    """
+    colour = (30, 120, 200)
+    for bits, dtype, scale in ((8, np.uint8, 1), (16, np.uint16, 256)):
+        raw = _mosaic(pattern, tuple(c * scale for c in colour), dtype=dtype)
+        msg = images.image_to_msg(raw, 0.0, 'cam', f'bayer_{pattern}{bits}')
+        assert np.array_equal(images.msg_to_image(msg, 'passthrough'), raw)
+        bgr = images.msg_to_image(msg)
+        assert bgr.dtype == np.uint8 and bgr.shape == (8, 10, 3)
+        assert tuple(bgr[4, 4]) == colour, (pattern, bits)
+
+
+@pytest.mark.parametrize('encoding,order', [
+    ('yuv422', 'uyvy'), ('uyvy', 'uyvy'), ('yuv422_yuy2', 'yuyv'),
+    ('yuyv', 'yuyv')])
+def test_packed_yuv422_decodes_to_bgr(encoding: str, order: str) -> None:
+    """
+    v4l2/gscam cameras publish packed YUV 4:2:2 (two bytes per pixel).
+
+    A frame of one colour, its Y, U, V from the BT.601 equations in video
+    range (Y 16-235, as cameras send it), packed in the encoding's byte
+    order, decodes to that colour (within the rounding of 8-bit YUV); an
+    odd width is refused in one line.
+    """
+    b, g, r = 40.0, 160.0, 220.0
+    luma = 0.299 * r + 0.587 * g + 0.114 * b
+    y = 16.0 + luma * 219.0 / 255.0
+    u = 128.0 + 0.564 * (b - luma) * 224.0 / 255.0
+    v = 128.0 + 0.713 * (r - luma) * 224.0 / 255.0
+    pair = {'y': y, 'u': u, 'v': v}
+    # four bytes per pixel pair, in the encoding's order
+    quad = np.array([pair[c] for c in order], dtype=float).round()
+    packed = np.tile(quad.astype(np.uint8), (6, 4)).reshape(6, 8, 2)
+    msg = images.image_to_msg(packed, 0.0, 'cam', encoding)
+    bgr = images.msg_to_image(msg).astype(int)
+    assert bgr.shape == (6, 8, 3)
+    assert np.abs(bgr - np.array([b, g, r])).max() <= 3
+    odd = images.image_to_msg(packed[:, :7], 0.0, 'cam', encoding)
+    with pytest.raises(ValueError, match='width 7 is odd'):
+        images.msg_to_image(odd)
+
+
 def test_image_step_padding_and_big_endian() -> None:
     """Row padding (step > width*bpp) and big-endian mono16 decode."""
     img = np.arange(12, dtype=np.uint16).reshape(3, 4) * 300
@@ -61,7 +121,7 @@ def test_image_step_padding_and_big_endian() -> None:
 
 
 @pytest.mark.parametrize('mutate,match', [
-    (lambda m: setattr(m, 'encoding', 'yuv422'), 'unsupported'),
+    (lambda m: setattr(m, 'encoding', 'nv24'), 'unsupported'),
     (lambda m: setattr(m, 'step', 2), 'step'),
     (lambda m: setattr(m, 'height', 99), 'expected'),
     (lambda m: setattr(m, 'width', 0), 'empty')])

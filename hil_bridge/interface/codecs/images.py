@@ -25,12 +25,30 @@ ENCODINGS = {
     'mono8': (np.uint8, 1), '8UC1': (np.uint8, 1), '8UC3': (np.uint8, 3),
     'mono16': (np.uint16, 1), '16UC1': (np.uint16, 1),
     '32FC1': (np.float32, 1),
+    # raw sensor mosaics (machine-vision cameras' drivers) and packed
+    # YUV 4:2:2 (v4l2/gscam USB and CSI cameras): two bytes per pixel,
+    # yuv422 = UYVY, yuv422_yuy2 = YUYV (sensor_msgs image_encodings)
+    'bayer_rggb8': (np.uint8, 1), 'bayer_bggr8': (np.uint8, 1),
+    'bayer_gbrg8': (np.uint8, 1), 'bayer_grbg8': (np.uint8, 1),
+    'bayer_rggb16': (np.uint16, 1), 'bayer_bggr16': (np.uint16, 1),
+    'bayer_gbrg16': (np.uint16, 1), 'bayer_grbg16': (np.uint16, 1),
+    'yuv422': (np.uint8, 2), 'uyvy': (np.uint8, 2),
+    'yuv422_yuy2': (np.uint8, 2), 'yuyv': (np.uint8, 2),
 }
+
+#: OpenCV's Bayer codes are named by the second row's second and third
+#: pixels, so a sensor's RGGB mosaic is OpenCV's ``BayerBG`` (as cv_bridge
+#: maps them; checked against mosaics of known colours in the tests).
+_BAYER = {'rggb': cv2.COLOR_BayerBG2BGR, 'bggr': cv2.COLOR_BayerRG2BGR,
+          'gbrg': cv2.COLOR_BayerGR2BGR, 'grbg': cv2.COLOR_BayerGB2BGR}
 
 _TO_BGR = {
     'rgb8': cv2.COLOR_RGB2BGR, 'bgra8': cv2.COLOR_BGRA2BGR,
     'rgba8': cv2.COLOR_RGBA2BGR, 'mono8': cv2.COLOR_GRAY2BGR,
     '8UC1': cv2.COLOR_GRAY2BGR,
+    'yuv422': cv2.COLOR_YUV2BGR_UYVY, 'uyvy': cv2.COLOR_YUV2BGR_UYVY,
+    'yuv422_yuy2': cv2.COLOR_YUV2BGR_YUYV, 'yuyv': cv2.COLOR_YUV2BGR_YUYV,
+    **{f'bayer_{k}{bits}': v for k, v in _BAYER.items() for bits in (8, 16)},
 }
 
 
@@ -81,8 +99,10 @@ def msg_to_image(msg: Image, desired_encoding: str = 'bgr8') -> np.ndarray:
 
     ``desired_encoding='passthrough'`` returns a zero-copy (read-only) view
     in the message's own encoding; 'bgr8' converts the 8-bit colour and
-    mono encodings. Raises ``ValueError`` for unknown encodings, sizes that
-    do not match the buffer, or conversions that are not supported.
+    mono encodings, Bayer mosaics (8 and 16 bit, demosaiced by OpenCV) and
+    packed YUV 4:2:2 (``yuv422`` = UYVY, ``yuv422_yuy2`` = YUYV). Raises
+    ``ValueError`` for unknown encodings, sizes that do not match the
+    buffer, or conversions that are not supported.
     """
     enc = msg.encoding
     if enc not in ENCODINGS:
@@ -116,7 +136,13 @@ def msg_to_image(msg: Image, desired_encoding: str = 'bgr8') -> np.ndarray:
         return view
     if enc not in _TO_BGR:
         raise ValueError(f'cannot convert {enc} to bgr8')
-    return cv2.cvtColor(np.ascontiguousarray(view), _TO_BGR[enc])
+    if enc.startswith(('yuv', 'uyvy', 'yuyv')) and w % 2:
+        raise ValueError(f'{enc} image width {w} is odd (pixels come in '
+                         'pairs sharing U and V)')
+    bgr = cv2.cvtColor(np.ascontiguousarray(view), _TO_BGR[enc])
+    if bgr.dtype == np.uint16:  # a 16-bit mosaic: keep the high byte
+        bgr = (bgr >> 8).astype(np.uint8)
+    return bgr
 
 
 def image_to_compressed(img: np.ndarray, t: Any, frame_id: str = '',
