@@ -47,7 +47,9 @@ class AebParams:
     car's profile, the lidar mount to a roof lidar above the rear axle.
     Geometry in the vehicle frame (m): ``front`` bumper ahead of the rear
     axle, ``vehicle_width``, ``width_margin`` per side; lidar mount
-    ``mount_*`` (m, rad). Times s, speeds m/s, decelerations m/s^2.
+    ``mount_*`` (m, rad); ``range_min``: lidar points closer than this to
+    the sensor are no returns (m; drivers such as Ouster's write a beam
+    without echo as 0, 0, 0). Times s, speeds m/s, decelerations m/s^2.
     """
 
     strategy: str = 'ttc_staged'
@@ -60,6 +62,7 @@ class AebParams:
     max_length: float = 100.0
     z_min: float = 0.55
     z_max: float = 2.5
+    range_min: float = 0.1
     min_points: int = 3
     cluster_depth: float = 1.0
     voxel_size: float = 0.0
@@ -101,6 +104,9 @@ class AebParams:
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f'AebParams.{name} must be finite and > 0, '
                                  f'got {value}')
+        if not (math.isfinite(self.range_min) and self.range_min >= 0.0):
+            raise ValueError(f'AebParams.range_min must be finite and >= 0, '
+                             f'got {self.range_min}')
 
     @classmethod
     def from_dict(cls, values: Dict[str, Any]) -> 'AebParams':
@@ -317,7 +323,9 @@ class AebCore:
         Decide from one lidar cloud at stamp ``t`` (s).
 
         ``points`` (N, >=3) x, y, z (m) in the lidar frame; rows with any
-        NaN/inf coordinate are invalid. A cloud without one valid point
+        NaN/inf coordinate, or closer than ``range_min`` to the sensor (a
+        driver's 0, 0, 0 for a beam without echo), are invalid. A cloud
+        without one valid point
         never counts as fresh input (after ``stale_timeout`` the AEB
         requests a stop); an empty cloud does not either when
         ``empty_cloud_is_blind`` or when the lidar sees the ground
@@ -333,6 +341,11 @@ class AebCore:
         if raw.ndim != 2 or raw.shape[1] < 3:
             raise ValueError(f'update_cloud: points must be an (N, >=3) '
                              f'array, got shape {raw.shape}')
+        if raw.shape[0] and self.params.range_min > 0.0:
+            xyz = raw[:, :3]
+            near = np.einsum('ij,ij->i', xyz, xyz) < self.params.range_min ** 2
+            if near.any():
+                raw = raw[~near]
         if self._translation_only:
             pts, offset = raw, self.trans   # shift only the candidates
         else:

@@ -88,6 +88,8 @@ PARAMS: List[ParamSpec] = [
     _R('z_min', 'points at or below this height are ground/low (m)',
        -1.0, 3.0),
     _R('z_max', 'points above this height are overhead (m)', 0.0, 10.0),
+    _R('range_min', 'points closer to the lidar are no returns (m; '
+       'drivers write 0, 0, 0 for a beam without echo)', 0.0, 5.0),
     _R('min_points', 'points an obstacle needs within cluster_depth',
        1, 1000),
     _R('cluster_depth', 'depth along the path of one obstacle (m)',

@@ -160,6 +160,37 @@ def test_pipeline_brakes_near_last_point_not_at_3s() -> None:
     assert all(d.decel == 0.0 for d in out if d.ttc > 3.0)
 
 
+def test_no_return_zeros_are_not_an_obstacle() -> None:
+    """
+    Ouster's driver writes a beam without echo as 0, 0, 0 (organised cloud).
+
+    With the lidar ahead of the front bumper (a nose lidar) those points
+    sat in the corridor at distance 0 and the AEB braked fully on an empty
+    road; they are no returns (``range_min``). A real wall still brakes.
+    """
+    core = AebCore(AebParams(mount_x=4.0, mount_z=0.6, z_min=-0.5))
+    for k in range(30):
+        t = 0.05 * k
+        core.update_odometry(t, 15.0, 0.0)
+        pts = np.zeros((2000, 4), np.float32)
+        pts[:1000, 0] = 60.0
+        pts[:1000, 1] = np.linspace(-20.0, 20.0, 1000)
+        d = core.update_cloud(t, pts)
+    assert d.stage == 'idle' and d.decel == 0.0
+    assert core.check_stale(1.5) is None
+    wall = np.zeros((200, 4), np.float32)
+    wall[:, 1] = np.linspace(-1.0, 1.0, 200)
+    for k in range(6):                  # a wall 9 m ahead, closing at 15 m/s
+        t = 1.5 + 0.05 * k
+        core.update_odometry(t, 15.0, 0.0)
+        wall[:, 0] = 9.0 - 0.75 * k
+        d = core.update_cloud(t, np.vstack([wall, np.zeros((500, 4),
+                                                           np.float32)]))
+    assert d.decel > 0.0
+    with pytest.raises(ValueError, match='range_min'):
+        AebParams(range_min=float('nan'))
+
+
 def test_empty_clouds_are_fresh_by_default() -> None:
     """Without the option an empty cloud means nothing in range, not blind."""
     core = AebCore()
