@@ -330,3 +330,24 @@ def test_bad_rotation_input() -> None:
         U.carla_to_ros_pose(carla.Location())
     with pytest.raises(ValueError, match='numeric'):
         U.carla_to_ros_points(np.array([['a', 'b', 'c']]))
+
+
+def test_quaternion_yaw_of_scaled_zero_and_nan_quaternions() -> None:
+    """
+    One message's yaw: unit, scaled, zero-length and NaN quaternions.
+
+    A scaled quaternion is the same rotation (normalised); a zero one, as
+    an estimator publishes before its first fix, has no yaw: NaN, which
+    the planner and the AEB drop (it was read as yaw 0 before).
+    """
+    from types import SimpleNamespace as Q
+    for yaw in (-3.0, -1.0, 0.0, 0.5, 2.9):
+        x, y, z, w = F.euler_to_quaternion(0.0, 0.0, yaw)
+        assert F.quaternion_yaw(Q(x=x, y=y, z=z, w=w)) == pytest.approx(yaw)
+        assert F.quaternion_yaw(Q(x=3 * x, y=3 * y, z=3 * z, w=3 * w)) == \
+            pytest.approx(yaw)
+        assert F.quaternion_yaw(Q(x=x / 7, y=y / 7, z=z / 7, w=w / 7)) == \
+            pytest.approx(yaw)
+    assert math.isnan(F.quaternion_yaw(Q(x=0.0, y=0.0, z=0.0, w=0.0)))
+    assert math.isnan(F.quaternion_yaw(Q(x=0.0, y=0.0, z=1e-5, w=0.0)))
+    assert math.isnan(F.quaternion_yaw(Q(x=0.0, y=0.0, z=math.nan, w=1.0)))

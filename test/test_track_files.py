@@ -1397,3 +1397,20 @@ def test_smooth_falls_back_to_the_polyline_when_the_spline_overshoots(
     poly = T.resample(pts, False, 0.1)
     assert cKDTree(poly).query(line)[0].max() <= F.SPLINE_STRAY
     assert F.arc_length(line, False)[-1] < 1.1 * F.arc_length(pts, False)[-1]
+
+
+def test_zero_quaternion_start_names_file_and_line(tmp_path: Path) -> None:
+    """A start pose whose quaternion has zero length: one error line."""
+    path = tmp_path / 'start.json'
+    path.write_text('{"cones": [{"x": 1, "y": 2, "color": "blue"}],\n'
+                    ' "start": {"position": {"x": 0, "y": 0},\n'
+                    '  "orientation": {"x": 0, "y": 0, "z": 0, "w": 0}}}\n')
+    with pytest.raises(ValueError, match=r'start.json:3: field .*zero length'):
+        F.read_track_file(str(path))
+    sdf = tmp_path / 'cone.sdf'
+    sdf.write_text('<sdf version="1.6"><model name="t"><include>'
+                   '<uri>model://blue_cone</uri>\n<pose>1 2 0 0 0 0 0</pose>'
+                   '</include></model></sdf>\n')
+    with pytest.raises(ValueError, match=r"cone.sdf:2: field 'pose': "
+                                         r'quaternion .*zero length'):
+        F.read_track_file(str(sdf))

@@ -140,9 +140,18 @@ def quaternion_yaw(q: Any) -> float:
     Return the yaw (rad) of a quaternion-like ``q`` (``.x .y .z .w``).
 
     For one message (e.g. ``geometry_msgs/Quaternion`` of an odometry), in
-    plain floats: no normalisation, NaN in gives NaN out (callers check).
+    plain floats. A quaternion that is not of unit length is normalised; one
+    of (nearly) zero length, as an estimator sends before its first fix,
+    has no yaw: NaN, as NaN in gives NaN out (callers check).
     """
-    return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+    n2 = q.x * q.x + q.y * q.y + q.z * q.z + q.w * q.w
+    if abs(n2 - 1.0) <= 1e-6:
+        return math.atan2(2.0 * (q.w * q.z + q.x * q.y),
+                          1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+    if not n2 >= 1e-6:      # also NaN
+        return math.nan
+    return math.atan2(2.0 * (q.w * q.z + q.x * q.y),
+                      q.w * q.w + q.x * q.x - q.y * q.y - q.z * q.z)
 
 
 def rotation_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:

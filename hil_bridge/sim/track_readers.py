@@ -948,6 +948,9 @@ def _sdf_pose(path: str, elem: Optional[ET.Element]
     vals = [_number(path, line, 'pose', p) for p in parts]
     if len(vals) == 7:      # x y z qx qy qz qw
         yaw = quaternion_yaw(SimpleNamespace(**dict(zip('xyzw', vals[3:]))))
+        if not math.isfinite(yaw):
+            raise ValueError(f"{path}:{line}: field 'pose': quaternion "
+                             f'{vals[3:]} has no orientation (zero length)')
     else:
         yaw = vals[-1] if len(vals) == 6 else 0.0
     return vals[0], vals[1], yaw
@@ -1159,9 +1162,14 @@ def read_json(path: str, text: str) -> TrackFile:
                 return num(rot['yaw'], f'{where}.{key}.yaw',
                            doc.line(rot, 'yaw', at))
             if isinstance(rot, dict) and set('xyzw') <= set(rot):
-                return quaternion_yaw(SimpleNamespace(**{
+                yaw = quaternion_yaw(SimpleNamespace(**{
                     k: num(rot[k], f'{where}.{key}.{k}', doc.line(rot, k, at))
                     for k in 'xyzw'}))
+                if not math.isfinite(yaw):
+                    raise ValueError(
+                        f'{path}:{at}: field {where + "." + key!r}: '
+                        'quaternion of zero length, no orientation')
+                return yaw
             if isinstance(rot, list) and len(rot) == 3:
                 return num(rot[2], f'{where}.{key}[2]', doc.line(rot, 2, at))
             if isinstance(rot, (dict, list)):
