@@ -237,6 +237,11 @@ class AebNode(Node):
                                          arrival=self.gates['odometry'].arrival):
             self._warn_bad('odometry with NaN/inf speed or stamp ignored')
             return
+        if not all(math.isfinite(float(v)) for v in pose):
+            # e.g. a zero quaternion before the estimator's first fix
+            self._warn_bad('odometry pose with NaN/inf position or no '
+                           'orientation: speed used, pose ignored')
+            return
         self.ego_pose = pose
         if self.params.mode == 'ground_truth':
             self._decide_ground_truth(t)
@@ -307,6 +312,11 @@ class AebNode(Node):
         p = msg.pose.pose
         yaw = quaternion_yaw(p.orientation)
         tw = msg.twist.twist.linear
+        if not all(math.isfinite(float(v)) for v in
+                   (yaw, p.position.x, p.position.y, tw.x, tw.y)):
+            self._warn_bad(f'{role} odometry with NaN/inf values or no '
+                           'orientation ignored')
+            return
         c, s = math.cos(yaw), math.sin(yaw)
         vel = np.array([c * tw.x - s * tw.y, s * tw.x + c * tw.y])
         prev = self.actors.get(role)

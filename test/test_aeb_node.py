@@ -80,13 +80,13 @@ class _Harness:
         from rosgraph_msgs.msg import Clock
         self.clock.publish(Clock(clock=stamps.stamp_from_sec(t)))
 
-    def send_odom(self, t: float, speed: float) -> None:
+    def send_odom(self, t: float, speed: float, qw: float = 1.0) -> None:
         from nav_msgs.msg import Odometry
         msg = Odometry()
         msg.header = stamps.make_header(t, 'map')
         msg.child_frame_id = 'ego_vehicle'
         msg.pose.pose.position.x = speed * t
-        msg.pose.pose.orientation.w = 1.0
+        msg.pose.pose.orientation.w = qw
         msg.twist.twist.linear.x = float(speed)
         self.odom.publish(msg)
 
@@ -169,6 +169,13 @@ def test_brake_request_stamped_and_bad_clouds(ros_domain: int,
             stamps.make_header(t_bad, 'ego_vehicle/lidar'), fields,
             np.zeros((10, 2), np.float32)))
         assert h.wait(lambda: t_bad in _stamps(h.brakes), 5.0)
+        # odometry with a zero quaternion (an estimator before its first
+        # fix): its pose is ignored, the cloud still answered
+        t_q = round(t_bad + 0.05, 6)
+        h.send_clock(t_q)
+        h.send_odom(t_q, V, qw=0.0)
+        h.send_cloud(t_q, _wall(28.0 - V * 0.05 * 31))
+        assert h.wait(lambda: t_q in _stamps(h.brakes), 5.0)
         # still braking: the brake is held while the wall is still ahead
         assert h.brakes[-1].accel.linear.x < 0.0
         assert proc.poll() is None, 'node died on bad input'
