@@ -1414,3 +1414,49 @@ def test_zero_quaternion_start_names_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"cone.sdf:2: field 'pose': "
                                          r'quaternion .*zero length'):
         F.read_track_file(str(sdf))
+
+
+def test_tum_centre_line_with_widths_gets_cones(tmp_path: Path) -> None:
+    """
+    A centre line and the track widths: TUM's racetrack-database format.
+
+    ``# x_m,y_m,w_tr_right_m,w_tr_left_m`` (the header in a comment), a
+    loop whose first point is not repeated: the loader puts blue cones on
+    the left and yellow on the right boundary every 4 m, keeps the rows as
+    the centre line and starts the car at the first row facing along it.
+    A z column is ignored; a width that is not positive and a header
+    with one width only are refused in one line.
+    """
+    path = str(DATA / 'tum_oval.csv')
+    loaded = F.load_track_file(path)
+    assert loaded.fmt == 'csv' and loaded.errors == []
+    t = loaded.track
+    assert t.closed
+    _same_oval(t)
+    assert (t.car_start.x, t.car_start.y) == (0.0, 0.0)
+    assert abs(t.car_start.yaw) < 0.05
+    cls = t.cones.class_id
+    n = int((cls == CONE_BLUE).sum())
+    assert n == (cls == CONE_YELLOW).sum() == round(OVAL_LENGTH / 4.0)
+    _s, lat, _d = T.lateral_position(t, t.cones.xy)
+    # on the chords of the file's 5 m centre points (0.23 m inside the
+    # true 12 m arc at the turns)
+    assert np.allclose(np.abs(lat), 1.5, atol=0.3)
+    assert (lat[cls == CONE_BLUE] > 0).all()
+    assert any('a centre line with track widths' in w for w in loaded.warnings)
+    rows = (DATA / 'tum_oval.csv').read_text().splitlines()
+    with_z = tmp_path / 'z.csv'
+    with_z.write_text('\n'.join([rows[0] + ',z_m'] +
+                                [r + ',12.5' for r in rows[1:]]) + '\n')
+    np.testing.assert_allclose(
+        F.load_track_file(str(with_z)).track.centerline, t.centerline)
+    bad = tmp_path / 'bad.csv'
+    bad.write_text('\n'.join(rows[:5] + [rows[5].rsplit(',', 1)[0] + ',-1']
+                             + rows[6:]) + '\n')
+    with pytest.raises(ValueError, match=r"bad.csv:6: field 'w_left': "
+                                         r'track width -1 m'):
+        F.load_track_file(str(bad))
+    one = tmp_path / 'one.csv'
+    one.write_text('x_m,y_m,w_tr_right_m\n0,0,1.5\n5,0,1.5\n')
+    with pytest.raises(ValueError, match=r"one.csv:1: field 'w_left'"):
+        F.load_track_file(str(one))

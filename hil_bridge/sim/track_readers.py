@@ -122,7 +122,18 @@ _COLUMNS = {
     # a cone of the finish line (Hanze: ``Finish`` True, ``coneData``
     # ``['finish']``)
     'finish': ('finish', 'is_finish', 'conedata', 'cone_data'),
+    # track widths (m) right and left of a centre line (TUM's
+    # ``x_m,y_m,w_tr_right_m,w_tr_left_m``)
+    'w_right': ('w_tr_right_m', 'w_tr_right', 'w_right', 'w_right_m',
+                'width_right', 'right_width', 'd_right', 'dist_right'),
+    'w_left': ('w_tr_left_m', 'w_tr_left', 'w_left', 'w_left_m',
+               'width_left', 'left_width', 'd_left', 'dist_left'),
 }
+#: Cone spacing (m) along each boundary of a track given as a centre line
+#: with widths (the rules' largest gap is 5 m), and the largest width (m)
+#: either side of it read as one.
+WIDTHS_CONE_STEP = 4.0
+MAX_HALF_WIDTH = 50.0
 #: Names that make a row a header (besides a first cell ``tag``).
 _HEADER_X = frozenset(_COLUMNS['x'] + _COLUMNS['left_x'] + _COLUMNS['lat'])
 #: Names a header row's first cell can have (a row starting otherwise
@@ -482,9 +493,20 @@ def read_csv(path: str, text: str, fmt: str) -> TrackFile:
     first_bad = ''
     geo: Optional[Tuple[str, str, float, float, float, float]] = None
     finish: List[int] = []
+    centre: List[Tuple[float, float, float, float, int]] = []
     lines = text.splitlines()
     for line, raw in enumerate(lines, start=1):
         stripped = raw.strip()
+        if stripped.startswith('#') and col is None:
+            # TUM's centre-line files name their columns in a comment
+            cells = _split(stripped.lstrip('#').strip(),
+                           _delimiter(stripped))
+            hdr = _header_columns(cells, True)
+            if hdr is not None and 'w_right' in hdr and 'w_left' in hdr:
+                mode = _columns_mode(path, line, cells, hdr)
+                col, header_line = hdr, line
+                delim = _delimiter(stripped)
+            continue
         if not stripped or stripped.startswith(('#', '//')):
             continue
         if delim is None:
@@ -534,6 +556,18 @@ def read_csv(path: str, text: str, fmt: str) -> TrackFile:
                     out.cone(_number(path, line, kx, get(kx)),
                              _number(path, line, ky, get(ky)), cls, line, sgn)
             continue
+        if mode == 'widths':
+            x = _number(path, line, 'x', get('x'))
+            y = _number(path, line, 'y', get('y'))
+            wr = _number(path, line, 'w_right', get('w_right'))
+            wl = _number(path, line, 'w_left', get('w_left'))
+            for key, w in (('w_right', wr), ('w_left', wl)):
+                if not 0.0 < w <= MAX_HALF_WIDTH:
+                    raise ValueError(
+                        f'{path}:{line}: field {key!r}: track width {w:g} m '
+                        f'is not within (0, {MAX_HALF_WIDTH:g}] m')
+            centre.append((x, y, wr, wl, line))
+            continue
         if mode == 'geo':
             lat, lon = _lat_lon(path, line, get('lat'), get('lon'))
             if geo is None:
@@ -576,7 +610,9 @@ def read_csv(path: str, text: str, fmt: str) -> TrackFile:
         out.notes.append(f'{path}: WGS84 latitude/longitude converted to '
                          'metres east and north of the first row '
                          f'({geo[0]}, {geo[1]})')
-    if 'tag' not in col and not any(out.side):
+    if mode == 'widths':
+        _cones_from_widths(out, centre)
+    elif 'tag' not in col and not any(out.side):
         out.notes.append(f'{path}: no colour column: {len(out.xy)} cones of '
                          'unknown colour')
     if finish:
@@ -590,10 +626,19 @@ def _columns_mode(path: str, line: int, cells: List[str],
     Return how the rows under a header give positions, or raise.
 
     ``xy`` (an x and a y column), ``paired`` (``left_x``, ``left_y``,
-    ``right_x``, ``right_y``: two cones a row) or ``geo`` (``lat``,
-    ``lon``); a header with part of a set names the missing column.
+    ``right_x``, ``right_y``: two cones a row), ``geo`` (``lat``,
+    ``lon``) or ``widths`` (x, y and the track widths right and left: a
+    centre line); a header with part of a set names the missing column.
     """
     if 'x' in hdr and 'y' in hdr:
+        if 'w_right' in hdr or 'w_left' in hdr:
+            for key in ('w_right', 'w_left'):
+                if key not in hdr:
+                    raise ValueError(
+                        f'{path}:{line}: field {key!r}: header '
+                        f'{",".join(cells)!r} has no {key} column (expected '
+                        'e.g. x_m,y_m,w_tr_right_m,w_tr_left_m)')
+            return 'widths'
         return 'xy'
     paired = ('left_x', 'left_y', 'right_x', 'right_y')
     if 'x' not in hdr and 'y' not in hdr and any(k in hdr for k in paired):
@@ -609,6 +654,66 @@ def _columns_mode(path: str, line: int, cells: List[str],
     raise ValueError(f'{path}:{line}: field {miss[0]!r}: header '
                      f'{",".join(cells)!r} has no {miss[0]} column (expected '
                      f'e.g. {example})')
+
+
+def _cones_from_widths(out: '_Cones',
+                       rows: List[Tuple[float, float, float, float, int]]
+                       ) -> None:
+    """
+    Put cones on the boundaries of a centre line with track widths.
+
+    ``rows``: (x, y, width right, width left, line) in file order (m).
+    A loop when the last point is within three median steps of the first
+    (TUM's files do not repeat it). Cones every ``WIDTHS_CONE_STEP`` along
+    the centre line, blue on the left and yellow on the right; the rows
+    are the midpoints and the car starts at the first one, facing along
+    the line. In place, with a note.
+    """
+    path = out.path
+    if len(rows) < 3:
+        raise ValueError(f'{path}: {len(rows)} centre-line rows: a track '
+                         'needs at least 3')
+    arr = np.array([r[:4] for r in rows], dtype=float)
+    pts, widths = arr[:, :2], arr[:, 2:]
+    step = np.hypot(*np.diff(pts, axis=0).T)
+    if not (step > 0.0).all():
+        i = int(np.argmin(step))
+        raise ValueError(f'{path}:{rows[i + 1][4]}: centre-line point '
+                         f'repeats the one of line {rows[i][4]}')
+    closed = len(rows) > 4 and np.hypot(*(pts[-1] - pts[0])) <= \
+        3.0 * float(np.median(step))
+    ring = np.vstack([pts, pts[:1]]) if closed else pts
+    wring = np.vstack([widths, widths[:1]]) if closed else widths
+    s = np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(ring, axis=0).T))])
+    n = max(2, int(round(s[-1] / WIDTHS_CONE_STEP)))
+    at = np.linspace(0.0, s[-1], n, endpoint=not closed)
+    c = np.column_stack([np.interp(at, s, ring[:, k]) for k in (0, 1)])
+    w = np.column_stack([np.interp(at, s, wring[:, k]) for k in (0, 1)])
+    tan = np.empty_like(c)
+    if closed:
+        tan[:] = np.roll(c, -1, axis=0) - np.roll(c, 1, axis=0)
+    else:
+        tan[:] = np.gradient(c, axis=0)
+    tan /= np.hypot(*tan.T)[:, None]
+    left = np.column_stack([-tan[:, 1], tan[:, 0]])
+    row_at = np.searchsorted(s[:len(rows)], at, side='right') - 1
+    for k in range(n):
+        line = rows[int(min(max(row_at[k], 0), len(rows) - 1))][4]
+        bx, by = c[k] + left[k] * w[k, 1]
+        yx, yy = c[k] - left[k] * w[k, 0]
+        out.cone(float(bx), float(by), CONE_BLUE, line, 1)
+        out.cone(float(yx), float(yy), CONE_YELLOW, line, -1)
+    out.mids = [(float(x), float(y)) for x, y in pts]
+    out.closed = bool(closed)
+    if out.start is None:
+        out.set_start(float(pts[0, 0]), float(pts[0, 1]),
+                      math.atan2(tan[0, 1], tan[0, 0]), rows[0][4],
+                      'x')
+    out.notes.append(
+        f'{path}: a centre line with track widths ({len(rows)} points, '
+        f'{s[-1]:.1f} m, {"closed" if closed else "open"}): {2 * n} cones '
+        f'put on its boundaries every {s[-1] / max(n - (0 if closed else 1), 1):.2f} m, '
+        'blue left and yellow right; the car at its first point')
 
 
 def metres_per_degree(lat: float) -> Tuple[float, float]:

@@ -304,6 +304,20 @@ def team_formats(cones: List[Cone]) -> None:
     _pacsim('pacsim_centerline_raw.yaml', cones, closed=True,
             start=(-6.0, 0.0), timing=[(0.0, 4.0), (0.0, -4.0)], unknown=[],
             centerline=midpoints())
+    _tum('tum_oval.csv')
+
+
+def _tum(name: str) -> None:
+    """
+    Write the oval's centre line with track widths, TUM's format (s33).
+
+    TUMFTM/racetrack-database: the header in a comment, ``# x_m,y_m,
+    w_tr_right_m,w_tr_left_m``, a closed loop whose first point is not
+    repeated; no cones.
+    """
+    h = WIDTH / 2
+    rows = [f'{x},{y},{h},{h}' for x, y in midpoints()]
+    _csv(name, ['# x_m,y_m,w_tr_right_m,w_tr_left_m'] + rows, header=False)
 
 
 def _umdf(name: str, cones: List[Cone]) -> None:
