@@ -1450,6 +1450,12 @@ def test_tum_centre_line_with_widths_gets_cones(tmp_path: Path) -> None:
                                 [r + ',12.5' for r in rows[1:]]) + '\n')
     np.testing.assert_allclose(
         F.load_track_file(str(with_z)).track.centerline, t.centerline)
+    # a race circuit's width (every cone more than 3 m off the centre line)
+    wide = tmp_path / 'wide.csv'
+    wide.write_text('\n'.join([rows[0]] + [r.replace(',1.5,1.5', ',6.0,7.0')
+                                           for r in rows[1:]]) + '\n')
+    assert F.load_track_file(str(wide)).track.width == pytest.approx(
+        13.0, abs=0.1)
     bad = tmp_path / 'bad.csv'
     bad.write_text('\n'.join(rows[:5] + [rows[5].rsplit(',', 1)[0] + ',-1']
                              + rows[6:]) + '\n')

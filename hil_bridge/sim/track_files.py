@@ -745,6 +745,15 @@ def build_track(tf: TrackFile, mission: str = '', width: float = 0.0
     if width <= 0.0:
         w = local_widths(probe)
         w = w[np.isfinite(w)]
+        if not w.size:
+            # every cone more than MIN_WIDTH beside the centre line (a race
+            # circuit's 10-15 m): measure again with the cones' own offset
+            left, right = _boundary_masks(cones.class_id, tf.side)
+            _s, lat, _d = lateral_position(probe, cones.xy[left | right])
+            if lat.size:
+                probe.width = 2.0 * float(np.median(np.abs(lat)))
+                w = local_widths(probe)
+                w = w[np.isfinite(w)]
         width = round(float(np.median(w)), 2) if w.size else MIN_WIDTH
     tan = tangents(cl, closed)
     timing = _timing_from_sensors(tf.timing, cl, closed, tan, width,
