@@ -664,10 +664,10 @@ def _cones_from_widths(out: '_Cones',
 
     ``rows``: (x, y, width right, width left, line) in file order (m).
     A loop when the last point is within three median steps of the first
-    (TUM's files do not repeat it). Cones every ``WIDTHS_CONE_STEP`` along
-    the centre line, blue on the left and yellow on the right; the rows
-    are the midpoints and the car starts at the first one, facing along
-    the line. In place, with a note.
+    (TUM's files do not repeat it). Cones at most ``WIDTHS_CONE_STEP``
+    apart along each boundary (linear between the rows), blue on the left
+    and yellow on the right; the rows are the midpoints and the car starts
+    at the first one, facing along the line. In place, with a note.
     """
     path = out.path
     if len(rows) < 3:
@@ -685,24 +685,35 @@ def _cones_from_widths(out: '_Cones',
     ring = np.vstack([pts, pts[:1]]) if closed else pts
     wring = np.vstack([widths, widths[:1]]) if closed else widths
     s = np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(ring, axis=0).T))])
-    n = max(2, int(round(s[-1] / WIDTHS_CONE_STEP)))
-    at = np.linspace(0.0, s[-1], n, endpoint=not closed)
+    # the boundaries, densely, then cones along each one's own length (the
+    # outside of a turn is longer than the centre line)
+    at = np.linspace(0.0, s[-1], max(int(s[-1] / 0.5), 4),
+                     endpoint=not closed)
     c = np.column_stack([np.interp(at, s, ring[:, k]) for k in (0, 1)])
     w = np.column_stack([np.interp(at, s, wring[:, k]) for k in (0, 1)])
-    tan = np.empty_like(c)
     if closed:
-        tan[:] = np.roll(c, -1, axis=0) - np.roll(c, 1, axis=0)
+        tan = np.roll(c, -1, axis=0) - np.roll(c, 1, axis=0)
     else:
-        tan[:] = np.gradient(c, axis=0)
+        tan = np.gradient(c, axis=0)
     tan /= np.hypot(*tan.T)[:, None]
-    left = np.column_stack([-tan[:, 1], tan[:, 0]])
-    row_at = np.searchsorted(s[:len(rows)], at, side='right') - 1
-    for k in range(n):
-        line = rows[int(min(max(row_at[k], 0), len(rows) - 1))][4]
-        bx, by = c[k] + left[k] * w[k, 1]
-        yx, yy = c[k] - left[k] * w[k, 0]
-        out.cone(float(bx), float(by), CONE_BLUE, line, 1)
-        out.cone(float(yx), float(yy), CONE_YELLOW, line, -1)
+    normal = np.column_stack([-tan[:, 1], tan[:, 0]])
+    row_of = np.clip(np.searchsorted(s[:len(rows)], at, side='right') - 1,
+                     0, len(rows) - 1)
+    count = 0
+    for sgn, cls, k in ((1, CONE_BLUE, 1), (-1, CONE_YELLOW, 0)):
+        edge = c + sgn * normal * w[:, k:k + 1]
+        loop = np.vstack([edge, edge[:1]]) if closed else edge
+        se = np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(loop, axis=0)
+                                                       .T))])
+        n = max(2, int(math.ceil(se[-1] / WIDTHS_CONE_STEP)) +
+                (0 if closed else 1))
+        sc = np.linspace(0.0, se[-1], n, endpoint=not closed)
+        idx = np.clip(np.searchsorted(se, sc, side='right') - 1, 0,
+                      len(edge) - 1)
+        for (x, y), i in zip(np.column_stack(
+                [np.interp(sc, se, loop[:, j]) for j in (0, 1)]), idx):
+            out.cone(float(x), float(y), cls, rows[int(row_of[i])][4], sgn)
+        count += n
     out.mids = [(float(x), float(y)) for x, y in pts]
     out.closed = bool(closed)
     if out.start is None:
@@ -711,9 +722,9 @@ def _cones_from_widths(out: '_Cones',
                       'x')
     out.notes.append(
         f'{path}: a centre line with track widths ({len(rows)} points, '
-        f'{s[-1]:.1f} m, {"closed" if closed else "open"}): {2 * n} cones '
-        f'put on its boundaries every {s[-1] / max(n - (0 if closed else 1), 1):.2f} m, '
-        'blue left and yellow right; the car at its first point')
+        f'{s[-1]:.1f} m, {"closed" if closed else "open"}): {count} cones '
+        f'put on its boundaries, at most {WIDTHS_CONE_STEP:g} m apart along '
+        'each, blue left and yellow right; the car at its first point')
 
 
 def metres_per_degree(lat: float) -> Tuple[float, float]:
