@@ -121,3 +121,21 @@ def test_check_a_directory_prints_a_table(tmp_path: Path,
     assert track_cli.main(['check', '--table',
                            str(DATA / 'eufs_mirrored.csv')]) == 1
     assert ' error ' in capsys.readouterr().out
+
+
+def test_table_survives_a_loader_bug(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loader bug on one file is that file's row, not the end of the table."""
+    from hil_bridge.sim import track_files
+    real = track_files.load_track_file
+
+    def flaky(path: str, *args: object, **kwargs: object) -> object:
+        if path.endswith('fsds_oval.csv'):
+            raise IndexError('index 0 is out of bounds for axis 0 with size 0')
+        return real(path, *args, **kwargs)
+    monkeypatch.setattr(track_files, 'load_track_file', flaky)
+    paths = [str(DATA / 'fsds_oval.csv'), str(DATA / 'eufs_oval.csv')]
+    bad, good = track_cli.table_rows(paths, 'auto', 'rep103', '', 0.5)
+    assert bad['status'] == 'broken'
+    assert bad['first'].startswith('internal error (please report): '
+                                   'IndexError: index 0')
+    assert good['status'] == 'ok'

@@ -1327,7 +1327,7 @@ def test_open_lane_without_a_start_starts_at_its_entry(
     start = t.car_start
     assert np.hypot(start.x - 30.0, start.y + 20.0) < 1.0
     assert abs(start.yaw - np.pi / 2.0) < 0.2
-    assert any('the car starts at (30.00, -20.00)' in w
+    assert any('the car starts at its entry (30.00, -20.00)' in w
                for w in loaded.warnings)
     # a lane whose entry is nearest the origin keeps its start there
     rows = _l_lane(3.0).splitlines()
@@ -1345,7 +1345,13 @@ def test_open_lane_without_a_start_starts_at_its_entry(
 
 def test_closed_loop_keeps_the_start_nearest_the_origin(
         tmp_path: Path) -> None:
-    """A loop without a start (origin outside it): the start is unchanged."""
+    """
+    A loop without a start (origin outside it): the start is unchanged.
+
+    An entry found by following the boundaries back (in eufs_sim's random
+    layouts, a 30 m gap in both boundaries of a loop) is used only when
+    the track built from the cones nearest the origin is open.
+    """
     text = (DATA / 'eufs_oval.csv').read_text().splitlines()
     rows = [text[0]] + [r for r in text[1:] if r.split(',')[0] in
                         ('blue', 'yellow')]
@@ -1364,6 +1370,13 @@ def test_closed_loop_keeps_the_start_nearest_the_origin(
     start = tf.car_start
     assert np.hypot(start.x - want[0], start.y - want[1]) < 1e-9
     assert F.load_track_file(str(path)).track.closed
+    # an entry offered for a loop is not taken
+    tf.entry_start = (F.Pose(x=40.0, y=49.0, yaw=np.pi), 'entry note')
+    track = F.build_track(tf)
+    assert track.closed and tf.entry_start is None
+    assert np.hypot(track.car_start.x - want[0],
+                    track.car_start.y - want[1]) < 1.0
+    assert 'entry note' not in tf.notes
 
 
 def test_short_lane_is_not_refused_for_its_geometry_walk(
@@ -1470,3 +1483,21 @@ def test_tum_centre_line_with_widths_gets_cones(tmp_path: Path) -> None:
     one.write_text('x_m,y_m,w_tr_right_m\n0,0,1.5\n5,0,1.5\n')
     with pytest.raises(ValueError, match=r"one.csv:1: field 'w_left'"):
         F.load_track_file(str(one))
+
+
+def test_small_orange_cones_far_from_the_start(tmp_path: Path) -> None:
+    """
+    Two small orange cones, none near the start: no start gate, no crash.
+
+    Three files in eufs_sim's history (random layouts) raised IndexError
+    in the start-gate search (no small orange cone ahead of the car).
+    """
+    rows = (DATA / 'eufs_oval.csv').read_text().splitlines()
+    kept = [r for r in rows if not r.startswith('big_orange')]
+    kept += ['orange,20.0,1.5,0.0,0.01,0.01,0.0',
+             'orange,20.0,-1.5,0.0,0.01,0.01,0.0']
+    path = tmp_path / 'far.csv'
+    path.write_text('\n'.join(kept) + '\n')
+    loaded = F.load_track_file(str(path))
+    assert loaded.errors == []
+    assert not any('small orange' in w for w in loaded.warnings)

@@ -84,7 +84,8 @@ LONG_GROUP = 3.0
 #: A start gate of small orange cones (no big orange ones) is at most this
 #: far (m, along the centre line) ahead of the car start.
 SMALL_GATE_AHEAD = 10.0
-#: Farthest (m) a smoothed centre line may stray from its points' polyline.
+#: Farthest (m) a smoothed centre line may stray from its points' polyline
+#: (at least; the longest step between the points if longer).
 SPLINE_STRAY = 2.0
 #: Largest turn (rad) from one boundary cone to the next when a boundary
 #: is followed back to the entry of an open lane (a file without a start).
@@ -415,11 +416,18 @@ def _infer_start(tf: TrackFile) -> None:
         anchor = origin if between else (lp[il] + rp[ir]) / 2.0
         h = heading_at(anchor)
         if not between:
-            # the pair nearest the origin may be anywhere along an open lane
-            upstream = _lane_entry(lp, rp, anchor, h)
-            if upstream is not None:
-                anchor = upstream
-                h = heading_at(anchor)
+            # the pair nearest the origin may be anywhere along an open lane:
+            # build_track starts at the lane's entry if the track is open
+            entry = _lane_entry(lp, rp, anchor, h)
+            if entry is not None:
+                he = heading_at(entry)
+                ye = math.atan2(he[1], he[0])
+                tf.entry_start = (
+                    Pose(x=float(entry[0]), y=float(entry[1]), yaw=ye),
+                    f'{head}: an open lane: the car starts at its entry '
+                    f'({entry[0]:.2f}, {entry[1]:.2f}) facing '
+                    f'{math.degrees(ye):.0f} deg, along the track with its '
+                    'left boundary on the left')
     yaw = math.atan2(h[1], h[0])
     tf.car_start = Pose(x=float(anchor[0]), y=float(anchor[1]), yaw=yaw)
     if np.hypot(*anchor) > 0.05 or abs(yaw) > 0.05:
@@ -703,6 +711,18 @@ def build_track(tf: TrackFile, mission: str = '', width: float = 0.0
     finish), else from the big orange cones. ``width`` 0 means the median
     local width of the cones.
     """
+    if tf.entry_start is not None:
+        # a start inferred at the cones nearest the origin, and the entry
+        # of the open lane they may stand in: the entry when the track
+        # built from there is open (a loop with a gap keeps its start)
+        (entry, note), tf.entry_start = tf.entry_start, None
+        notes = list(tf.notes)
+        track = build_track(tf, mission, width)
+        if track.closed:
+            return track
+        said = [n for n in notes if ': the car starts at (' in n]
+        tf.notes[:] = [n for n in notes if n not in said] + [note]
+        tf.car_start = entry
     car_start = tf.car_start if tf.car_start is not None else Pose()
     cones = ConeArray(xy=tf.xy.copy(), class_id=tf.class_id.copy(),
                       knocked=np.zeros(len(tf.class_id), dtype=bool))
@@ -742,18 +762,11 @@ def build_track(tf: TrackFile, mission: str = '', width: float = 0.0
     if mission == '' and _is_straight(cl, closed):
         mission = 'acceleration'
     probe = Track(name, cones, car_start, cl, closed, width=MIN_WIDTH)
+    if width <= 0.0 and tf.width > 0.0:
+        width = round(float(tf.width), 2)   # the file's own (TUM's widths)
     if width <= 0.0:
         w = local_widths(probe)
         w = w[np.isfinite(w)]
-        if not w.size:
-            # every cone more than MIN_WIDTH beside the centre line (a race
-            # circuit's 10-15 m): measure again with the cones' own offset
-            left, right = _boundary_masks(cones.class_id, tf.side)
-            _s, lat, _d = lateral_position(probe, cones.xy[left | right])
-            if lat.size:
-                probe.width = 2.0 * float(np.median(np.abs(lat)))
-                w = local_widths(probe)
-                w = w[np.isfinite(w)]
         width = round(float(np.median(w)), 2) if w.size else MIN_WIDTH
     tan = tangents(cl, closed)
     timing = _timing_from_sensors(tf.timing, cl, closed, tan, width,
@@ -1116,9 +1129,11 @@ def _smooth(pts: np.ndarray, closed: bool) -> np.ndarray:
     """
     Fit a smoothing cubic spline (about 5 cm RMS) and resample it.
 
-    The points' polyline instead when the fit strays more than
-    ``SPLINE_STRAY`` from it (points doubling back on themselves make the
-    spline overshoot by kilometres).
+    The points' polyline instead when the fit strays from it by more than
+    ``SPLINE_STRAY`` and the longest step between the points (a curve
+    through sparse points bulges from their chords by up to a step):
+    points doubling back on themselves make the spline overshoot by
+    kilometres.
     """
     if len(pts) < 4:
         return resample(pts, closed, 0.5)
@@ -1132,7 +1147,10 @@ def _smooth(pts: np.ndarray, closed: bool) -> np.ndarray:
     dense = np.column_stack(splev(np.linspace(0.0, 1.0, n,
                                               endpoint=not closed), tck))
     line = resample(pts, closed, 0.1)
-    if float(cKDTree(line).query(dense)[0].max()) > SPLINE_STRAY:
+    steps = np.hypot(*np.diff(np.vstack([pts, pts[:1]]) if closed else pts,
+                              axis=0).T)
+    stray = float(cKDTree(line).query(dense)[0].max())
+    if stray > max(SPLINE_STRAY, float(steps.max())):
         return resample(pts, closed, 0.5)
     return resample(dense, closed, 0.5)
 
@@ -1302,6 +1320,8 @@ def _labels(points: np.ndarray, radius: float) -> np.ndarray:
 
 def _rows(arc: np.ndarray, gap: float) -> List[np.ndarray]:
     """Return arc positions (m) sorted and split where they jump by > ``gap``."""
+    if arc.size == 0:
+        return []
     arc = np.sort(arc)
     return np.split(arc, np.flatnonzero(np.diff(arc) > gap) + 1)
 

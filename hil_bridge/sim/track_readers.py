@@ -170,8 +170,11 @@ class TrackFile:
     ``notes`` the loader's warnings; ``axes`` ``screen`` when the format
     is known to be written in screen axes (y down, the left/right names
     the driver's: Hanze's pygame maps), which the default convention then
-    applies (:func:`hil_bridge.sim.track_files.read_track_file`), and
-    ``convention`` the axis convention that function applied.
+    applies (:func:`hil_bridge.sim.track_files.read_track_file`),
+    ``convention`` the axis convention that function applied and
+    ``entry_start`` the start (pose, note) at the entry of the open lane a
+    start inferred mid-lane may stand in (used when the track is open);
+    ``width`` the track width the file gives (m, median; 0 when none).
     """
 
     path: str
@@ -187,6 +190,8 @@ class TrackFile:
     notes: List[str] = field(default_factory=list)
     codes: Optional[np.ndarray] = None
     convention: str = ''
+    entry_start: Optional[Tuple[Pose, str]] = None
+    width: float = 0.0
     axes: str = ''
 
 
@@ -207,6 +212,7 @@ class _Cones:
         self.start: Optional[Pose] = None
         self.closed: Optional[bool] = None
         self.axes = ''
+        self.width = 0.0
 
     def cone(self, x: float, y: float, cls: int, line: int, side: int = 0,
              code: int = -1) -> None:
@@ -276,7 +282,8 @@ class _Cones:
             midpoints=np.array(self.mids, dtype=float).reshape(-1, 2),
             timing=np.array(self.timing, dtype=float).reshape(-1, 2),
             closed=self.closed, notes=self.notes,
-            codes=codes if (codes >= 0).any() else None, axes=self.axes)
+            codes=codes if (codes >= 0).any() else None, axes=self.axes,
+            width=self.width)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -716,6 +723,7 @@ def _cones_from_widths(out: '_Cones',
         count += n
     out.mids = [(float(x), float(y)) for x, y in pts]
     out.closed = bool(closed)
+    out.width = float(np.median(widths.sum(axis=1)))
     if out.start is None:
         out.set_start(float(pts[0, 0]), float(pts[0, 1]),
                       math.atan2(tan[0, 1], tan[0, 0]), rows[0][4],

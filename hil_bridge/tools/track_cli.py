@@ -210,7 +210,10 @@ def table_rows(paths: List[str], fmt: str, convention: str, mission: str,
     (``ok``, ``error`` (rule errors), ``broken`` (does not load)),
     ``format``, ``cones``, ``length``, ``loop``, ``mission``, ``width``,
     ``convention``, ``notes`` (loader warnings), ``findings`` (rule
-    warnings), ``errors`` and ``first`` (the first error or warning).
+    warnings), ``errors`` and ``first`` (the first error or warning). A
+    loader bug on one file (an exception other than ``ValueError``) is that
+    file's row, ``broken`` with the exception named, not the end of the
+    table.
     """
     from hil_bridge.sim.track_files import load_track_file
     rows = []
@@ -231,6 +234,11 @@ def table_rows(paths: List[str], fmt: str, convention: str, mission: str,
                     tries = ('rep103', 'swapped', 'unreal', 'screen')  # fssim SDF
         except (OSError, ValueError) as exc:
             row.update(status='broken', first=_relative(str(exc), path))
+            rows.append(row)
+            continue
+        except Exception as exc:  # noqa: B902 - a loader bug: one row, not the table
+            row.update(status='broken', first='internal error (please report): '
+                       f'{type(exc).__name__}: {exc}')
             rows.append(row)
             continue
         t = loaded.track
