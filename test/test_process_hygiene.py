@@ -47,6 +47,20 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _describe(pid: int) -> str:
+    """Return a process's command line, state and kernel wait channel."""
+    try:
+        with open(f'/proc/{pid}/cmdline', 'rb') as f:
+            cmd = f.read().replace(b'\0', b' ').decode(errors='replace')
+        with open(f'/proc/{pid}/stat', encoding='utf-8') as f:
+            state = f.read().rsplit(')', 1)[1].split()[0]
+        with open(f'/proc/{pid}/wchan', encoding='utf-8') as f:
+            wchan = f.read()
+    except OSError as exc:
+        return f'{pid}: {exc}'
+    return f'{pid} [{state} {wchan}] {cmd.strip()[:160]}'
+
+
 def _is_watcher(pid: int) -> bool:
     """Return True for the runner's shared-memory watcher (it holds no segment)."""
     try:
@@ -138,11 +152,15 @@ def test_kill_9_of_the_runner_leaves_no_process_and_no_segment(ros_domain: int,
         ours = set().union(*held.values(), *(_held_by(k) for k in kids if _alive(k)))
         proc.kill()
         proc.wait(timeout=10)
-        gone_by = time.monotonic() + 15.0
+        # a node exits within STOP_DEADLINE of its SIGTERM; under load its
+        # start may take seconds (once seen in CI: one child after 15 s,
+        # not reproduced in 22 runs, quiet or loaded)
+        gone_by = time.monotonic() + 30.0
         while time.monotonic() < gone_by and any(_alive(k) for k in kids):
             time.sleep(0.2)
         left = [k for k in kids if _alive(k)]
-        assert not left, f'children still running after kill -9 of the runner: {left}'
+        assert not left, 'children still running after kill -9 of the runner: ' + \
+            '; '.join(_describe(k) for k in left)
         # the children remove theirs; those of a child that could not
         # (still starting when the kernel's SIGTERM came) go by the runner's
         # watcher process, not only by the next run
@@ -234,7 +252,7 @@ def _watch_a_killed_parent(tmp_path: Path, script: str, files: int, pause: float
         assert len(list(tmp_path.iterdir())) == files
         parent.kill()
         parent.wait(timeout=10)
-        gone_by = time.monotonic() + 15.0
+        gone_by = time.monotonic() + 30.0
         while time.monotonic() < gone_by and _alive(watcher):
             time.sleep(0.05)
         left = sorted(p.name for p in tmp_path.iterdir())
