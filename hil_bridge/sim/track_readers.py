@@ -51,6 +51,8 @@ from hil_bridge.interface.cones import (CONE_BIG_ORANGE, CONE_BLUE, CONE_ORANGE,
                                         CONE_YELLOW)
 from hil_bridge.interface.config import yaml_error
 from hil_bridge.interface.frames import Pose, quaternion_yaw
+from hil_bridge.interface.track import arc_length
+from hil_bridge.sim.tracks import tangents
 import numpy as np
 import yaml
 
@@ -506,13 +508,12 @@ def read_csv(path: str, text: str, fmt: str) -> TrackFile:
         stripped = raw.strip()
         if stripped.startswith('#') and col is None:
             # TUM's centre-line files name their columns in a comment
-            cells = _split(stripped.lstrip('#').strip(),
-                           _delimiter(stripped))
+            named = _delimiter(stripped)
+            cells = _split(stripped.lstrip('#').strip(), named)
             hdr = _header_columns(cells, True)
             if hdr is not None and 'w_right' in hdr and 'w_left' in hdr:
                 mode = _columns_mode(path, line, cells, hdr)
-                col, header_line = hdr, line
-                delim = _delimiter(stripped)
+                col, header_line, delim = hdr, line, named
             continue
         if not stripped or stripped.startswith(('#', '//')):
             continue
@@ -689,20 +690,15 @@ def _cones_from_widths(out: '_Cones',
                          f'repeats the one of line {rows[i][4]}')
     closed = len(rows) > 4 and np.hypot(*(pts[-1] - pts[0])) <= \
         3.0 * float(np.median(step))
-    ring = np.vstack([pts, pts[:1]]) if closed else pts
-    wring = np.vstack([widths, widths[:1]]) if closed else widths
-    s = np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(ring, axis=0).T))])
+    ring = np.vstack([arr, arr[:1]]) if closed else arr
+    s = arc_length(pts, closed)
     # the boundaries, densely, then cones along each one's own length (the
     # outside of a turn is longer than the centre line)
     at = np.linspace(0.0, s[-1], max(int(s[-1] / 0.5), 4),
                      endpoint=not closed)
     c = np.column_stack([np.interp(at, s, ring[:, k]) for k in (0, 1)])
-    w = np.column_stack([np.interp(at, s, wring[:, k]) for k in (0, 1)])
-    if closed:
-        tan = np.roll(c, -1, axis=0) - np.roll(c, 1, axis=0)
-    else:
-        tan = np.gradient(c, axis=0)
-    tan /= np.hypot(*tan.T)[:, None]
+    w = np.column_stack([np.interp(at, s, ring[:, k]) for k in (2, 3)])
+    tan = tangents(c, closed)
     normal = np.column_stack([-tan[:, 1], tan[:, 0]])
     row_of = np.clip(np.searchsorted(s[:len(rows)], at, side='right') - 1,
                      0, len(rows) - 1)
@@ -710,8 +706,7 @@ def _cones_from_widths(out: '_Cones',
     for sgn, cls, k in ((1, CONE_BLUE, 1), (-1, CONE_YELLOW, 0)):
         edge = c + sgn * normal * w[:, k:k + 1]
         loop = np.vstack([edge, edge[:1]]) if closed else edge
-        se = np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(loop, axis=0)
-                                                       .T))])
+        se = arc_length(edge, closed)
         n = max(2, int(math.ceil(se[-1] / WIDTHS_CONE_STEP)) +
                 (0 if closed else 1))
         sc = np.linspace(0.0, se[-1], n, endpoint=not closed)
