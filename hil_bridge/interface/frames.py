@@ -146,6 +146,7 @@ def quaternion_yaw(q: Any) -> float:
     """
     n2 = q.x * q.x + q.y * q.y + q.z * q.z + q.w * q.w
     if abs(n2 - 1.0) <= 1e-6:
+        # the unit form, bit for bit as before (lockstep runs repeat exactly)
         return math.atan2(2.0 * (q.w * q.z + q.x * q.y),
                           1.0 - 2.0 * (q.y * q.y + q.z * q.z))
     if not n2 >= 1e-6:      # also NaN

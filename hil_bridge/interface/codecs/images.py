@@ -136,7 +136,7 @@ def msg_to_image(msg: Image, desired_encoding: str = 'bgr8') -> np.ndarray:
         return view
     if enc not in _TO_BGR:
         raise ValueError(f'cannot convert {enc} to bgr8')
-    if enc.startswith(('yuv', 'uyvy', 'yuyv')) and w % 2:
+    if channels == 2 and w % 2:   # packed YUV 4:2:2
         raise ValueError(f'{enc} image width {w} is odd (pixels come in '
                          'pairs sharing U and V)')
     bgr = cv2.cvtColor(np.ascontiguousarray(view), _TO_BGR[enc])
